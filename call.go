@@ -1,0 +1,51 @@
+package warden
+
+// Identity says who a call is for. Every field is optional; an empty field means the
+// caller did not name one, and events then leave it out.
+type Identity struct {
+	Tenant       string `json:"tenant,omitempty"`
+	Principal    string `json:"principal,omitempty"`
+	Conversation string `json:"conversation,omitempty"`
+}
+
+// Call is one tool call proposed by a model or a client.
+type Call struct {
+	// ID identifies the call (the model's tool_use id, the MCP request id, ...).
+	ID string `json:"id,omitempty"`
+	// Tool is the registered name of the tool to run.
+	Tool string `json:"tool"`
+	// Args are the arguments as the caller wrote them, in order.
+	Args Args `json:"args"`
+	// Iteration is the agent-loop iteration the call belongs to (0 outside a loop).
+	Iteration int `json:"iteration,omitempty"`
+	// Identity is who the call is for.
+	Identity Identity `json:"identity,omitzero"`
+	// Session is the run, conversation or MCP session the call belongs to.
+	Session string `json:"session,omitempty"`
+}
+
+// Step is one call that was executed, as recorded in a run's sequence.
+type Step struct {
+	Tool string `json:"tool"`
+	Args Args   `json:"args"`
+}
+
+// Request is one permission question put to a [Checker].
+type Request struct {
+	// Capability is what is asked about: [CapToolCall] for the dispatch itself, a tool
+	// capability the tool declared, or [CapSkillRead].
+	Capability Capability
+	// Actor is who acts: the active role or principal, when the front end knows it.
+	Actor string
+	// Target is the tool name, or a skill target ("skill:<id>") for [CapSkillRead].
+	Target string
+	// Args are the call's arguments as they stand at this check.
+	Args Args
+	// Iteration is the agent-loop iteration.
+	Iteration int
+	// Identity is who the call is for.
+	Identity Identity
+	// Sequence lists the calls executed so far in this run, oldest first. Checkers must
+	// not modify it.
+	Sequence []Step
+}
