@@ -1,0 +1,393 @@
+package shell
+
+import "strings"
+
+// emit records the command argv, whose words are already literal values,
+// and judges through it when its name is a known wrapper. wrapped is true
+// for a command that a wrapper runs rather than the shell itself.
+func (an *analyzer) emit(argv []string, depth int, wrapped bool) string {
+	if depth > MaxNesting {
+		return "wrapper nesting too deep"
+	}
+	name := argv[0]
+	if problem := nameProblem(name, wrapped); problem != "" {
+		return problem
+	}
+	base := baseName(name)
+	an.cmds = append(an.cmds, joinCommand(base, argv[1:]))
+	return an.unwrap(strings.ToLower(base), argv[1:], depth)
+}
+
+// nameProblem refuses command names that cannot be judged by their text.
+func nameProblem(name string, wrapped bool) string {
+	if name == "" {
+		return "empty command name"
+	}
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; c <= ' ' || c == 0x7f {
+			return "unusual command name"
+		}
+	}
+	if name[len(name)-1] == '/' {
+		return "unusual command name"
+	}
+	// A wrapper's command is literal text, but refusing glob characters
+	// in it too costs nothing and keeps one rule for every command name.
+	if wrapped && globChars(name) {
+		return "glob in command name"
+	}
+	return ""
+}
+
+// baseName strips the directory from a command name: /bin/rm runs rm.
+func baseName(name string) string {
+	if i := strings.LastIndexByte(name, '/'); i >= 0 {
+		return name[i+1:]
+	}
+	return name
+}
+
+// isSpace reports the ASCII whitespace that joinCommand folds.
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
+}
+
+// joinCommand joins a command name and its arguments with single spaces.
+// Whitespace inside an argument is folded to one space and trimmed, and an
+// argument left empty is dropped, so the result never holds two spaces in a
+// row or begins or ends with one: a glob written against the canonical
+// spelling (rm -rf /) also matches rm with an empty first argument, or with
+// "-rf " quoted.
+func joinCommand(name string, args []string) string {
+	n := len(name)
+	for _, a := range args {
+		n += len(a) + 1
+	}
+	var b strings.Builder
+	b.Grow(n)
+	b.WriteString(name)
+	for _, a := range args {
+		pending := true // a separator is owed before the next character
+		for i := 0; i < len(a); i++ {
+			c := a[i]
+			if isSpace(c) {
+				pending = true
+				continue
+			}
+			if pending {
+				b.WriteByte(' ')
+				pending = false
+			}
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// wrap records the command a wrapper runs, if it names one.
+func (an *analyzer) wrap(argv []string, depth int) string {
+	if len(argv) == 0 {
+		return ""
+	}
+	return an.emit(argv, depth+1, true)
+}
+
+// nested analyzes a script that a wrapper hands to a shell.
+func (an *analyzer) nested(prefix, script string, depth int) string {
+	if problem := an.script(script, depth+1); problem != "" {
+		return prefix + problem
+	}
+	return ""
+}
+
+// unwrap judges through the wrapper named name (lower-cased base name),
+// called with args.
+func (an *analyzer) unwrap(name string, args []string, depth int) string {
+	switch name {
+	case "sudo":
+		return an.sudo(args, depth)
+	case "doas":
+		return an.simpleWrapper(&doasSpec, args, depth)
+	case "env":
+		return an.env(args, depth)
+	case "command":
+		return an.simpleWrapper(&commandSpec, args, depth)
+	case "builtin":
+		return an.simpleWrapper(&builtinSpec, args, depth)
+	case "exec":
+		return an.simpleWrapper(&execSpec, args, depth)
+	case "nice":
+		return an.simpleWrapper(&niceSpec, args, depth)
+	case "nohup":
+		return an.simpleWrapper(&nohupSpec, args, depth)
+	case "setsid":
+		return an.simpleWrapper(&setsidSpec, args, depth)
+	case "time":
+		return an.simpleWrapper(&timeSpec, args, depth)
+	case "timeout":
+		return an.timeout(args, depth)
+	case "xargs":
+		return an.xargs(args, depth)
+	case "find":
+		return an.find(args, depth)
+	case "busybox":
+		// busybox APPLET ARGS runs the applet; options such as --list
+		// run nothing.
+		if len(args) > 0 && args[0] == "--" {
+			args = args[1:]
+		}
+		if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+			return ""
+		}
+		return an.wrap(args, depth)
+	case "sh", "bash", "zsh", "dash", "ksh", "ash", "mksh", "rbash":
+		if script, ok := shellScript(args); ok {
+			return an.nested("in sh -c script: ", script, depth)
+		}
+		return ""
+	case "eval":
+		if len(args) > 0 && args[0] == "--" {
+			args = args[1:]
+		}
+		if len(args) == 0 {
+			return ""
+		}
+		return an.nested("in eval script: ", strings.Join(args, " "), depth)
+	}
+	return ""
+}
+
+// simpleWrapper handles wrappers whose command follows their options.
+func (an *analyzer) simpleWrapper(spec *optSpec, args []string, depth int) string {
+	next, _, _ := spec.scan(args, nil)
+	return an.wrap(args[next:], depth)
+}
+
+var (
+	doasSpec    = optSpec{short: "+C:Lnsu:"}
+	commandSpec = optSpec{short: "pvV"}
+	builtinSpec = optSpec{}
+	execSpec    = optSpec{short: "cla:"}
+	niceSpec    = optSpec{short: "+n:", long: []longOpt{
+		{"adjustment", argRequired}, {"help", argNone}, {"version", argNone},
+	}}
+	nohupSpec  = optSpec{long: []longOpt{{"help", argNone}, {"version", argNone}}}
+	setsidSpec = optSpec{short: "+cfwhV", long: []longOpt{
+		{"ctty", argNone}, {"fork", argNone}, {"wait", argNone},
+		{"help", argNone}, {"version", argNone},
+	}}
+	// timeSpec covers both the bash keyword (time -p) and GNU time.
+	timeSpec = optSpec{short: "+ao:f:pqvV", long: []longOpt{
+		{"append", argNone}, {"format", argRequired}, {"output", argRequired},
+		{"portability", argNone}, {"quiet", argNone}, {"verbose", argNone},
+		{"help", argNone}, {"version", argNone},
+	}}
+	timeoutSpec = optSpec{short: "+k:s:v", long: []longOpt{
+		{"kill-after", argRequired}, {"signal", argRequired},
+		{"preserve-status", argNone}, {"foreground", argNone},
+		{"verbose", argNone}, {"help", argNone}, {"version", argNone},
+	}}
+	// envSpec is GNU env plus the BSD -L and -P.
+	envSpec = optSpec{short: "+0a:C:iL:P:S:u:v", long: []longOpt{
+		{"ignore-environment", argNone}, {"null", argNone},
+		{"unset", argRequired}, {"chdir", argRequired},
+		{"split-string", argRequired}, {"argv0", argRequired},
+		{"block-signal", argOptional}, {"default-signal", argOptional},
+		{"ignore-signal", argOptional}, {"list-signal-handling", argNone},
+		{"debug", argNone}, {"help", argNone}, {"version", argNone},
+	}}
+	// sudoSpec is sudo 1.9's option table. -h takes the next word as a
+	// host name unless it looks like an option; taking it always only
+	// means judging one word less of a command sudo would not run.
+	sudoSpec = optSpec{short: "+Aa:BbC:c:D:Eeg:Hh:iKklNnPp:R:r:SsT:t:U:u:Vv", long: []longOpt{
+		{"askpass", argNone}, {"auth-type", argRequired}, {"background", argNone},
+		{"bell", argNone}, {"close-from", argRequired}, {"login-class", argRequired},
+		{"chdir", argRequired}, {"preserve-env", argOptional}, {"edit", argNone},
+		{"group", argRequired}, {"set-home", argNone}, {"help", argNone},
+		{"host", argRequired}, {"login", argNone}, {"remove-timestamp", argNone},
+		{"reset-timestamp", argNone}, {"list", argNone}, {"no-update", argNone},
+		{"non-interactive", argNone}, {"preserve-groups", argNone},
+		{"prompt", argRequired}, {"chroot", argRequired}, {"role", argRequired},
+		{"stdin", argNone}, {"shell", argNone}, {"command-timeout", argRequired},
+		{"type", argRequired}, {"other-user", argRequired}, {"user", argRequired},
+		{"validate", argNone}, {"version", argNone},
+	}}
+	// xargsSpec is GNU xargs plus the BSD -J, -R and -S.
+	xargsSpec = optSpec{short: "+0a:d:E:e::I:i::J:L:l::n:oP:pR:rS:s:tx", long: []longOpt{
+		{"null", argNone}, {"arg-file", argRequired}, {"delimiter", argRequired},
+		{"eof", argOptional}, {"exit", argNone}, {"replace", argOptional},
+		{"interactive", argNone}, {"max-lines", argOptional},
+		{"max-args", argRequired}, {"open-tty", argNone},
+		{"max-procs", argRequired}, {"no-run-if-empty", argNone},
+		{"max-chars", argRequired}, {"process-slot-var", argRequired},
+		{"show-limits", argNone}, {"verbose", argNone},
+		{"help", argNone}, {"version", argNone},
+	}}
+)
+
+// sudo skips sudo's options and the NAME=VALUE words it accepts among
+// them. With -s or -i sudo hands its command to a shell, so the words are
+// analyzed as a script; sudo -e edits files and runs no command.
+func (an *analyzer) sudo(args []string, depth int) string {
+	shellMode, edit := false, false
+	visit := func(o opt) string {
+		switch o.name {
+		case "s", "i", "shell", "login":
+			shellMode = true
+		case "e", "edit":
+			edit = true
+		}
+		return ""
+	}
+	i := 0
+	for {
+		next, dashdash, _ := sudoSpec.scan(args[i:], visit)
+		i += next
+		if dashdash || i >= len(args) || !sudoEnvVar(args[i]) {
+			break
+		}
+		i++
+	}
+	rest := args[i:]
+	switch {
+	case edit || len(rest) == 0:
+		return ""
+	case shellMode:
+		return an.nested("in sudo shell command: ", strings.Join(rest, " "), depth)
+	}
+	return an.wrap(rest, depth)
+}
+
+// sudoEnvVar reports whether sudo takes a word as a NAME=VALUE setting.
+func sudoEnvVar(s string) bool {
+	return s != "" && s[0] != '/' && s[0] != '=' && strings.IndexByte(s, '=') >= 0
+}
+
+// env skips env's options, a lone "-" and NAME=VALUE words. env -S splits
+// a string into words by its own rules, which are not analyzed.
+func (an *analyzer) env(args []string, depth int) string {
+	i, _, problem := envSpec.scan(args, func(o opt) string {
+		if o.name == "S" || o.name == "split-string" {
+			return "env -S cannot be analyzed"
+		}
+		return ""
+	})
+	if problem != "" {
+		return problem
+	}
+	if i < len(args) && args[i] == "-" {
+		i++
+	}
+	for i < len(args) && strings.IndexByte(args[i], '=') >= 0 {
+		i++
+	}
+	return an.wrap(args[i:], depth)
+}
+
+// timeout skips timeout's options and its DURATION.
+func (an *analyzer) timeout(args []string, depth int) string {
+	i, _, _ := timeoutSpec.scan(args, nil)
+	if i >= len(args) {
+		return ""
+	}
+	return an.wrap(args[i+1:], depth)
+}
+
+// xargs skips xargs's options; the rest is the command, echo by default.
+// A command name holding the replace string comes from the input and
+// cannot be judged.
+func (an *analyzer) xargs(args []string, depth int) string {
+	var replace []string
+	i, _, _ := xargsSpec.scan(args, func(o opt) string {
+		switch o.name {
+		case "I", "J", "replace", "i":
+			if o.hasVal {
+				replace = append(replace, o.value)
+			} else {
+				replace = append(replace, "{}")
+			}
+		}
+		return ""
+	})
+	rest := args[i:]
+	if len(rest) == 0 {
+		rest = []string{"echo"}
+	}
+	for _, r := range replace {
+		if r != "" && strings.Contains(rest[0], r) {
+			return "xargs command name comes from its input"
+		}
+	}
+	return an.wrap(rest, depth)
+}
+
+// find judges each -exec, -execdir, -ok and -okdir command, made of the
+// words up to ";" or to a "+" that follows "{}". A command name holding {}
+// is a found file and cannot be judged.
+func (an *analyzer) find(args []string, depth int) string {
+	for i := 0; i < len(args); i++ {
+		switch args[i] {
+		case "-exec", "-execdir", "-ok", "-okdir":
+		default:
+			continue
+		}
+		start := i + 1
+		end := start
+		for end < len(args) {
+			if args[end] == ";" || (args[end] == "+" && end > start && args[end-1] == "{}") {
+				break
+			}
+			end++
+		}
+		if end > start {
+			if strings.Contains(args[start], "{}") {
+				return "find -exec command name comes from the files found"
+			}
+			if problem := an.wrap(args[start:end], depth); problem != "" {
+				return problem
+			}
+		}
+		i = end
+	}
+	return ""
+}
+
+// shellScript finds the script of "sh -c SCRIPT": the first operand once a
+// -c appeared among the options (also inside a cluster such as -ec). -o and
+// -O take the next word whatever their place in a cluster.
+func shellScript(args []string) (string, bool) {
+	c := false
+	i := 0
+	for i < len(args) {
+		a := args[i]
+		if a == "--" || a == "-" {
+			i++
+			break
+		}
+		if len(a) < 2 || (a[0] != '-' && a[0] != '+') {
+			break
+		}
+		i++
+		if a[0] == '-' && a[1] == '-' {
+			switch a[2:] {
+			case "rcfile", "init-file", "emulate":
+				i++
+			}
+			continue
+		}
+		for j := 1; j < len(a); j++ {
+			switch a[j] {
+			case 'c':
+				if a[0] == '-' {
+					c = true
+				}
+			case 'o', 'O':
+				i++
+			}
+		}
+	}
+	if !c || i >= len(args) {
+		return "", false
+	}
+	return args[i], true
+}
