@@ -1,0 +1,64 @@
+// Package policy decides whether a tool call may run: rule policies, role policies,
+// CEL conditions, and policy files that combine them.
+//
+// # Rule policies
+//
+// A [RulePolicy] has a mode. allow_all allows at once (no shell check), deny_all denies
+// at once, and rules evaluates glob patterns per tool in a fixed order:
+//
+//	bash only: the shell check  => deny "Shell control operator requires explicit approval: '<command>'"
+//	first matching deny rule     => deny     "denied by rule: <pattern>"
+//	first matching allow rule    => allow    "allowed by rule: <pattern>"
+//	first matching escalate rule => ask      "escalate by rule: <pattern>"
+//	no match                     => deny     "no matching rule, default deny"
+//
+// Each list is the tool's own patterns followed by the "*" patterns. The decision's
+// RuleID is the pattern. Tool names are lower-cased and mapped through aliases
+// (bash_tool => bash, reader_tool => reader, editor_tool => editor, search_tool =>
+// search, context_tool => context, plus any the configuration adds).
+//
+// Globs follow Python's fnmatch, case-insensitively and anchored: "*" matches any run of
+// characters including "/" and newlines, "?" one character, "[seq]" and "[!seq]" classes,
+// an unclosed "[" is literal, and there are no backslash escapes.
+//
+// # Match strings
+//
+// What the globs are matched against depends on the canonical tool: bash matches the
+// normalized command; editor its file_path; reader its path; search its pattern, a space
+// and its path. Every other tool (MCP tools included) matches its action argument, a
+// space, and all argument values in the order of the call's JSON object joined by single
+// spaces: strings verbatim, numbers as written, true/false, null, objects and arrays as
+// compact JSON. A match template ("{env} {service}") replaces that rule for one tool.
+//
+// # The shell check
+//
+// A bash command must be one simple command (see package shell). The command and every
+// command it wraps (sudo, env, timeout, sh -c '...', find -exec, xargs, ...) are judged,
+// and the most restrictive answer wins: deny (or no match) over escalate over allow. So
+// "sudo /bin/rm -rf /" is judged as both "sudo rm -rf /" and "rm -rf /". Even an allow
+// rule of "*" does not override the shell check.
+//
+// # Escalation
+//
+// An escalate rule returns [warden.Ask]. With an [EscalationHandler] the policy answers
+// inline: approve allows (optionally with replacement arguments, which the second
+// security pass judges again), decline denies with "Permission escalation for
+// <tool>.<action> was declined: <rationale>", and a handler error denies as a fault.
+// Without a handler the front end either puts the question to a person or refuses with
+// [warden.EscalationFault].
+//
+// # Role policies
+//
+// [FromRoles] builds a tool allowlist per role, with optional capability and skill
+// rules; see [RolePolicy.Check] for the exact order and rule ids.
+//
+// # Combination and files
+//
+// A [Policy] combines a rule layer, a role layer and conditions; every layer that applies
+// is evaluated and the strongest answer wins (halt > deny > ask > allow). [LoadFile]
+// reads the YAML policy format strictly and gives every policy a [Policy.Revision].
+//
+// Everything here fails closed: an unknown mode, preset, role or capability is an error
+// at construction; a layer that panics, a condition that cannot be evaluated, and a
+// request no layer answers are denials.
+package policy
