@@ -22,6 +22,11 @@ type Call struct {
 	Identity Identity `json:"identity,omitzero"`
 	// Session is the run, conversation or MCP session the call belongs to.
 	Session string `json:"session,omitempty"`
+	// Sequence lists the calls executed before this one in the run (for checkers and
+	// the halt error). Optional.
+	Sequence []Step `json:"-"`
+	// Context is recent context shown to a person as check-in evidence. Optional.
+	Context []string `json:"-"`
 }
 
 // Step is one call that was executed, as recorded in a run's sequence.

@@ -45,3 +45,81 @@ func (CheckerFunc) Governs(Capability) bool { return false }
 type Namer interface {
 	Name() string
 }
+
+// CheckCall asks one checker about a call the way the pipeline does: first
+// [CapToolCall] with Target req.Target, then each capability in declared that the
+// checker governs, in declared order, stopping at the first refusal (deny or halt). An
+// ask does not stop the walk; the answers combine by precedence (halt > deny > ask >
+// allow). A checker that returns an error, panics or returns an invalid effect yields
+// [CheckerFault]. An allow that replaces the arguments passes the replacement to the
+// checks that follow and returns it on the result.
+//
+// visit, when non-nil, is called after every check with the request and the decision.
+// req.Capability is ignored.
+func CheckCall(ctx context.Context, c Checker, req Request, declared []Capability, visit func(Request, Decision)) Decision {
+	var out Decision
+	var replaced *Args
+	first := true
+	ask := func(r Request) bool {
+		d := safeCheck(ctx, c, r)
+		if visit != nil {
+			visit(r, d)
+		}
+		if d.Args != nil { // only an allow carries a replacement (safeCheck)
+			replaced = d.Args
+			req.Args = *d.Args
+		}
+		if first || d.Effect.Outranks(out.Effect) {
+			out = d
+		}
+		first = false
+		out.Args = replaced
+		return d.Effect != Deny && d.Effect != Halt
+	}
+	req.Capability = CapToolCall
+	if !ask(req) {
+		return out
+	}
+	for _, cap := range declared {
+		if cap == CapToolCall || !CheckerGoverns(c, cap) {
+			continue
+		}
+		r := req
+		r.Capability = cap
+		if !ask(r) {
+			return out
+		}
+	}
+	return out
+}
+
+// safeCheck calls c.Check, turning an error, a panic or an invalid effect into a
+// fault denial. Something that did not answer did not say yes.
+func safeCheck(ctx context.Context, c Checker, req Request) (d Decision) {
+	defer func() {
+		if r := recover(); r != nil {
+			d = CheckerFault(req.Target, panicError{r})
+		}
+	}()
+	d, err := c.Check(ctx, req)
+	if err != nil {
+		return CheckerFault(req.Target, err)
+	}
+	if !d.Effect.Valid() {
+		return CheckerFault(req.Target, invalidEffectError(d.Effect))
+	}
+	if d.Effect != Allow {
+		d.Args = nil
+	}
+	return d
+}
+
+type panicError struct{ v any }
+
+func (p panicError) Error() string { return "panic: " + fmtAny(p.v) }
+
+type invalidEffectError Effect
+
+func (e invalidEffectError) Error() string {
+	return "returned " + Effect(e).String() + ", which is not an effect"
+}

@@ -187,3 +187,10 @@ func EscalationFault(tool, action string, d Decision) Decision {
 		Fault:     true,
 	}
 }
+
+func fmtAny(v any) string {
+	if err, ok := v.(error); ok {
+		return err.Error()
+	}
+	return fmt.Sprint(v)
+}

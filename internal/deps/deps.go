@@ -8,4 +8,7 @@ import (
 	_ "github.com/spf13/cobra"
 	_ "go.yaml.in/yaml/v3"
 	_ "mvdan.cc/sh/v3/syntax"
+	_ "go.opentelemetry.io/otel"
+	_ "go.opentelemetry.io/otel/sdk/trace"
+	_ "go.opentelemetry.io/otel/sdk/trace/tracetest"
 )

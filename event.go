@@ -1,0 +1,254 @@
+package warden
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Event names. Every event carries its time, the session, the identity, the call id,
+// the tool and the policy revision; the other fields of [Event] are filled as each
+// name documents.
+const (
+	EventGateDenied         = "warden.gate.denied"
+	EventPermissionCheck    = "warden.permission.check"    // Capability, Target, Effect, RuleID, Rationale, Reason, Checker, Pass
+	EventPermissionHalt     = "warden.permission.halt"     // RuleID, Reason, TellLLM, Checker, Iteration, SequenceLen, Target
+	EventMiddlewareDecision = "warden.middleware.decision" // Middleware, Moment, Outcome, Changed, Why (never values)
+	EventArgsInvalid        = "warden.validation.args_invalid"
+	EventDecisionPending    = "warden.decision.pending" // DecisionKind, Digest
+	EventDecisionMade       = "warden.decision.made"    // DecisionKind, Approved, By
+	EventCredentialRequest  = "warden.credential.requested"
+	EventCredentialAcquired = "warden.credential.acquired"
+	EventCredentialFailed   = "warden.credential.failed"
+	EventToolStart          = "warden.tool.start"
+	EventToolEnd            = "warden.tool.end" // Executed, Status, Stage, Duration; emitted for every call, run or not
+	EventResultRefused      = "warden.tools.result_refused"
+	EventTransportDenied    = "warden.transport.denied"
+	EventDefinitionChanged  = "warden.tool.definition_changed"
+)
+
+// Event is one thing that happened on the call path. It is a flat value so emitting one
+// costs no allocation. Events never carry argument or result values, nor credentials.
+type Event struct {
+	Name     string
+	Time     time.Time
+	Start    time.Time // when the call began
+	Session  string
+	Identity Identity
+	CallID   string
+	Tool     string
+	Revision string
+
+	// Permission checks and halts.
+	Pass       string // "s1" or "s2"
+	Checker    string
+	Capability Capability
+	Target     string
+	Effect     Effect
+	RuleID     string
+	Rationale  string
+	Reason     string
+	TellLLM    string
+	Iteration  int
+	SequenceN  int
+
+	// Middleware decisions.
+	Middleware string
+	Moment     string // "call", "result", "input", "output"
+	Outcome    string // "allow", "deny", "ask"
+	Changed    bool
+	Why        string
+
+	// Human decisions.
+	DecisionKind string
+	Digest       string
+	Approved     bool
+	By           string
+
+	// Tool end.
+	Executed bool
+	Status   Status
+	Stage    Stage
+	Duration time.Duration
+	Size     int
+
+	// Error is operator-facing error text (a checker's error, a sink failure, ...).
+	Error string
+	// Detail is free operator-facing text (a transport denial, a definition change).
+	Detail string
+}
+
+// Sink receives events. Emit is called synchronously on the call path, possibly from
+// many goroutines at once, so it must be safe for concurrent use and must not block:
+// wrap a sink that does I/O in [NewAsyncSink]. A sink that panics is recovered and
+// reported; nothing a sink does changes a decision.
+type Sink interface {
+	Emit(ctx context.Context, e Event)
+}
+
+// SinkFunc adapts a function to a [Sink].
+type SinkFunc func(ctx context.Context, e Event)
+
+// Emit calls f.
+func (f SinkFunc) Emit(ctx context.Context, e Event) { f(ctx, e) }
+
+// Recorder is an in-memory [Sink] for tests and demos. The zero value is ready to use.
+type Recorder struct {
+	mu     sync.Mutex
+	events []Event
+}
+
+// Emit records e.
+func (r *Recorder) Emit(_ context.Context, e Event) {
+	r.mu.Lock()
+	r.events = append(r.events, e)
+	r.mu.Unlock()
+}
+
+// Events returns a copy of the recorded events, oldest first.
+func (r *Recorder) Events() []Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Event(nil), r.events...)
+}
+
+// Named returns the recorded events with the given name.
+func (r *Recorder) Named(name string) []Event {
+	var out []Event
+	for _, e := range r.Events() {
+		if e.Name == name {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// Reset forgets every recorded event.
+func (r *Recorder) Reset() {
+	r.mu.Lock()
+	r.events = nil
+	r.mu.Unlock()
+}
+
+// AsyncSink delivers events to another sink from a goroutine, through a bounded queue.
+// Emit never blocks: when the queue is full the event is dropped and counted.
+type AsyncSink struct {
+	next    Sink
+	queue   chan Event
+	dropped atomic.Int64
+	done    chan struct{}
+	once    sync.Once
+}
+
+// NewAsyncSink starts delivering to next with a queue of size buffer (at least 1).
+// Close it to drain the queue and stop.
+func NewAsyncSink(next Sink, buffer int) *AsyncSink {
+	if buffer < 1 {
+		buffer = 1
+	}
+	s := &AsyncSink{next: next, queue: make(chan Event, buffer), done: make(chan struct{})}
+	go s.run()
+	return s
+}
+
+func (s *AsyncSink) run() {
+	defer close(s.done)
+	for e := range s.queue {
+		emitSafely(context.Background(), s.next, e)
+	}
+}
+
+// Emit queues e, or drops it when the queue is full.
+func (s *AsyncSink) Emit(_ context.Context, e Event) {
+	defer func() { _ = recover() }() // emitting after Close drops the event
+	select {
+	case s.queue <- e:
+	default:
+		s.dropped.Add(1)
+	}
+}
+
+// Dropped returns how many events were dropped because the queue was full.
+func (s *AsyncSink) Dropped() int64 { return s.dropped.Load() }
+
+// Close stops accepting events and waits until the queued ones are delivered or ctx
+// ends.
+func (s *AsyncSink) Close(ctx context.Context) error {
+	s.once.Do(func() { close(s.queue) })
+	select {
+	case <-s.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// emitSafely delivers e to s, containing a panic: a failing sink is reported through
+// slog and never reaches the call path.
+func emitSafely(ctx context.Context, s Sink, e Event) {
+	defer func() {
+		if r := recover(); r != nil {
+			slog.Default().LogAttrs(ctx, slog.LevelError, "warden: event sink panicked", slog.String("event", e.Name), slog.String("panic", fmt.Sprint(r)))
+		}
+	}()
+	s.Emit(ctx, e)
+}
+
+// LogSink writes every event as one structured record to a slog handler (JSON lines
+// with slog.NewJSONHandler). Fields that are empty are left out. It is synchronous; wrap
+// it in [NewAsyncSink] when the handler writes to slow storage.
+type LogSink struct {
+	Logger *slog.Logger
+}
+
+// Emit logs e at info level with the event name as the message.
+func (s LogSink) Emit(ctx context.Context, e Event) {
+	l := s.Logger
+	if l == nil {
+		l = slog.Default()
+	}
+	attrs := make([]slog.Attr, 0, 16)
+	add := func(k, v string) {
+		if v != "" {
+			attrs = append(attrs, slog.String(k, v))
+		}
+	}
+	add("session", e.Session)
+	add("tenant", e.Identity.Tenant)
+	add("principal", e.Identity.Principal)
+	add("call_id", e.CallID)
+	add("tool", e.Tool)
+	add("revision", e.Revision)
+	add("pass", e.Pass)
+	add("checker", e.Checker)
+	add("capability", string(e.Capability))
+	add("target", e.Target)
+	if e.Name == EventPermissionCheck || e.Name == EventPermissionHalt {
+		attrs = append(attrs, slog.String("effect", e.Effect.String()))
+	}
+	add("rule_id", e.RuleID)
+	add("rationale", e.Rationale)
+	add("reason", e.Reason)
+	add("middleware", e.Middleware)
+	add("moment", e.Moment)
+	add("outcome", e.Outcome)
+	if e.Name == EventMiddlewareDecision {
+		attrs = append(attrs, slog.Bool("changed", e.Changed))
+	}
+	add("why", e.Why)
+	add("decision_kind", e.DecisionKind)
+	add("digest", e.Digest)
+	add("by", e.By)
+	if e.Name == EventDecisionMade {
+		attrs = append(attrs, slog.Bool("approved", e.Approved))
+	}
+	if e.Name == EventToolEnd {
+		attrs = append(attrs, slog.Bool("executed", e.Executed), slog.String("status", string(e.Status)), slog.String("stage", string(e.Stage)), slog.Duration("duration", e.Duration), slog.Int("size", e.Size))
+	}
+	add("error", e.Error)
+	add("detail", e.Detail)
+	l.LogAttrs(ctx, slog.LevelInfo, e.Name, attrs...)
+}

@@ -1,0 +1,823 @@
+package warden
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// ReadSkillTool is the name of the built-in skill activation tool; the skill gate applies
+// to it (argument "id"), and only when a checker governs [CapSkillRead].
+const ReadSkillTool = "read_skill"
+
+// Guard runs tool calls through the pipeline, in this order:
+//
+//	session gate → permission checkers S1 (tool_call, then each declared and governed
+//	capability) → call-side middleware (the tool's preprocessor first) → checkers S2
+//	(when any transform exists or S1 replaced the arguments) → JSON Schema validation →
+//	skill gate (read_skill) → human decision (escalate, ask, check-in) → credentials →
+//	execute → result-side middleware in reverse (the tool's postprocessor innermost) →
+//	error handlers (tool and result-side failures only) → result ceilings.
+//
+// Every refusal is data: the [Outcome] says what the model reads, which stage decided,
+// and whether the tool executed. Every stage fails closed: an error, a panic or a timeout
+// is a refusal, and refusals never reach error handlers. A Guard is safe for concurrent
+// use.
+type Guard struct {
+	cfg          Config
+	plans        map[string]*plan
+	order        []string
+	checkerNames []string
+	checkerSync  []bool
+	problems     []error
+}
+
+type plan struct {
+	tool      *Executable
+	calls     []*Middleware // call side, in order (preprocessor first)
+	results   []*Middleware // result side, in run order (postprocessor first)
+	onError   []*ErrorHandler
+	validator ArgsValidator
+	unusable  error
+}
+
+// Revision returns the policy revision the guard was bound with.
+func (g *Guard) Revision() string { return g.cfg.Revision }
+
+// Problems lists tools that are registered but cannot be called (their schema did not
+// compile), one error each.
+func (g *Guard) Problems() []error { return append([]error(nil), g.problems...) }
+
+// Tools returns the bound tools in registration order.
+func (g *Guard) Tools() []Tool {
+	out := make([]Tool, 0, len(g.order))
+	for _, n := range g.order {
+		out = append(out, g.plans[n].tool.Tool)
+	}
+	return out
+}
+
+// Tool returns a bound tool's description.
+func (g *Guard) Tool(name string) (Tool, bool) {
+	p, ok := g.plans[name]
+	if !ok {
+		return Tool{}, false
+	}
+	return p.tool.Tool, true
+}
+
+// callState is one call's progress through the pipeline.
+type callState struct {
+	g          *Guard
+	p          *plan
+	call       Call
+	args       Args
+	original   Args
+	out        Outcome
+	start      time.Time
+	s1Changed  bool
+	carried    *Decision // an escalation waiting for the human stage
+	approved   string    // digest a person approved on this resume
+	approvedAt Stage
+	cred       *Credential
+}
+
+// Call runs one call through the pipeline. The returned error is non-nil only when the
+// run must stop: a halt ([*PolicyHaltError]) or the context's error (cancellation is
+// never converted into a result). Every other outcome, refusals included, is data.
+func (g *Guard) Call(ctx context.Context, c Call) (Outcome, error) {
+	st := g.newState(c)
+	if st.p == nil {
+		return st.refuse(StageLookup, Decision{Effect: Deny, RuleID: "unknown-tool", Rationale: "unknown tool '" + c.Tool + "'"}, ""), nil
+	}
+	if err := ctx.Err(); err != nil {
+		return st.abort(StageLookup, err)
+	}
+	if st.p.unusable != nil {
+		return st.refuse(StageLookup, Decision{Effect: Deny, RuleID: "schema-invalid", Rationale: "Tool '" + c.Tool + "' cannot be called: its input schema is invalid"}, ""), nil
+	}
+	if done, out, err := st.gate(ctx); done {
+		return out, err
+	}
+	if done, out, err := st.securityPass(ctx, "s1"); done {
+		return out, err
+	}
+	return st.fromMiddleware(ctx, 0)
+}
+
+func (g *Guard) newState(c Call) *callState {
+	st := &callState{g: g, p: g.plans[c.Tool], call: c, args: c.Args, original: c.Args, start: g.cfg.Now()}
+	st.out = Outcome{CallID: c.ID, Tool: c.Tool, Revision: g.cfg.Revision, Args: c.Args}
+	return st
+}
+
+func (st *callState) event(name string) Event {
+	return Event{Name: name, Time: st.g.cfg.Now(), Start: st.start, Session: st.call.Session, Identity: st.call.Identity, CallID: st.call.ID, Tool: st.call.Tool, Revision: st.g.cfg.Revision}
+}
+
+func (st *callState) emit(ctx context.Context, e Event) {
+	for _, s := range st.g.cfg.Sinks {
+		emitSafely(ctx, s, e)
+	}
+}
+
+// finish stamps the outcome and emits warden.tool.end.
+func (st *callState) finish(ctx context.Context) Outcome {
+	st.out.Args = st.args
+	st.out.Duration = st.g.cfg.Now().Sub(st.start)
+	e := st.event(EventToolEnd)
+	e.Executed, e.Status, e.Stage, e.Duration, e.Size = st.out.Executed, st.out.Status, st.out.Stage, st.out.Duration, utf8.RuneCountInString(st.out.ModelText)
+	e.RuleID = st.out.RuleID
+	st.emit(ctx, e)
+	return st.out
+}
+
+func (st *callState) refuse(stage Stage, d Decision, text string) Outcome {
+	if text == "" {
+		text = d.ModelText(st.call.Tool)
+	}
+	st.out.Status, st.out.Stage, st.out.Decision, st.out.RuleID = StatusRefused, stage, d, d.RuleID
+	st.out.ModelText, st.out.IsError = st.scrub(text), true
+	return st.finish(context.Background())
+}
+
+func (st *callState) abort(stage Stage, err error) (Outcome, error) {
+	st.out.Status, st.out.Stage, st.out.IsError = StatusRefused, stage, true
+	st.out.ModelText = "call cancelled: " + err.Error()
+	return st.finish(context.Background()), err
+}
+
+func (st *callState) gate(ctx context.Context) (bool, Outcome, error) {
+	gate := st.g.cfg.Gate
+	if gate == nil {
+		return false, Outcome{}, nil
+	}
+	ok, err := func() (ok bool, err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				ok, err = false, panicError{r}
+			}
+		}()
+		return gate.Authorize(ctx, Invocation{Function: st.call.Tool, Args: st.args, SessionID: st.call.Session})
+	}()
+	if ok && err == nil {
+		return false, Outcome{}, nil
+	}
+	if cerr := ctx.Err(); cerr != nil {
+		out, err := st.abort(StageGate, cerr)
+		return true, out, err
+	}
+	e := st.event(EventGateDenied)
+	if err != nil {
+		e.Error = err.Error()
+	}
+	st.emit(ctx, e)
+	d := Decision{Effect: Deny, RuleID: "gate", Rationale: "denied by governance gate"}
+	if err != nil {
+		d.Rationale, d.Fault = "governance gate failed: "+err.Error(), true
+	}
+	return true, st.refuse(StageGate, d, GateDeniedText(st.call.Tool)), nil
+}
+
+// securityPass asks every checker about the call. In S1 an allow may replace the
+// arguments (later checks judge the replacement); in S2 a replacement fails closed. An
+// escalation is carried to the human stage; S2's answer replaces S1's.
+func (st *callState) securityPass(ctx context.Context, pass string) (bool, Outcome, error) {
+	stage := StagePermission
+	if pass == "s2" {
+		stage = StageFinalCheck
+		st.carried = nil
+	}
+	var ask *Decision
+	for i := range st.g.cfg.Checkers {
+		name := st.g.checkerNames[i]
+		req := Request{Target: st.call.Tool, Args: st.args, Iteration: st.call.Iteration, Identity: st.call.Identity, Actor: st.call.Identity.Principal, Sequence: st.call.Sequence}
+		visit := func(r Request, d Decision) {
+			st.out.Checks = append(st.out.Checks, CheckRecord{Pass: pass, Checker: name, Capability: r.Capability, Target: r.Target, Decision: withoutArgs(d)})
+			e := st.event(EventPermissionCheck)
+			e.Pass, e.Checker, e.Capability, e.Target, e.Effect, e.RuleID, e.Rationale, e.Reason = pass, name, r.Capability, r.Target, d.Effect, d.RuleID, d.Rationale, d.Reason
+			st.emit(ctx, e)
+		}
+		d, err := st.g.check(ctx, i, req, st.p.tool.Capabilities, visit)
+		if err != nil {
+			out, err := st.abort(stage, err)
+			return true, out, err
+		}
+		if d.Args != nil {
+			if pass == "s2" {
+				if !d.Args.Equal(st.args) {
+					return true, st.refuse(stage, Decision{Effect: Deny, RuleID: "s2.changed", Rationale: "security hook changed arguments during final validation", Fault: true}, ""), nil
+				}
+			} else {
+				st.args, st.s1Changed = *d.Args, true
+			}
+		}
+		switch d.Effect {
+		case Halt:
+			out, err := st.halt(ctx, stage, name, d)
+			return true, out, err
+		case Deny:
+			return true, st.refuse(stage, d, ""), nil
+		case Ask:
+			if ask == nil {
+				dd := withoutArgs(d)
+				ask = &dd
+			}
+		}
+	}
+	if ask != nil {
+		st.carried = ask
+	}
+	return false, Outcome{}, nil
+}
+
+func withoutArgs(d Decision) Decision {
+	d.Args = nil
+	return d
+}
+
+// check asks checker i, under a deadline unless it is Synchronous. A checker that does
+// not answer in time is a fault denial; the caller's own cancellation is returned.
+func (g *Guard) check(ctx context.Context, i int, req Request, declared []Capability, visit func(Request, Decision)) (Decision, error) {
+	c := g.cfg.Checkers[i]
+	if g.checkerSync[i] {
+		return CheckCall(ctx, c, req, declared, visit), nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, g.cfg.CheckTimeout)
+	defer cancel()
+	type answer struct {
+		d      Decision
+		visits []func()
+	}
+	done := make(chan answer, 1)
+	go func() {
+		var a answer
+		a.d = CheckCall(cctx, c, req, declared, func(r Request, d Decision) {
+			a.visits = append(a.visits, func() { visit(r, d) })
+		})
+		done <- a
+	}()
+	select {
+	case a := <-done:
+		if err := ctx.Err(); err != nil {
+			return Decision{}, err
+		}
+		for _, v := range a.visits {
+			v()
+		}
+		return a.d, nil
+	case <-cctx.Done():
+		if err := ctx.Err(); err != nil {
+			return Decision{}, err
+		}
+		r := req
+		r.Capability = CapToolCall
+		d := CheckerFault(req.Target, fmt.Errorf("did not answer within %s", g.cfg.CheckTimeout))
+		visit(r, d)
+		return d, nil
+	}
+}
+
+func (st *callState) halt(ctx context.Context, stage Stage, checker string, d Decision) (Outcome, error) {
+	target := st.call.Tool
+	e := st.event(EventPermissionHalt)
+	e.Checker, e.RuleID, e.Reason, e.TellLLM, e.Rationale, e.Iteration, e.SequenceN, e.Target, e.Effect = checker, d.RuleID, d.Reason, d.TellLLM, d.Rationale, st.call.Iteration, len(st.call.Sequence), target, Halt
+	st.emit(ctx, e)
+	st.out.Status, st.out.Stage, st.out.Decision, st.out.RuleID = StatusHalted, stage, d, d.RuleID
+	st.out.ModelText, st.out.IsError = d.ModelText(target), true
+	out := st.finish(ctx)
+	return out, &PolicyHaltError{
+		Reason:    d.Reason,
+		TellLLM:   out.ModelText,
+		RuleID:    d.RuleID,
+		CheckerID: checker,
+		Iteration: st.call.Iteration,
+		Proposed:  Step{Tool: st.call.Tool, Args: st.args},
+		Sequence:  append([]Step(nil), st.call.Sequence...),
+	}
+}
+
+// fromMiddleware continues the pipeline at call-side link `link`.
+func (st *callState) fromMiddleware(ctx context.Context, link int) (Outcome, error) {
+	for i := link; i < len(st.p.calls); i++ {
+		m := st.p.calls[i]
+		out := st.callLink(ctx, m)
+		row := LedgerRow{Middleware: m.Name, Moment: "call"}
+		switch out.kind {
+		case okAllow:
+			row.Outcome, row.Why = "allow", out.why
+			if out.args != nil {
+				row.Changed = !out.args.Equal(st.args)
+				st.args = *out.args
+			}
+			st.ledger(ctx, row)
+		case okDeny:
+			row.Outcome, row.Why = "deny", out.reason
+			st.ledger(ctx, row)
+			return st.refuse(StageMiddleware, Decision{Effect: Deny, RuleID: m.Name, Rationale: out.reason}, out.reason), nil
+		case okAsk:
+			row.Outcome, row.Why = "ask", out.question
+			st.ledger(ctx, row)
+			if st.approved != "" || !st.g.cfg.CanPause {
+				text := NoPauseText(m.Name, out.question)
+				return st.refuse(StageMiddleware, Decision{Effect: Deny, RuleID: m.Name, Rationale: text}, text), nil
+			}
+			return st.pend(ctx, PendingDecision{Kind: KindAsk, Question: out.question, Detail: out.detail, Middleware: m.Name, ResumeStage: StageMiddleware, ResumeLink: i + 1}), nil
+		default:
+			text := ThrewText(m.Name, errText(out.err))
+			row.Outcome, row.Why = "deny", text
+			st.ledger(ctx, row)
+			return st.refuse(StageMiddleware, Decision{Effect: Deny, RuleID: m.Name, Rationale: text, Fault: true}, text), nil
+		}
+	}
+	if len(st.p.calls) > 0 || st.s1Changed {
+		if done, out, err := st.securityPass(ctx, "s2"); done {
+			return out, err
+		}
+	}
+	return st.fromValidation(ctx)
+}
+
+func (st *callState) callLink(ctx context.Context, m *Middleware) (out CallOutcome) {
+	defer func() {
+		if r := recover(); r != nil {
+			out = CallOutcome{kind: okInvalid, err: panicError{r}}
+		}
+	}()
+	return m.OnToolCall(ctx, ToolCall{Tool: st.call.Tool, Args: st.args, CallID: st.call.ID, Identity: st.call.Identity, Session: st.call.Session})
+}
+
+func (st *callState) ledger(ctx context.Context, row LedgerRow) {
+	st.out.Ledger = append(st.out.Ledger, row)
+	e := st.event(EventMiddlewareDecision)
+	e.Middleware, e.Moment, e.Outcome, e.Changed, e.Why = row.Middleware, row.Moment, row.Outcome, row.Changed, row.Why
+	st.emit(ctx, e)
+}
+
+func (st *callState) fromValidation(ctx context.Context) (Outcome, error) {
+	if v := st.p.validator; v != nil {
+		problems := safeValidate(v, st.args)
+		if len(problems) > 0 {
+			e := st.event(EventArgsInvalid)
+			e.Size = len(problems)
+			st.emit(ctx, e)
+			text := InvalidArgsText(st.call.Tool, problems)
+			return st.refuse(StageValidation, Decision{Effect: Deny, RuleID: "schema", Rationale: "arguments do not match the input schema"}, text), nil
+		}
+	}
+	if st.call.Tool == ReadSkillTool {
+		if done, out, err := st.skillGate(ctx); done {
+			return out, err
+		}
+	}
+	return st.fromHuman(ctx)
+}
+
+func safeValidate(v ArgsValidator, args Args) (problems []ArgProblem) {
+	defer func() {
+		if r := recover(); r != nil {
+			problems = []ArgProblem{{Path: "$", Message: "schema validation failed: " + fmtAny(r)}}
+		}
+	}()
+	return v.ValidateArgs(args)
+}
+
+func (st *callState) skillGate(ctx context.Context) (bool, Outcome, error) {
+	id, _ := st.args.String("id")
+	target := SkillTarget(id)
+	for i, c := range st.g.cfg.Checkers {
+		if !CheckerGoverns(c, CapSkillRead) {
+			continue
+		}
+		name := st.g.checkerNames[i]
+		req := Request{Capability: CapSkillRead, Target: target, Args: st.args, Iteration: st.call.Iteration, Identity: st.call.Identity}
+		d := safeCheck(ctx, c, req)
+		st.out.Checks = append(st.out.Checks, CheckRecord{Pass: "skill", Checker: name, Capability: CapSkillRead, Target: target, Decision: d})
+		e := st.event(EventPermissionCheck)
+		e.Pass, e.Checker, e.Capability, e.Target, e.Effect, e.RuleID, e.Rationale, e.Reason = "skill", name, CapSkillRead, target, d.Effect, d.RuleID, d.Rationale, d.Reason
+		st.emit(ctx, e)
+		switch d.Effect {
+		case Halt:
+			target := st.call.Tool
+			st.call.Tool = SkillTarget(id) // the halt text names the skill
+			out, err := st.halt(ctx, StageSkill, name, d)
+			out.Tool = target
+			return true, out, err
+		case Deny:
+			return true, st.refuse(StageSkill, d, d.ModelText(target)), nil
+		}
+	}
+	return false, Outcome{}, nil
+}
+
+// fromHuman runs the human stage: a carried escalation and the tool's check-in become
+// one question about the call as it will run.
+func (st *callState) fromHuman(ctx context.Context) (Outcome, error) {
+	esc := st.carried
+	checkIn := st.needsCheckIn()
+	if (esc != nil || checkIn) && st.approvedAt != StageHuman {
+		action, _ := st.args.String("action")
+		if st.approved != "" || !st.g.cfg.CanPause {
+			if esc != nil {
+				return st.refuse(StageHuman, EscalationFault(st.call.Tool, action, *esc), ""), nil
+			}
+			text := "Tool '" + st.call.Tool + "' requires a check-in, and there is no pause here to carry it: " + st.checkInQuestion()
+			return st.refuse(StageHuman, Decision{Effect: Deny, RuleID: "checkin", Rationale: text, Fault: true}, text), nil
+		}
+		p := PendingDecision{Kind: KindCheckIn, Question: st.checkInQuestion(), ResumeStage: StageHuman}
+		if esc != nil {
+			p.Kind = KindEscalate
+			p.Question = "Permission escalation for " + st.call.Tool + "." + action + ": " + esc.Rationale + ". Allow this call?"
+			p.Escalation = esc
+		}
+		if checkIn {
+			p.Evidence = &Evidence{Does: st.p.tool.Description, Args: renderArgs(st.args), Context: append([]string(nil), st.call.Context...)}
+		}
+		return st.pend(ctx, p), nil
+	}
+	return st.fromCredentials(ctx)
+}
+
+func (st *callState) needsCheckIn() (need bool) {
+	ci := st.p.tool.CheckIn
+	if ci == nil {
+		return false
+	}
+	if ci.When == nil {
+		return true
+	}
+	defer func() {
+		if recover() != nil {
+			need = true // a predicate that panics demands the check-in
+		}
+	}()
+	return ci.When(st.args)
+}
+
+func (st *callState) checkInQuestion() string {
+	if q := st.p.tool.CheckIn; q != nil && q.Question != "" {
+		return q.Question
+	}
+	return "Run " + st.call.Tool + " with these arguments?"
+}
+
+func renderArgs(a Args) string {
+	var v any
+	_ = json.Unmarshal(a.AppendJSON(nil), &v)
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return string(a.AppendJSON(nil))
+	}
+	return string(b)
+}
+
+func (st *callState) pend(ctx context.Context, p PendingDecision) Outcome {
+	p.Tool, p.Args, p.Digest = st.call.Tool, st.args, st.args.Digest()
+	p.Revision, p.Identity, p.Session, p.CallID, p.Iteration = st.g.cfg.Revision, st.call.Identity, st.call.Session, st.call.ID, st.call.Iteration
+	p.Created = st.g.cfg.Now().UTC()
+	p.Original, p.Ledger, p.Checks, p.S1Replaced = st.original, st.out.Ledger, st.out.Checks, st.s1Changed
+	if p.Escalation == nil && st.carried != nil && p.ResumeStage == StageMiddleware {
+		p.Escalation = st.carried
+	}
+	e := st.event(EventDecisionPending)
+	e.DecisionKind, e.Digest, e.Middleware = string(p.Kind), p.Digest, p.Middleware
+	st.emit(ctx, e)
+	st.out.Status, st.out.Stage, st.out.Pending = StatusPending, StageHuman, &p
+	if p.ResumeStage == StageMiddleware {
+		st.out.Stage = StageMiddleware
+	}
+	st.out.ModelText = "waiting for a person to decide: " + p.Question
+	return st.finish(ctx)
+}
+
+func (st *callState) fromCredentials(ctx context.Context) (Outcome, error) {
+	if st.approved != "" && st.args.Digest() != st.approved {
+		text := "approval does not apply: the arguments changed after a person approved them"
+		return st.refuse(StageHuman, Decision{Effect: Deny, RuleID: "approval.digest", Rationale: text}, text), nil
+	}
+	if n := st.p.tool.Needs; n != nil {
+		e := st.event(EventCredentialRequest)
+		e.Detail = n.Service
+		st.emit(ctx, e)
+		prov := st.g.cfg.Credentials
+		if prov == nil {
+			return st.credFail(ctx, n.Service, "no credential provider configured"), nil
+		}
+		cred, err := func() (c Credential, err error) {
+			defer func() {
+				if r := recover(); r != nil {
+					err = panicError{r}
+				}
+			}()
+			return prov.Credential(ctx, CredentialRequest{Service: n.Service, Scopes: n.Scopes, Tool: st.call.Tool, Identity: st.call.Identity, Session: st.call.Session})
+		}()
+		if err != nil {
+			if cerr := ctx.Err(); cerr != nil {
+				return st.abort(StageCredentials, cerr)
+			}
+			return st.credFail(ctx, n.Service, err.Error()), nil
+		}
+		st.cred = &cred
+		e = st.event(EventCredentialAcquired)
+		e.Detail = n.Service
+		st.emit(ctx, e)
+	}
+	return st.execute(ctx)
+}
+
+func (st *callState) credFail(ctx context.Context, service, msg string) Outcome {
+	e := st.event(EventCredentialFailed)
+	e.Detail, e.Error = service, msg
+	st.emit(ctx, e)
+	text := "credential error for '" + service + "': " + msg
+	return st.refuse(StageCredentials, Decision{Effect: Deny, RuleID: "credentials", Rationale: text, Fault: true}, text)
+}
+
+// scrubErr returns err, or an error without the credential's token when its text
+// holds it. The replacement does not unwrap to the original: that would hand the token
+// back to anyone who asks.
+func (st *callState) scrubErr(err error) error {
+	if err == nil || st.cred == nil || st.cred.Token == "" || !strings.Contains(err.Error(), st.cred.Token) {
+		return err
+	}
+	return errors.New(st.scrub(err.Error()))
+}
+
+// scrub removes the credential's token from text that leaves the pipeline.
+func (st *callState) scrub(s string) string {
+	if st.cred == nil || st.cred.Token == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, st.cred.Token, "[redacted]")
+}
+
+func (st *callState) execute(ctx context.Context) (Outcome, error) {
+	if err := ctx.Err(); err != nil {
+		return st.abort(StageExecute, err)
+	}
+	st.out.Executed = true
+	st.emit(ctx, st.event(EventToolStart))
+	result, err := st.run(ctx)
+	if err != nil && ctx.Err() != nil {
+		st.out.Status, st.out.Stage, st.out.IsError, st.out.Err = StatusFailed, StageExecute, true, err
+		st.out.ModelText = "call cancelled: " + ctx.Err().Error()
+		return st.finish(context.Background()), ctx.Err()
+	}
+	st.out.Result = result
+	st.out.Stage = StageExecute
+	text, isErr := "", err != nil
+	if err == nil {
+		text = RenderResult(result)
+		if max := st.p.tool.ResultCeiling; max > 0 {
+			if n := utf8.RuneCountInString(text); n > max {
+				e := st.event(EventResultRefused)
+				e.Size, e.Detail = n, "ceiling "+strconv.Itoa(max)
+				st.emit(ctx, e)
+				text, isErr, result = CeilingText(st.call.Tool, n, max), true, nil
+				st.out.Result, st.out.Stage = nil, StageCeiling
+			}
+		}
+	}
+	// Result side, the onion: postprocessor first, then middleware in reverse order.
+	modelText, modelSet := "", false
+	for _, m := range st.p.results {
+		r := ToolResult{Tool: st.call.Tool, Args: st.args, Result: result, IsError: isErr, CallID: st.call.ID}
+		if err != nil {
+			r.Error = st.scrub(err.Error())
+		}
+		out := st.resultLink(ctx, m, r)
+		row := LedgerRow{Middleware: m.Name, Moment: "result"}
+		if out.kind == okAllow {
+			row.Outcome, row.Why, row.Changed = "allow", out.why, out.set
+			st.ledger(ctx, row)
+			if out.set {
+				result, text, modelSet = out.result, RenderResult(out.result), false
+			}
+			continue
+		}
+		if out.kind == okDeny {
+			row.Outcome, row.Why = "deny", out.reason
+			st.ledger(ctx, row)
+			modelText, modelSet = out.reason, true
+			st.out.Stage = StageResult
+			break
+		}
+		lerr := out.err
+		if lerr == nil {
+			lerr = errors.New("invalid result outcome")
+		}
+		row.Outcome, row.Why = "deny", ThrewText(m.Name, lerr.Error())
+		st.ledger(ctx, row)
+		if err == nil {
+			err = fmt.Errorf("%s", ThrewText(m.Name, lerr.Error()))
+		}
+		st.out.Stage = StageResult
+		break
+	}
+	if err != nil {
+		replaced, value := st.handleError(ctx, err)
+		if !replaced {
+			st.out.Status, st.out.Err, st.out.IsError = StatusFailed, st.scrubErr(err), true
+			st.out.ModelText = st.scrub("Tool '" + st.call.Tool + "' failed: " + err.Error())
+			return st.capped(ctx), nil
+		}
+		result, text = value, RenderResult(value)
+		st.out.Result = value
+		isErr = false
+	}
+	st.out.Status = StatusRan
+	if modelSet {
+		text, isErr = modelText, true
+	}
+	st.out.ModelText, st.out.IsError = st.scrub(text), isErr
+	return st.capped(ctx), nil
+}
+
+func (st *callState) run(ctx context.Context) (result any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("tool panicked: %v", r)
+		}
+	}()
+	return st.p.tool.Run(ctx, st.args, st.cred)
+}
+
+func (st *callState) resultLink(ctx context.Context, m *Middleware, r ToolResult) (out ResultOutcome) {
+	defer func() {
+		if rec := recover(); rec != nil {
+			out = ResultOutcome{kind: okInvalid, err: panicError{rec}}
+		}
+	}()
+	return m.OnToolResult(ctx, r)
+}
+
+// handleError runs the error handlers in order; the first replacement wins and later
+// handlers only observe. A handler's own failure is secondary.
+func (st *callState) handleError(ctx context.Context, err error) (bool, any) {
+	replaced := false
+	var value any
+	for _, h := range st.p.onError {
+		disp, herr := func() (d ErrorDisposition, e error) {
+			defer func() {
+				if r := recover(); r != nil {
+					e = panicError{r}
+				}
+			}()
+			return h.Handle(ctx, ToolError{Tool: st.call.Tool, Args: st.args, Err: err})
+		}()
+		if herr != nil {
+			st.out.SecondaryErrors = append(st.out.SecondaryErrors, fmt.Errorf("error handler %q: %w", h.Name, herr))
+			continue
+		}
+		if rr, ok := disp.(ReplaceResult); ok && !replaced {
+			replaced, value = true, rr.Value
+		}
+	}
+	return replaced, value
+}
+
+// capped applies the guard-wide result cap, last, and finishes the call.
+func (st *callState) capped(ctx context.Context) Outcome {
+	if max := st.g.cfg.MaxResultChars; max > 0 {
+		if n := utf8.RuneCountInString(st.out.ModelText); n > max {
+			st.out.ModelText = TruncationMarker(st.call.Tool, st.out.ModelText, n, max)
+			st.out.Stage = StageCeiling
+		}
+	}
+	return st.finish(ctx)
+}
+
+// CeilingText is the refusal for a result over a tool's own ceiling.
+func CeilingText(tool string, n, max int) string {
+	return fmt.Sprintf("Result too large: %s returned %d chars, over its declared %d-char ceiling. Narrow the request and call again. No data was returned.", tool, n, max)
+}
+
+// TruncationMarker replaces an oversized result with a JSON marker that fits in max
+// characters: {"truncated":true,"reason":...,"head":...}, with as much of the text's
+// head as fits; the head is dropped before the reason when space is short.
+func TruncationMarker(tool, text string, n, max int) string {
+	reason := fmt.Sprintf("%s returned %d chars, over the %d-char cap. Narrow the request and call again.", tool, n, max)
+	withReason := `{"truncated":true,"reason":` + string(appendJSONString(nil, reason))
+	if utf8.RuneCountInString(withReason)+len(`,"head":""}`) < max {
+		room := max - utf8.RuneCountInString(withReason) - len(`,"head":""}`)
+		head := make([]byte, 0, room)
+		for _, r := range text {
+			enc := appendJSONString(nil, string(r))
+			enc = enc[1 : len(enc)-1]
+			if utf8.RuneCount(head)+utf8.RuneCount(enc) > room {
+				break
+			}
+			head = append(head, enc...)
+		}
+		return withReason + `,"head":"` + string(head) + `"}`
+	}
+	if utf8.RuneCountInString(withReason)+1 <= max {
+		return withReason + "}"
+	}
+	return `{"truncated":true}`
+}
+
+// RenderResult renders a tool result for the model: strings as they are, byte slices
+// and raw JSON as text, everything else as JSON.
+func RenderResult(v any) string {
+	switch t := v.(type) {
+	case string:
+		return t
+	case []byte:
+		return string(t)
+	case json.RawMessage:
+		return string(t)
+	case nil:
+		return ""
+	case Args:
+		return string(t.AppendJSON(nil))
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+// Resume continues a call that waited for a person. answer must be [Approved] or
+// [Declined]; anything else returns a [*DecisionRequiredError] and runs nothing, so the
+// pending decision stays usable. An approval authorizes exactly the call whose digest it
+// carries: if the arguments change afterwards, the call is refused. After an approval
+// the pipeline continues from the next link; a second question on the same resume is
+// refused. When the guard's policy revision differs from the pending decision's, the
+// call is checked again under the current policy before it continues.
+func (g *Guard) Resume(ctx context.Context, p PendingDecision, answer Answer) (Outcome, error) {
+	if answer == nil {
+		return Outcome{}, &DecisionRequiredError{Got: "nil"}
+	}
+	switch a := answer.(type) {
+	case Approved, Declined:
+	case *Approved:
+		if a == nil {
+			return Outcome{}, &DecisionRequiredError{Got: "nil *Approved"}
+		}
+		answer = *a
+	case *Declined:
+		if a == nil {
+			return Outcome{}, &DecisionRequiredError{Got: "nil *Declined"}
+		}
+		answer = *a
+	default:
+		return Outcome{}, &DecisionRequiredError{Got: fmt.Sprintf("%T", answer)}
+	}
+	if p.Args.Digest() != p.Digest {
+		return Outcome{}, errors.New("warden: pending decision does not match its digest; it was altered")
+	}
+	st := g.newState(Call{ID: p.CallID, Tool: p.Tool, Args: p.Args, Iteration: p.Iteration, Identity: p.Identity, Session: p.Session})
+	if st.p == nil {
+		return st.refuse(StageLookup, Decision{Effect: Deny, RuleID: "unknown-tool", Rationale: "unknown tool '" + p.Tool + "'"}, ""), nil
+	}
+	st.original, st.s1Changed = p.Original, p.S1Replaced
+	st.out.Ledger, st.out.Checks = append([]LedgerRow(nil), p.Ledger...), append([]CheckRecord(nil), p.Checks...)
+	e := st.event(EventDecisionMade)
+	e.DecisionKind, e.Digest = string(p.Kind), p.Digest
+	switch a := answer.(type) {
+	case Declined:
+		e.By = a.By
+		st.emit(ctx, e)
+		text := DeclinedText(a.Note)
+		return st.refuse(StageHuman, Decision{Effect: Deny, RuleID: "human", Rationale: text}, text), nil
+	case Approved:
+		e.By, e.Approved = a.By, true
+		st.emit(ctx, e)
+	}
+	if err := ctx.Err(); err != nil {
+		return st.abort(StageHuman, err)
+	}
+	st.approved, st.approvedAt = p.Digest, p.ResumeStage
+	// A pending decision is data that may have travelled through a file or a store, so
+	// nothing in it is trusted: the call is judged again under the current policy
+	// (which also covers a policy revision that changed while the call waited), and the
+	// stages after the resume point run again. The person approved this exact call, so
+	// an escalation on it is answered.
+	if done, out, err := st.securityPass(ctx, "s1"); done {
+		return out, err
+	}
+	st.carried = nil
+	switch p.ResumeStage {
+	case StageMiddleware:
+		if p.ResumeLink < 0 || p.ResumeLink > len(st.p.calls) {
+			return Outcome{}, fmt.Errorf("warden: pending decision resumes at middleware link %d, but %s has %d", p.ResumeLink, p.Tool, len(st.p.calls))
+		}
+		return st.fromMiddleware(ctx, p.ResumeLink)
+	case StageHuman:
+		if len(st.p.calls) > 0 || st.s1Changed {
+			if done, out, err := st.securityPass(ctx, "s2"); done {
+				return out, err
+			}
+			st.carried = nil
+		}
+		return st.fromValidation(ctx)
+	}
+	return Outcome{}, fmt.Errorf("warden: pending decision has an unknown resume stage %q", p.ResumeStage)
+}

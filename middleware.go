@@ -1,0 +1,237 @@
+package warden
+
+import (
+	"context"
+	"errors"
+	"strings"
+)
+
+// Middleware is one link of the middleware chain: a separate layer from the permission
+// checkers, with three verbs (allow, deny, ask) and no way to answer for the tool. Any of
+// its hooks may be nil.
+//
+// On the call side the chain runs in declaration order after the first permission pass
+// (the tool's own preprocessor first); the first answer that is not an allow wins. On the
+// result side it runs in reverse order (an onion; the tool's own postprocessor
+// innermost). A hook that panics is a denial: "middleware '<name>' threw: <message>".
+type Middleware struct {
+	// Name identifies the middleware in the ledger, events and refusal texts. Required.
+	Name string
+	// Tools scopes the middleware: "*" or empty for every tool, otherwise canonical
+	// tool names or "<name>_tool" keys.
+	Tools []string
+	// OnToolCall sees the arguments as they stand and may rewrite them (with a why),
+	// deny the call, or ask a person.
+	OnToolCall func(ctx context.Context, c ToolCall) CallOutcome
+	// OnToolResult sees the result (or the error) and may replace what the model reads,
+	// or deny. It cannot ask: the tool has already run.
+	OnToolResult func(ctx context.Context, r ToolResult) ResultOutcome
+	// OnMessage sees model input and output text in the agent runtime.
+	OnMessage func(ctx context.Context, m Message) MessageOutcome
+}
+
+// ToolCall is what call-side middleware sees.
+type ToolCall struct {
+	Tool     string
+	Args     Args
+	CallID   string
+	Identity Identity
+	Session  string
+}
+
+// ToolResult is what result-side middleware sees.
+type ToolResult struct {
+	Tool    string
+	Args    Args // the final arguments
+	Result  any  // the current result (what the model will read, before rendering)
+	IsError bool // the tool (or an inner link) failed
+	Error   string
+	CallID  string
+}
+
+// Message is a model input or output seen by message middleware.
+type Message struct {
+	Phase string // "input" or "output"
+	Text  string
+}
+
+type outcomeKind uint8
+
+const (
+	okAllow outcomeKind = iota
+	okDeny
+	okAsk
+	okInvalid
+)
+
+// CallOutcome is a call-side middleware answer. Build it with [AllowCall],
+// [TransformCall], [DenyCall] or [AskPerson]; the zero value allows unchanged.
+type CallOutcome struct {
+	kind     outcomeKind
+	args     *Args
+	why      string
+	reason   string
+	question string
+	detail   string
+	err      error
+}
+
+// AllowCall lets the call continue unchanged.
+func AllowCall() CallOutcome { return CallOutcome{} }
+
+// TransformCall lets the call continue with replacement arguments. why is mandatory: a
+// transform without one is a programming error that denies the call at first use.
+func TransformCall(args Args, why string) CallOutcome {
+	if strings.TrimSpace(why) == "" {
+		return CallOutcome{kind: okInvalid, err: errors.New("transform without a why")}
+	}
+	return CallOutcome{args: &args, why: why}
+}
+
+// DenyCall refuses the call; reason is what the model reads, verbatim. A deny without a
+// reason is a programming error that still denies, with an error text.
+func DenyCall(reason string) CallOutcome {
+	if strings.TrimSpace(reason) == "" {
+		return CallOutcome{kind: okInvalid, err: errors.New("deny without a reason")}
+	}
+	return CallOutcome{kind: okDeny, reason: reason}
+}
+
+// AskPerson suspends the call and puts question (and detail) to a person about the
+// call as it stands. An empty question is a programming error that denies.
+func AskPerson(question, detail string) CallOutcome {
+	if strings.TrimSpace(question) == "" {
+		return CallOutcome{kind: okInvalid, err: errors.New("ask without a question")}
+	}
+	return CallOutcome{kind: okAsk, question: question, detail: detail}
+}
+
+// ResultOutcome is a result-side middleware answer; the zero value keeps the result.
+type ResultOutcome struct {
+	kind   outcomeKind
+	result any
+	set    bool
+	why    string
+	reason string
+	err    error
+}
+
+// KeepResult keeps the result unchanged.
+func KeepResult() ResultOutcome { return ResultOutcome{} }
+
+// ReplaceModelResult replaces the result the model reads (the real result is kept for
+// audit). why is mandatory.
+func ReplaceModelResult(result any, why string) ResultOutcome {
+	if strings.TrimSpace(why) == "" {
+		return ResultOutcome{kind: okInvalid, err: errors.New("transform without a why")}
+	}
+	return ResultOutcome{result: result, set: true, why: why}
+}
+
+// DenyResult replaces what the model reads with reason; the tool has already run and
+// its real result is kept for audit.
+func DenyResult(reason string) ResultOutcome {
+	if strings.TrimSpace(reason) == "" {
+		return ResultOutcome{kind: okInvalid, err: errors.New("deny without a reason")}
+	}
+	return ResultOutcome{kind: okDeny, reason: reason}
+}
+
+// MessageOutcome is a message middleware answer; the zero value keeps the text.
+type MessageOutcome struct {
+	kind   outcomeKind
+	text   string
+	set    bool
+	why    string
+	reason string
+	err    error
+}
+
+// KeepMessage keeps the text unchanged.
+func KeepMessage() MessageOutcome { return MessageOutcome{} }
+
+// RewriteMessage replaces the text; why is mandatory.
+func RewriteMessage(text, why string) MessageOutcome {
+	if strings.TrimSpace(why) == "" {
+		return MessageOutcome{kind: okInvalid, err: errors.New("transform without a why")}
+	}
+	return MessageOutcome{text: text, set: true, why: why}
+}
+
+// DenyMessage refuses the message; the run ends with a [*MessageDeniedError].
+func DenyMessage(reason string) MessageOutcome {
+	if strings.TrimSpace(reason) == "" {
+		return MessageOutcome{kind: okInvalid, err: errors.New("deny without a reason")}
+	}
+	return MessageOutcome{kind: okDeny, reason: reason}
+}
+
+// ThrewText is the denial for a middleware hook that panicked or misbehaved.
+func ThrewText(middleware string, msg string) string {
+	return "middleware '" + middleware + "' threw: " + msg
+}
+
+// appliesTo reports whether a scoped declaration (middleware, error handler) covers a
+// tool: no keys or "*" cover every tool; otherwise a key matches the tool's canonical
+// name, with or without a "_tool" suffix, case-insensitively.
+func appliesTo(keys []string, tool string) bool {
+	if len(keys) == 0 {
+		return true
+	}
+	name := hookKey(tool)
+	for _, k := range keys {
+		if k == "*" || hookKey(k) == name {
+			return true
+		}
+	}
+	return false
+}
+
+func hookKey(s string) string {
+	s = strings.ToLower(strings.TrimSpace(s))
+	return strings.TrimSuffix(s, "_tool")
+}
+
+// RunMessageMiddleware runs message middleware over text for one phase ("input" or
+// "output"), in order. It returns the (possibly rewritten) text and the ledger rows, or a
+// [*MessageDeniedError] when a link denies. A panicking link denies.
+func RunMessageMiddleware(ctx context.Context, chain []*Middleware, phase, text string) (string, []LedgerRow, error) {
+	var ledger []LedgerRow
+	for _, m := range chain {
+		if m == nil || m.OnMessage == nil {
+			continue
+		}
+		out := callMessage(ctx, m, Message{Phase: phase, Text: text})
+		switch out.kind {
+		case okAllow:
+			ledger = append(ledger, LedgerRow{Middleware: m.Name, Moment: phase, Outcome: "allow", Changed: out.set, Why: out.why})
+			if out.set {
+				text = out.text
+			}
+		case okDeny:
+			ledger = append(ledger, LedgerRow{Middleware: m.Name, Moment: phase, Outcome: "deny", Why: out.reason})
+			return text, ledger, &MessageDeniedError{Phase: phase, Middleware: m.Name, Reason: out.reason}
+		default:
+			reason := ThrewText(m.Name, errText(out.err))
+			ledger = append(ledger, LedgerRow{Middleware: m.Name, Moment: phase, Outcome: "deny", Why: reason})
+			return text, ledger, &MessageDeniedError{Phase: phase, Middleware: m.Name, Reason: reason}
+		}
+	}
+	return text, ledger, nil
+}
+
+func callMessage(ctx context.Context, m *Middleware, msg Message) (out MessageOutcome) {
+	defer func() {
+		if r := recover(); r != nil {
+			out = MessageOutcome{kind: okInvalid, err: panicError{r}}
+		}
+	}()
+	return m.OnMessage(ctx, msg)
+}
+
+func errText(err error) string {
+	if err == nil {
+		return "unknown error"
+	}
+	return err.Error()
+}

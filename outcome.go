@@ -1,0 +1,225 @@
+package warden
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Status is how a call ended.
+type Status string
+
+// The call statuses. Only [StatusRan] and [StatusFailed] calls were executed (and a
+// [StatusFailed] call may also have failed before executing: see [Outcome.Executed]).
+const (
+	StatusRan     Status = "ran"     // the tool ran and returned a result
+	StatusRefused Status = "refused" // a stage refused the call; the tool did not run
+	StatusHalted  Status = "halted"  // a checker halted the run; the tool did not run
+	StatusPending Status = "pending" // a person must decide; the tool has not run
+	StatusFailed  Status = "failed"  // the tool ran and failed, or a result stage failed
+)
+
+// Stage names a step of the call pipeline, in pipeline order.
+type Stage string
+
+// The pipeline stages.
+const (
+	StageLookup      Stage = "lookup"      // the tool is registered and callable
+	StageGate        Stage = "gate"        // session governance gate
+	StagePermission  Stage = "permission"  // checkers, pass S1
+	StageMiddleware  Stage = "middleware"  // call-side middleware (transforms)
+	StageFinalCheck  Stage = "final_check" // checkers, pass S2
+	StageValidation  Stage = "validation"  // JSON Schema
+	StageSkill       Stage = "skill"       // skill gate (read_skill)
+	StageHuman       Stage = "human"       // escalation, ask, check-in
+	StageCredentials Stage = "credentials" // credential provider
+	StageExecute     Stage = "execute"     // the tool itself
+	StageResult      Stage = "result"      // result-side middleware and post handlers
+	StageCeiling     Stage = "ceiling"     // result ceilings
+)
+
+// LedgerRow records one middleware decision. It never holds argument or result values.
+type LedgerRow struct {
+	Middleware string `json:"middleware"`
+	Moment     string `json:"moment"`  // "call", "result", "input" or "output"
+	Outcome    string `json:"outcome"` // "allow", "deny" or "ask"
+	Changed    bool   `json:"changed"`
+	Why        string `json:"why,omitempty"`
+}
+
+// CheckRecord records one permission check.
+type CheckRecord struct {
+	Pass       string     `json:"pass"` // "s1" or "s2"
+	Checker    string     `json:"checker"`
+	Capability Capability `json:"capability"`
+	Target     string     `json:"target"`
+	Decision   Decision   `json:"decision"`
+}
+
+// Outcome is the result of one call through the pipeline. "What actually ran" is
+// Executed, never something parsed from ModelText.
+type Outcome struct {
+	CallID   string `json:"call_id,omitempty"`
+	Tool     string `json:"tool"`
+	Executed bool   `json:"executed"`
+	Status   Status `json:"status"`
+	// Stage is the stage that decided the outcome (for a call that ran: the last stage
+	// that changed what the model reads, or [StageExecute]).
+	Stage Stage `json:"stage"`
+	// RuleID and Decision describe the deciding decision, when a checker decided.
+	RuleID   string   `json:"rule_id,omitempty"`
+	Decision Decision `json:"decision"`
+	// ModelText is what the model reads as the tool result.
+	ModelText string `json:"model_text"`
+	// IsError reports whether ModelText is a refusal or an error rather than a result.
+	IsError bool `json:"is_error"`
+	// Result is the raw result of the tool (kept for audit even when a result-side
+	// stage replaced what the model reads). Nil when the tool did not run.
+	Result any `json:"-"`
+	// Err is the tool's error (after error handlers), when it failed.
+	Err error `json:"-"`
+	// SecondaryErrors are errors of error handlers that failed while handling Err.
+	SecondaryErrors []error `json:"-"`
+	// Args are the final arguments (after transforms).
+	Args     Args             `json:"args"`
+	Revision string           `json:"revision,omitempty"`
+	Ledger   []LedgerRow      `json:"ledger,omitempty"`
+	Checks   []CheckRecord    `json:"checks,omitempty"`
+	Pending  *PendingDecision `json:"pending,omitempty"`
+	Duration time.Duration    `json:"duration"`
+}
+
+// DecisionKind says why a person is asked.
+type DecisionKind string
+
+// The three sources of a human decision; one mechanism serves them all.
+const (
+	KindEscalate DecisionKind = "escalate" // a rule policy escalated and no handler answered
+	KindAsk      DecisionKind = "ask"      // a middleware asked
+	KindCheckIn  DecisionKind = "checkin"  // the tool demands a check-in
+)
+
+// Evidence is what a person sees before approving a check-in.
+type Evidence struct {
+	Does    string   `json:"does"`              // what the tool will do (its description)
+	Args    string   `json:"args"`              // the arguments, rendered
+	Context []string `json:"context,omitempty"` // the recent context the caller passed
+}
+
+// PendingDecision is a call waiting for a person. It is plain data (JSON) so it can be
+// stored and resumed in another process with [Guard.Resume].
+type PendingDecision struct {
+	Kind       DecisionKind `json:"kind"`
+	Question   string       `json:"question"`
+	Detail     string       `json:"detail,omitempty"`
+	Middleware string       `json:"middleware,omitempty"` // the middleware that asked
+	Tool       string       `json:"tool"`
+	Args       Args         `json:"args"`   // the call as it will run at this point
+	Digest     string       `json:"digest"` // Args.Digest()
+	Revision   string       `json:"revision,omitempty"`
+	Identity   Identity     `json:"identity,omitzero"`
+	Session    string       `json:"session,omitempty"`
+	CallID     string       `json:"call_id,omitempty"`
+	Iteration  int          `json:"iteration,omitempty"`
+	Evidence   *Evidence    `json:"evidence,omitempty"`
+	Created    time.Time    `json:"created"`
+
+	// Resume state: where the pipeline continues after a decision.
+	ResumeStage Stage         `json:"resume_stage"`
+	ResumeLink  int           `json:"resume_link,omitempty"` // next middleware link
+	Escalation  *Decision     `json:"escalation,omitempty"`  // a carried S1 escalation
+	Original    Args          `json:"original"`              // the arguments as proposed
+	Ledger      []LedgerRow   `json:"ledger,omitempty"`
+	Checks      []CheckRecord `json:"checks,omitempty"`
+	S1Replaced  bool          `json:"s1_replaced,omitempty"`
+}
+
+// Answer is a person's decision: [Approved] or [Declined]. The interface is sealed.
+type Answer interface{ answer() }
+
+// Approved approves a pending decision.
+type Approved struct {
+	By   string `json:"by"`
+	Note string `json:"note,omitempty"`
+}
+
+// Declined declines a pending decision.
+type Declined struct {
+	By   string `json:"by"`
+	Note string `json:"note,omitempty"`
+}
+
+func (Approved) answer() {}
+func (Declined) answer() {}
+
+// DeclinedText is what the model reads when a person declined the call.
+func DeclinedText(note string) string {
+	if note == "" {
+		return "declined by human"
+	}
+	return "declined by human: " + note
+}
+
+// NoPauseText is what the model reads when a middleware asks and there is no pause to
+// carry the question (an MCP front without approvals, or a second ask on a resume).
+func NoPauseText(middleware, question string) string {
+	return "middleware '" + middleware + "' asked a person to decide, and there is no pause here to carry that ask: " + question
+}
+
+// GateDeniedText is the tool-shaped error the model reads when the session gate refuses.
+func GateDeniedText(function string) string {
+	b, _ := json.Marshal(struct {
+		Error    string `json:"error"`
+		Function string `json:"function"`
+	}{"denied by governance gate", function})
+	return string(b)
+}
+
+// ErrRegistryBound is returned when a tool is registered after the registry was bound.
+var ErrRegistryBound = errors.New("warden: registry is already bound; register every tool before Bind")
+
+// PolicyHaltError ends a run: a checker halted a call. It carries both vocabularies of
+// the decision: Reason (a machine tag) and TellLLM (what the model read).
+type PolicyHaltError struct {
+	Reason    string
+	TellLLM   string
+	RuleID    string
+	CheckerID string
+	Iteration int
+	Proposed  Step   // the call that was halted; it was not executed
+	Sequence  []Step // the calls executed before the halt
+}
+
+func (e *PolicyHaltError) Error() string {
+	msg := "warden: run halted by policy"
+	if e.RuleID != "" {
+		msg += " rule " + e.RuleID
+	}
+	if e.Reason != "" {
+		msg += " (" + e.Reason + ")"
+	}
+	return msg + fmt.Sprintf(": tool %q was not executed", e.Proposed.Tool)
+}
+
+// DecisionRequiredError is returned by a resume given something other than an
+// [Approved] or [Declined]. Nothing ran, and the pending decision stays usable.
+type DecisionRequiredError struct {
+	Got string
+}
+
+func (e *DecisionRequiredError) Error() string {
+	return "warden: a decision is required to resume (Approved or Declined), got " + e.Got
+}
+
+// MessageDeniedError is returned when message middleware denies a model input or
+// output. It never carries the message content.
+type MessageDeniedError struct {
+	Phase      string // "input" or "output"
+	Middleware string
+	Reason     string
+}
+
+func (e *MessageDeniedError) Error() string {
+	return "warden: " + e.Phase + " message denied by middleware '" + e.Middleware + "': " + e.Reason
+}

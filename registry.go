@@ -1,0 +1,423 @@
+package warden
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// ToolFunc runs a tool. cred is the credential resolved for the tool's [Needs], or nil.
+type ToolFunc func(ctx context.Context, args Args, cred *Credential) (any, error)
+
+// Executable is a tool with everything the pipeline needs to run it.
+type Executable struct {
+	Tool
+	// Run executes the tool. Required.
+	Run ToolFunc
+	// Pre is the tool's own preprocessor: the first call-side link, before declared
+	// middleware.
+	Pre func(ctx context.Context, c ToolCall) CallOutcome
+	// Post is the tool's own postprocessor: the innermost result-side link.
+	Post func(ctx context.Context, r ToolResult) ResultOutcome
+	// CheckIn, when set, makes the tool ask a person before it runs.
+	CheckIn *CheckIn
+	// Needs, when set, resolves a credential right before the tool runs.
+	Needs *Needs
+	// ResultCeiling, when positive, refuses a result longer than this many characters
+	// at the execute boundary: the payload reaches no later stage.
+	ResultCeiling int
+}
+
+// CheckIn makes a tool ask a person before it runs, with evidence of what it will do.
+type CheckIn struct {
+	// Question is shown to the person; empty means "Run <tool> with these arguments?".
+	Question string
+	// When decides per call; nil means always. A When that panics demands the check-in
+	// (fail closed).
+	When func(args Args) bool
+}
+
+// Needs declares the credential a tool needs.
+type Needs struct {
+	Service string
+	Scopes  []string
+}
+
+// Credential is a secret handed to a tool. Its String and JSON forms never show the
+// token, and the pipeline removes the token from errors and model text.
+type Credential struct {
+	Service string
+	Scopes  []string
+	Token   string
+}
+
+// String returns a redacted description.
+func (c Credential) String() string { return "credential(" + c.Service + ", [redacted])" }
+
+// MarshalJSON encodes the credential without its token.
+func (c Credential) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Service string   `json:"service"`
+		Scopes  []string `json:"scopes,omitempty"`
+		Token   string   `json:"token"`
+	}{c.Service, c.Scopes, "[redacted]"})
+}
+
+// CredentialRequest asks a [CredentialProvider] for a credential.
+type CredentialRequest struct {
+	Service  string
+	Scopes   []string
+	Tool     string
+	Identity Identity
+	Session  string
+}
+
+// CredentialProvider resolves credentials right before a tool runs, never for a call
+// that will not run. It must be safe for concurrent use.
+type CredentialProvider interface {
+	Credential(ctx context.Context, req CredentialRequest) (Credential, error)
+}
+
+// Invocation is what the session gate is asked about.
+type Invocation struct {
+	Function  string
+	Args      Args
+	SessionID string
+}
+
+// Gate is the session governance gate, asked before anything else. A false answer, an
+// error or a panic refuses the call.
+type Gate interface {
+	Authorize(ctx context.Context, inv Invocation) (bool, error)
+}
+
+// GateFunc adapts a function to a [Gate].
+type GateFunc func(ctx context.Context, inv Invocation) (bool, error)
+
+// Authorize calls f.
+func (f GateFunc) Authorize(ctx context.Context, inv Invocation) (bool, error) { return f(ctx, inv) }
+
+// ToolError is what an error handler sees.
+type ToolError struct {
+	Tool string
+	Args Args // the final arguments
+	Err  error
+}
+
+// ErrorDisposition is an error handler's answer: [Reraise] or [ReplaceResult]. A nil
+// disposition keeps the error.
+type ErrorDisposition interface{ disposition() }
+
+// Reraise keeps the original error.
+type Reraise struct{}
+
+// ReplaceResult converts the failure into a result. The first replacement wins.
+type ReplaceResult struct{ Value any }
+
+func (Reraise) disposition()       {}
+func (ReplaceResult) disposition() {}
+
+// ErrorHandler handles a tool failure (an error from the tool or from a result-side
+// link). It is never called for a refusal.
+type ErrorHandler struct {
+	Name  string
+	Tools []string // scope, as for [Middleware.Tools]
+	// Handle returns a disposition; an error (or a panic) is recorded as secondary and
+	// the original error stays primary.
+	Handle func(ctx context.Context, e ToolError) (ErrorDisposition, error)
+}
+
+// ArgProblem is one way the arguments fail the tool's input schema.
+type ArgProblem struct {
+	Path    string // JSONPath-like: "$", "$.amount", "$.items[0].name"
+	Message string
+}
+
+// ArgsValidator validates a call's arguments. Safe for concurrent use.
+type ArgsValidator interface {
+	ValidateArgs(args Args) []ArgProblem
+}
+
+// SchemaCompiler compiles a tool's input schema once, at bind time. Package schema
+// provides the standard one. A schema that fails to compile makes the tool uncallable.
+type SchemaCompiler interface {
+	CompileSchema(tool string, schema json.RawMessage) (ArgsValidator, error)
+}
+
+// InvalidArgsText is the refusal the model reads for arguments that fail the schema.
+func InvalidArgsText(tool string, problems []ArgProblem) string {
+	var b strings.Builder
+	b.WriteString("Invalid arguments for tool '")
+	b.WriteString(tool)
+	b.WriteString("' — the call was not executed.")
+	for _, p := range problems {
+		b.WriteString("\n- '")
+		b.WriteString(p.Path)
+		b.WriteString("': ")
+		b.WriteString(p.Message)
+	}
+	b.WriteString("\nFix the arguments to match the tool's input schema and call it again.")
+	return b.String()
+}
+
+// Registry holds the tools of one agent or gateway until they are bound. Register
+// every tool, from every source, then [Registry.Bind] once: binding snapshots the
+// registry and builds one interceptor plan per tool, so coverage never depends on where
+// a tool came from. Safe for concurrent use.
+type Registry struct {
+	mu    sync.Mutex
+	tools []*Executable
+	index map[string]int
+	bound *boundState
+}
+
+type boundState struct {
+	cfg   Config
+	guard *Guard
+}
+
+// Register adds a tool. It returns an error for an empty name, a missing Run, a name
+// already registered, or [ErrRegistryBound] after binding. The tool is copied.
+func (r *Registry) Register(t Executable) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.bound != nil {
+		return fmt.Errorf("%w: tool %q", ErrRegistryBound, t.Name)
+	}
+	if strings.TrimSpace(t.Name) == "" {
+		return errors.New("warden: tool name is required")
+	}
+	if t.Run == nil {
+		return fmt.Errorf("warden: tool %q has no Run function", t.Name)
+	}
+	if r.index == nil {
+		r.index = map[string]int{}
+	}
+	if _, dup := r.index[t.Name]; dup {
+		return fmt.Errorf("warden: tool %q is already registered", t.Name)
+	}
+	for _, c := range t.Capabilities {
+		if !c.IsToolCapability() {
+			return fmt.Errorf("warden: tool %q declares %q, which is not a tool capability", t.Name, c)
+		}
+	}
+	cp := t
+	cp.Capabilities = slices.Clone(t.Capabilities)
+	cp.InputSchema = slices.Clone(t.InputSchema)
+	if t.Needs != nil {
+		n := *t.Needs
+		n.Scopes = slices.Clone(n.Scopes)
+		cp.Needs = &n
+	}
+	if t.CheckIn != nil {
+		c := *t.CheckIn
+		cp.CheckIn = &c
+	}
+	r.index[t.Name] = len(r.tools)
+	r.tools = append(r.tools, &cp)
+	return nil
+}
+
+// Tools returns the registered tools' descriptions in registration order.
+func (r *Registry) Tools() []Tool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]Tool, len(r.tools))
+	for i, t := range r.tools {
+		out[i] = t.Tool
+	}
+	return out
+}
+
+// Config is what [Registry.Bind] binds to every tool. Slices are snapshotted; the caller
+// may reuse them afterwards. The zero Config binds no checkers and no middleware: every
+// registered tool runs after schema validation (nothing is refused that nobody asked to
+// refuse), which is exactly ADR D3's "missing policy" case.
+type Config struct {
+	// Checkers are asked in order, in both security passes.
+	Checkers []Checker
+	// Gate is the session governance gate; nil allows.
+	Gate Gate
+	// Middleware, in declaration order.
+	Middleware []*Middleware
+	// ErrorHandlers, in declaration order.
+	ErrorHandlers []*ErrorHandler
+	// Schemas compiles input schemas. Required when any tool declares one.
+	Schemas SchemaCompiler
+	// Credentials resolves [Needs].
+	Credentials CredentialProvider
+	// Sinks receive events.
+	Sinks []Sink
+	// Revision names the policy revision in outcomes and events.
+	Revision string
+	// CheckTimeout bounds each checker call that is not [Synchronous]; 0 means 5s.
+	CheckTimeout time.Duration
+	// MaxResultChars caps what the model reads from any tool; 0 means no cap. A cap must
+	// be large enough to hold the smallest truncation marker (18 characters).
+	MaxResultChars int
+	// CanPause says that a person can be asked: a human decision becomes a pending
+	// [Outcome]. When false every human decision is refused (nobody can answer).
+	CanPause bool
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Synchronous is implemented by checkers that decide in-process without blocking (the
+// policy package's checkers). The Guard calls them directly; every other checker runs
+// under [Config.CheckTimeout] and is abandoned, as a denial, when it does not answer.
+type Synchronous interface {
+	Synchronous()
+}
+
+// ErrPlanConflict is returned by a second [Registry.Bind] with different inputs.
+var ErrPlanConflict = errors.New("warden: registry is already bound to a different plan")
+
+const minResultCap = len(`{"truncated":true}`)
+
+// Bind snapshots the registry and builds one plan per tool. Binding again with the same
+// inputs (compared by identity) returns the same Guard; binding with different inputs
+// returns [ErrPlanConflict]. After Bind, Register fails with [ErrRegistryBound].
+//
+// Bind fails for an invalid result cap, a middleware without a name, or a tool with a
+// schema when no [Config.Schemas] is set. A schema that fails to compile does not fail
+// Bind: that tool is refused at call time (see [Guard.Problems]).
+func (r *Registry) Bind(cfg Config) (*Guard, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.bound != nil {
+		if sameConfig(r.bound.cfg, cfg) {
+			return r.bound.guard, nil
+		}
+		return nil, ErrPlanConflict
+	}
+	if cfg.MaxResultChars < 0 {
+		return nil, fmt.Errorf("warden: MaxResultChars %d is negative", cfg.MaxResultChars)
+	}
+	if cfg.MaxResultChars > 0 && cfg.MaxResultChars < minResultCap {
+		return nil, fmt.Errorf("warden: MaxResultChars %d cannot hold the truncation marker (minimum %d)", cfg.MaxResultChars, minResultCap)
+	}
+	for i, m := range cfg.Middleware {
+		if m == nil || strings.TrimSpace(m.Name) == "" {
+			return nil, fmt.Errorf("warden: middleware %d has no name", i)
+		}
+	}
+	for i, h := range cfg.ErrorHandlers {
+		if h == nil || h.Handle == nil {
+			return nil, fmt.Errorf("warden: error handler %d has no Handle function", i)
+		}
+	}
+	for i, c := range cfg.Checkers {
+		if c == nil {
+			return nil, fmt.Errorf("warden: checker %d is nil", i)
+		}
+	}
+	snap := cfg
+	snap.Checkers = slices.Clone(cfg.Checkers)
+	snap.Middleware = slices.Clone(cfg.Middleware)
+	snap.ErrorHandlers = slices.Clone(cfg.ErrorHandlers)
+	snap.Sinks = slices.Clone(cfg.Sinks)
+	if snap.CheckTimeout <= 0 {
+		snap.CheckTimeout = 5 * time.Second
+	}
+	if snap.Now == nil {
+		snap.Now = time.Now
+	}
+	g := &Guard{cfg: snap, plans: map[string]*plan{}}
+	for i, c := range snap.Checkers {
+		g.checkerNames = append(g.checkerNames, checkerName(c, i))
+		_, sync := c.(Synchronous)
+		g.checkerSync = append(g.checkerSync, sync)
+	}
+	for _, t := range r.tools {
+		p := &plan{tool: t}
+		if t.Pre != nil {
+			p.calls = append(p.calls, &Middleware{Name: t.Name + ".preprocessor", OnToolCall: t.Pre})
+		}
+		for _, m := range snap.Middleware {
+			if appliesTo(m.Tools, t.Name) {
+				if m.OnToolCall != nil {
+					p.calls = append(p.calls, m)
+				}
+				if m.OnToolResult != nil {
+					p.results = append(p.results, m)
+				}
+			}
+		}
+		// The result side runs in reverse declaration order, the tool's own post first.
+		slices.Reverse(p.results)
+		if t.Post != nil {
+			p.results = append([]*Middleware{{Name: t.Name + ".postprocessor", OnToolResult: t.Post}}, p.results...)
+		}
+		for _, h := range snap.ErrorHandlers {
+			if appliesTo(h.Tools, t.Name) {
+				p.onError = append(p.onError, h)
+			}
+		}
+		if len(t.InputSchema) > 0 {
+			if snap.Schemas == nil {
+				return nil, fmt.Errorf("warden: tool %q has an input schema but Config.Schemas is nil (use schema.Compiler{})", t.Name)
+			}
+			v, err := snap.Schemas.CompileSchema(t.Name, t.InputSchema)
+			if err != nil {
+				p.unusable = err
+				g.problems = append(g.problems, fmt.Errorf("tool %q is not callable: %w", t.Name, err))
+			}
+			p.validator = v
+		}
+		g.plans[t.Name] = p
+		g.order = append(g.order, t.Name)
+	}
+	orig := cfg // compared by later Binds; slices cloned so later caller edits do not leak in
+	orig.Checkers, orig.Middleware, orig.ErrorHandlers, orig.Sinks = snap.Checkers, snap.Middleware, snap.ErrorHandlers, snap.Sinks
+	r.bound = &boundState{cfg: orig, guard: g}
+	return g, nil
+}
+
+func checkerName(c Checker, i int) string {
+	if n, ok := c.(Namer); ok && n.Name() != "" {
+		return n.Name()
+	}
+	return fmt.Sprintf("checker[%d]", i)
+}
+
+// sameConfig compares two configurations by identity. Values that cannot be compared
+// (func-typed checkers, structs holding maps) count as different: re-binding them is a
+// conflict, never a silent reuse of an older plan.
+func sameConfig(a, b Config) bool {
+	if a.Revision != b.Revision || a.CheckTimeout != b.CheckTimeout || a.MaxResultChars != b.MaxResultChars || a.CanPause != b.CanPause {
+		return false
+	}
+	if !sameValue(a.Gate, b.Gate) || !sameValue(a.Schemas, b.Schemas) || !sameValue(a.Credentials, b.Credentials) {
+		return false
+	}
+	if (a.Now == nil) != (b.Now == nil) || (a.Now != nil && !sameValue(a.Now, b.Now)) {
+		return false
+	}
+	return sameSlice(a.Checkers, b.Checkers) && sameSlice(a.Middleware, b.Middleware) && sameSlice(a.ErrorHandlers, b.ErrorHandlers) && sameSlice(a.Sinks, b.Sinks)
+}
+
+func sameSlice[T any](a, b []T) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !sameValue(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func sameValue(a, b any) (same bool) {
+	defer func() {
+		if recover() != nil {
+			same = false
+		}
+	}()
+	return a == b
+}
