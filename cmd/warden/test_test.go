@@ -1,0 +1,158 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/wardenhq/warden"
+)
+
+// TestTestGolden pins the output of `warden test`: ok lines, FAIL lines with the
+// explanation indented, the summary, and exit 1 when a case fails.
+func TestTestGolden(t *testing.T) {
+	tests := []struct {
+		name  string
+		files []string
+		code  int
+	}{
+		{"test-passing", []string{"testdata/tests/passing_test.yaml"}, 0},
+		{"test-failing", []string{"testdata/tests/passing_test.yaml", "testdata/tests/failing_test.yaml"}, exitInternal},
+		// An unusable file makes the run exit 2, and the other files still run.
+		{"test-invalid-and-passing", []string{"testdata/tests/invalid/unknown-key.yaml", "testdata/tests/passing_test.yaml"}, exitUsage},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := append([]string{"test"}, tt.files...)
+			r := runWarden(t, args...)
+			if r.code != tt.code {
+				t.Errorf("exit %d, want %d", r.code, tt.code)
+			}
+			golden(t, tt.name, r.transcript(args))
+		})
+	}
+}
+
+// TestTestInvalidFiles: every unusable test file exits 2 and its first error names the
+// test file, a line and a column, and a hint.
+func TestTestInvalidFiles(t *testing.T) {
+	files, err := filepath.Glob("testdata/tests/invalid/*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range files {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			r := runWarden(t, "test", file)
+			if r.code != exitUsage {
+				t.Errorf("exit %d, want %d", r.code, exitUsage)
+			}
+			if r.stdout != "0 passed, 0 failed\n" {
+				t.Errorf("stdout = %q, want only the summary", r.stdout)
+			}
+			m := locatedLine.FindStringSubmatch(firstError(r.stderr))
+			if m == nil || m[1] != file {
+				t.Errorf("first error %q; want %s:line:col: message (hint)", firstError(r.stderr), file)
+			}
+		})
+	}
+	// One run over all of them pins the messages.
+	args := append([]string{"test"}, files...)
+	golden(t, "test-invalid", runWarden(t, args...).transcript(args))
+}
+
+func TestTestUsage(t *testing.T) {
+	for _, args := range [][]string{{"test"}, {"test", "testdata/tests"}, {"test", "testdata/tests/nope.yaml"}} {
+		r := runWarden(t, args...)
+		if r.code != exitUsage || r.stderr == "" {
+			t.Errorf("%q: exit %d, stderr %q; want exit 2 and an error", args, r.code, r.stderr)
+		}
+	}
+	r := runWarden(t, "test", "testdata/tests")
+	if !strings.Contains(r.stderr, "pass test files, not directories") {
+		t.Errorf("directory: stderr %q", r.stderr)
+	}
+}
+
+// TestCaseArgs: a case's YAML mapping becomes warden.Args in the order written, with
+// strings as strings and numbers as numbers.
+func TestCaseArgs(t *testing.T) {
+	src := `
+b: 1
+a: "x"
+c: 1.50
+d: true
+e: null
+f: [1, two, {k: v}]
+g: {z: 1, y: 2}
+h: 0x1F
+i: 1e3
+j: "007"
+k: 2024-01-02
+l: -0
+`
+	var doc yaml.Node
+	if err := yaml.Unmarshal([]byte(src), &doc); err != nil {
+		t.Fatal(err)
+	}
+	d := &testDecoder{file: "x.yaml"}
+	got := d.args(doc.Content[0], "args")
+	if len(d.errs) > 0 {
+		t.Fatal(d.errs)
+	}
+	want := `{"b":1,"a":"x","c":1.50,"d":true,"e":null,"f":[1,"two",{"k":"v"}],"g":{"z":1,"y":2},"h":31,"i":1e3,"j":"007","k":"2024-01-02","l":-0}`
+	if diff := cmp.Diff(want, string(got.AppendJSON(nil))); diff != "" {
+		t.Errorf("args (-want +got):\n%s", diff)
+	}
+	if !got.Equal(warden.MustParseArgs(want)) {
+		t.Errorf("args are not what ParseArgs makes of %s", want)
+	}
+}
+
+func TestCaseArgsRefused(t *testing.T) {
+	for _, src := range []string{"n: .inf", "n: .nan", "n: !!binary aGVsbG8=", "{a: 1, a: 2}", "{[1]: x}"} {
+		var doc yaml.Node
+		if err := yaml.Unmarshal([]byte(src), &doc); err != nil {
+			t.Fatal(err)
+		}
+		d := &testDecoder{file: "x.yaml"}
+		d.args(doc.Content[0], "args")
+		if len(d.errs) == 0 {
+			t.Errorf("%q: no error", src)
+		}
+	}
+}
+
+// FuzzParseTestFile: the test-file decoder never panics, and the arguments of every case
+// it accepts are a JSON object that ParseArgs reads back unchanged.
+func FuzzParseTestFile(f *testing.F) {
+	files, _ := filepath.Glob("testdata/tests/*/*.yaml")
+	more, _ := filepath.Glob("../../examples/policies/*_test.yaml")
+	for _, file := range append(files, more...) {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Add([]byte("policy: p.yaml\ncases:\n  - {name: a, tool: t, expect: allow, args: {n: 0x10, f: 1.5e3, s: [1, {k: null}]}}\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tf, err := parseTestFile("fuzz.yaml", data)
+		if err != nil {
+			return
+		}
+		for _, tc := range tf.cases {
+			js := tc.call.args.AppendJSON(nil)
+			back, err := warden.ParseArgs(js)
+			if err != nil {
+				t.Fatalf("case %q: args %s do not parse: %v", tc.name, js, err)
+			}
+			if !back.Equal(tc.call.args) {
+				t.Fatalf("case %q: args %s do not round-trip", tc.name, js)
+			}
+		}
+	})
+}

@@ -1,0 +1,27 @@
+package main
+
+import "testing"
+
+func TestValidateGolden(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		code int
+	}{
+		{"validate-ok", []string{"validate", codingPolicy, rolesPolicy}, 0},
+		{"validate-role", []string{"validate", "--role", "viewer", rolesPolicy}, 0},
+		// Every problem of a file is reported, one per line, and the good file is
+		// still validated.
+		{"validate-errors", []string{"validate", codingPolicy, "testdata/bad/unknown-key.yaml", "testdata/bad/bad-cel.yaml", "testdata/validate/many-errors.yaml"}, exitUsage},
+		{"validate-no-files", []string{"validate"}, exitUsage},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := runWarden(t, tt.args...)
+			if r.code != tt.code {
+				t.Errorf("exit %d, want %d", r.code, tt.code)
+			}
+			golden(t, tt.name, r.transcript(tt.args))
+		})
+	}
+}
