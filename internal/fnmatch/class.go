@@ -42,14 +42,18 @@ func singleton(ch int32) *class {
 	return c
 }
 
-// atom is one element of the character-set body that Python's
-// fnmatch.translate builds: a character, escaped (always literal) or raw.
-// The only raw characters with a meaning to the regular-expression parser
-// are a leading '!' (rewritten to '^', negation) and the '-' that joins the
-// two ends of a range.
+// atom is one character of the character-set body that Python's
+// fnmatch.translate builds. join marks the hyphens translate inserts
+// between the two ends of a range; every other hyphen in the body is
+// escaped by translate and so literal.
+//
+// translate also backslash-escapes '\', '&', '~', '|' and a leading '^' or
+// '[' so that re reads them literally; the set parser below gives no
+// character a special meaning except a leading '!' and a joining '-', so
+// those escapes need no representation.
 type atom struct {
-	c   int32
-	raw bool
+	c    int32
+	join bool
 }
 
 // parseClass compiles the body of a bracket expression (the characters
@@ -60,24 +64,30 @@ func parseClass(stuff []int32) *class {
 	atoms := classAtoms(stuff)
 
 	cls := new(class)
-	// translate: an empty set never matches ("(?!)"); a lone '!' matches
-	// any character ("."), which is the same as a negated empty set; a
-	// leading raw '!' becomes '^'. (A leading '^' or '[' is escaped, which
-	// atoms already treat as literal.)
-	if len(atoms) > 0 && atoms[0].raw && atoms[0].c == '!' {
+	// translate: an empty body never matches ("(?!)"); a lone '!' matches
+	// any character ("."), the same as a negated empty set; otherwise a
+	// leading '!' becomes '^', negation. This test looks at the body
+	// after empty ranges were removed, which is where Python's quirk
+	// ("[z-a!b]" is negated) comes from.
+	if len(atoms) > 0 && !atoms[0].join && atoms[0].c == '!' {
 		cls.negate = true
 		atoms = atoms[1:]
 	}
 
-	// re's set parser. A raw ']' can only be the first member (translate
-	// ends the body at the first ']' after that position), where re reads
-	// it as a literal, so it needs no special case.
+	// re's set parser: "x-y" with a joining hyphen is a range, anything
+	// else a literal. A ']' can only be the first member (translate ends
+	// the body at the first ']' after that position), where re reads it
+	// as a literal, so it needs no special case either. After a stripped
+	// '!', a joining hyphen may come first; re then reads it as a literal
+	// ("[z-a!-c]" becomes "[^-c]").
 	for k := 0; k < len(atoms); {
 		lo := atoms[k].c
 		k++
-		if k < len(atoms) && atoms[k].raw && atoms[k].c == '-' {
+		if k < len(atoms) && atoms[k].join {
 			if k+1 == len(atoms) {
-				// "x-]": literal x and literal '-'.
+				// "x-]": literal x and literal '-'. Unreachable, as
+				// translate never ends a body with a joining hyphen,
+				// but this is what re would do.
 				cls.add(lo, lo)
 				cls.add('-', '-')
 				break
@@ -96,8 +106,7 @@ func parseClass(stuff []int32) *class {
 
 // classAtoms reproduces the body construction of fnmatch.translate: split
 // at the hyphens that form ranges, drop empty (reversed) ranges, and join
-// the pieces back with raw hyphens, escaping everything else that re could
-// read specially.
+// the pieces back with joining hyphens.
 func classAtoms(stuff []int32) []atom {
 	hasDash := false
 	for _, c := range stuff {
@@ -109,7 +118,7 @@ func classAtoms(stuff []int32) []atom {
 	if !hasDash {
 		atoms := make([]atom, len(stuff))
 		for i, c := range stuff {
-			atoms[i] = atom{c: c, raw: !escaped(c)}
+			atoms[i] = atom{c: c}
 		}
 		return atoms
 	}
@@ -166,31 +175,19 @@ func classAtoms(stuff []int32) []atom {
 			continue
 		}
 		for _, c := range right {
-			out = append(out, chunkAtom(c))
+			out = append(out, atom{c: c})
 		}
-		out = append(out, atom{c: '-', raw: true})
+		out = append(out, atom{c: '-', join: true})
 		right = right[:0]
 		pushReversed(a)
 	}
 	for _, c := range right {
-		out = append(out, chunkAtom(c))
+		out = append(out, atom{c: c})
 	}
 	for x, y := 0, len(out)-1; x < y; x, y = x+1, y-1 {
 		out[x], out[y] = out[y], out[x]
 	}
 	return out
-}
-
-// chunkAtom is a character of a chunk: translate escapes hyphens there, as
-// well as the characters escaped reports.
-func chunkAtom(c int32) atom {
-	return atom{c: c, raw: !escaped(c) && c != '-'}
-}
-
-// escaped reports whether translate backslash-escapes c inside a set
-// (besides '-' inside a chunk, which it escapes too).
-func escaped(c int32) bool {
-	return c == '\\' || c == '&' || c == '~' || c == '|'
 }
 
 func indexChar(s []int32, c int32, from int) int {
