@@ -188,13 +188,30 @@ func (p *RulePolicy) canonicalRules(list string, in map[string][]string) (map[st
 	if len(in) == 0 {
 		return nil, nil
 	}
+	// Several keys may name one tool (bash, bash_tool, Bash): merge them in a fixed
+	// order, the canonical spelling first, so the evaluation order never depends on map
+	// iteration.
+	keys := make([]string, 0, len(in))
+	for k := range in {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b string) int {
+		ca, cb := p.Canonical(a) == a, p.Canonical(b) == b
+		if ca != cb {
+			if ca {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a, b)
+	})
 	out := make(map[string][]string, len(in))
-	for k, pats := range in {
+	for _, k := range keys {
 		key := p.Canonical(k)
 		if key == "" {
 			return nil, fmt.Errorf("%s rules: empty tool name (use \"*\" for every tool)", list)
 		}
-		out[key] = append(out[key], pats...)
+		out[key] = append(out[key], in[k]...)
 	}
 	for k, v := range out {
 		if len(v) == 0 {
