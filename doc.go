@@ -11,6 +11,19 @@
 // [Checker] interface. It imports none of Warden's subpackages; they adapt one thing each
 // (policy files, the shell parser, JSON Schema, stores, MCP) to this vocabulary.
 //
+// # The pipeline
+//
+// Tools from every source are registered in a [Registry]; [Registry.Bind] snapshots it
+// and builds one plan per tool, so coverage never depends on where a tool came from. The
+// resulting [Guard] runs every call through one path, in a fixed order: session gate,
+// permission checkers (pass S1), call-side [Middleware], checkers again on the final
+// arguments (pass S2), JSON Schema validation, the skill gate, a human decision
+// (escalation, ask or check-in, one mechanism), credentials, the tool, result-side
+// middleware in reverse order, error handlers, result ceilings. Each call yields an
+// [Outcome] that says what the model reads, which stage decided, and whether the tool
+// executed; a halt also returns a [*PolicyHaltError]. A [Journal] records every call
+// durably, writing ahead of execution; [Sink]s receive [Event]s.
+//
 // # Fail closed
 //
 // The zero [Decision] is a denial, and so is every answer that is not an explicit allow:

@@ -140,7 +140,9 @@ type AsyncSink struct {
 	queue   chan Event
 	dropped atomic.Int64
 	done    chan struct{}
-	once    sync.Once
+
+	mu     sync.RWMutex // guards closed and the queue's closing
+	closed bool
 }
 
 // NewAsyncSink starts delivering to next with a queue of size buffer (at least 1).
@@ -163,7 +165,12 @@ func (s *AsyncSink) run() {
 
 // Emit queues e, or drops it when the queue is full.
 func (s *AsyncSink) Emit(_ context.Context, e Event) {
-	defer func() { _ = recover() }() // emitting after Close drops the event
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		s.dropped.Add(1) // emitting after Close drops the event
+		return
+	}
 	select {
 	case s.queue <- e:
 	default:
@@ -177,7 +184,12 @@ func (s *AsyncSink) Dropped() int64 { return s.dropped.Load() }
 // Close stops accepting events and waits until the queued ones are delivered or ctx
 // ends.
 func (s *AsyncSink) Close(ctx context.Context) error {
-	s.once.Do(func() { close(s.queue) })
+	s.mu.Lock()
+	if !s.closed {
+		s.closed = true
+		close(s.queue)
+	}
+	s.mu.Unlock()
 	select {
 	case <-s.done:
 		return nil

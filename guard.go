@@ -73,33 +73,41 @@ func (g *Guard) Tool(name string) (Tool, bool) {
 
 // callState is one call's progress through the pipeline.
 type callState struct {
-	g          *Guard
-	p          *plan
-	call       Call
-	args       Args
-	original   Args
-	out        Outcome
-	start      time.Time
-	s1Changed  bool
-	carried    *Decision // an escalation waiting for the human stage
-	approved   string    // digest a person approved on this resume
-	approvedAt Stage
-	cred       *Credential
+	g         *Guard
+	p         *plan
+	call      Call
+	args      Args
+	original  Args
+	out       Outcome
+	start     time.Time
+	s1Changed bool
+	carried   *Decision // an escalation waiting for the human stage
+	// approval is the person's answer a Resume carries: it answers exactly one question,
+	// the one asked about these arguments (digest) by this middleware or stage.
+	approval     *PendingDecision
+	approvalUsed bool
+	cred         *Credential
+	jref         JournalRef
+	begun        bool
 }
 
 // Call runs one call through the pipeline. The returned error is non-nil only when the
 // run must stop: a halt ([*PolicyHaltError]) or the context's error (cancellation is
 // never converted into a result). Every other outcome, refusals included, is data.
 func (g *Guard) Call(ctx context.Context, c Call) (Outcome, error) {
-	st := g.newState(c)
+	return g.run(ctx, g.newState(c))
+}
+
+func (g *Guard) run(ctx context.Context, st *callState) (Outcome, error) {
+	c := st.call
 	if st.p == nil {
-		return st.refuse(StageLookup, Decision{Effect: Deny, RuleID: "unknown-tool", Rationale: "unknown tool '" + c.Tool + "'"}, ""), nil
+		return st.refuse(ctx, StageLookup, Decision{Effect: Deny, RuleID: "unknown-tool", Rationale: "unknown tool '" + c.Tool + "'"}, ""), nil
 	}
 	if err := ctx.Err(); err != nil {
-		return st.abort(StageLookup, err)
+		return st.abort(ctx, StageLookup, err)
 	}
 	if st.p.unusable != nil {
-		return st.refuse(StageLookup, Decision{Effect: Deny, RuleID: "schema-invalid", Rationale: "Tool '" + c.Tool + "' cannot be called: its input schema is invalid"}, ""), nil
+		return st.refuse(ctx, StageLookup, Decision{Effect: Deny, RuleID: "schema-invalid", Rationale: "Tool '" + c.Tool + "' cannot be called: its input schema is invalid"}, ""), nil
 	}
 	if done, out, err := st.gate(ctx); done {
 		return out, err
@@ -134,22 +142,33 @@ func (st *callState) finish(ctx context.Context) Outcome {
 	e.Executed, e.Status, e.Stage, e.Duration, e.Size = st.out.Executed, st.out.Status, st.out.Stage, st.out.Duration, utf8.RuneCountInString(st.out.ModelText)
 	e.RuleID = st.out.RuleID
 	st.emit(ctx, e)
+	if j := st.g.cfg.Journal; j != nil {
+		// Recording outlives the caller's cancellation: the outcome happened.
+		jctx := context.WithoutCancel(ctx)
+		if st.begun {
+			if err := j.End(jctx, st.jref, st.call, st.out); err != nil {
+				st.journalFailed(jctx, "end", err)
+			}
+		} else if err := j.Record(jctx, st.call, st.out); err != nil {
+			st.journalFailed(jctx, "record", err)
+		}
+	}
 	return st.out
 }
 
-func (st *callState) refuse(stage Stage, d Decision, text string) Outcome {
+func (st *callState) refuse(ctx context.Context, stage Stage, d Decision, text string) Outcome {
 	if text == "" {
 		text = d.ModelText(st.call.Tool)
 	}
 	st.out.Status, st.out.Stage, st.out.Decision, st.out.RuleID = StatusRefused, stage, d, d.RuleID
 	st.out.ModelText, st.out.IsError = st.scrub(text), true
-	return st.finish(context.Background())
+	return st.finish(context.WithoutCancel(ctx))
 }
 
-func (st *callState) abort(stage Stage, err error) (Outcome, error) {
+func (st *callState) abort(ctx context.Context, stage Stage, err error) (Outcome, error) {
 	st.out.Status, st.out.Stage, st.out.IsError = StatusRefused, stage, true
 	st.out.ModelText = "call cancelled: " + err.Error()
-	return st.finish(context.Background()), err
+	return st.finish(context.WithoutCancel(ctx)), err
 }
 
 func (st *callState) gate(ctx context.Context) (bool, Outcome, error) {
@@ -169,7 +188,7 @@ func (st *callState) gate(ctx context.Context) (bool, Outcome, error) {
 		return false, Outcome{}, nil
 	}
 	if cerr := ctx.Err(); cerr != nil {
-		out, err := st.abort(StageGate, cerr)
+		out, err := st.abort(ctx, StageGate, cerr)
 		return true, out, err
 	}
 	e := st.event(EventGateDenied)
@@ -181,7 +200,7 @@ func (st *callState) gate(ctx context.Context) (bool, Outcome, error) {
 	if err != nil {
 		d.Rationale, d.Fault = "governance gate failed: "+err.Error(), true
 	}
-	return true, st.refuse(StageGate, d, GateDeniedText(st.call.Tool)), nil
+	return true, st.refuse(ctx, StageGate, d, GateDeniedText(st.call.Tool)), nil
 }
 
 // securityPass asks every checker about the call. In S1 an allow may replace the
@@ -205,13 +224,13 @@ func (st *callState) securityPass(ctx context.Context, pass string) (bool, Outco
 		}
 		d, err := st.g.check(ctx, i, req, st.p.tool.Capabilities, visit)
 		if err != nil {
-			out, err := st.abort(stage, err)
+			out, err := st.abort(ctx, stage, err)
 			return true, out, err
 		}
 		if d.Args != nil {
 			if pass == "s2" {
 				if !d.Args.Equal(st.args) {
-					return true, st.refuse(stage, Decision{Effect: Deny, RuleID: "s2.changed", Rationale: "security hook changed arguments during final validation", Fault: true}, ""), nil
+					return true, st.refuse(ctx, stage, Decision{Effect: Deny, RuleID: "s2.changed", Rationale: "security hook changed arguments during final validation", Fault: true}, ""), nil
 				}
 			} else {
 				st.args, st.s1Changed = *d.Args, true
@@ -222,7 +241,7 @@ func (st *callState) securityPass(ctx context.Context, pass string) (bool, Outco
 			out, err := st.halt(ctx, stage, name, d)
 			return true, out, err
 		case Deny:
-			return true, st.refuse(stage, d, ""), nil
+			return true, st.refuse(ctx, stage, d, ""), nil
 		case Ask:
 			if ask == nil {
 				dd := withoutArgs(d)
@@ -241,12 +260,21 @@ func withoutArgs(d Decision) Decision {
 	return d
 }
 
-// check asks checker i, under a deadline unless it is Synchronous. A checker that does
-// not answer in time is a fault denial; the caller's own cancellation is returned.
+// check asks checker i about a call (see [CheckCall]) under the checker deadline.
 func (g *Guard) check(ctx context.Context, i int, req Request, declared []Capability, visit func(Request, Decision)) (Decision, error) {
 	c := g.cfg.Checkers[i]
+	return g.bounded(ctx, i, req, visit, func(cctx context.Context, v func(Request, Decision)) Decision {
+		return CheckCall(cctx, c, req, declared, v)
+	})
+}
+
+// bounded runs ask for checker i. A [Synchronous] checker is called directly; any other
+// runs under Config.CheckTimeout and is abandoned, as a fault denial, when it does not
+// answer in time; an answer that arrives after the deadline never counts. The caller's
+// own cancellation is returned as an error. visit sees every answer that counts.
+func (g *Guard) bounded(ctx context.Context, i int, req Request, visit func(Request, Decision), ask func(context.Context, func(Request, Decision)) Decision) (Decision, error) {
 	if g.checkerSync[i] {
-		return CheckCall(ctx, c, req, declared, visit), nil
+		return ask(ctx, visit), nil
 	}
 	cctx, cancel := context.WithTimeout(ctx, g.cfg.CheckTimeout)
 	defer cancel()
@@ -257,30 +285,33 @@ func (g *Guard) check(ctx context.Context, i int, req Request, declared []Capabi
 	done := make(chan answer, 1)
 	go func() {
 		var a answer
-		a.d = CheckCall(cctx, c, req, declared, func(r Request, d Decision) {
+		a.d = ask(cctx, func(r Request, d Decision) {
 			a.visits = append(a.visits, func() { visit(r, d) })
 		})
 		done <- a
 	}()
+	var a answer
 	select {
-	case a := <-done:
-		if err := ctx.Err(); err != nil {
-			return Decision{}, err
-		}
-		for _, v := range a.visits {
-			v()
-		}
-		return a.d, nil
+	case a = <-done:
 	case <-cctx.Done():
-		if err := ctx.Err(); err != nil {
-			return Decision{}, err
-		}
+	}
+	if err := ctx.Err(); err != nil {
+		return Decision{}, err
+	}
+	if cctx.Err() != nil {
+		// Fail closed: the deadline passed, whatever the checker says now.
 		r := req
-		r.Capability = CapToolCall
+		if r.Capability == "" {
+			r.Capability = CapToolCall
+		}
 		d := CheckerFault(req.Target, fmt.Errorf("did not answer within %s", g.cfg.CheckTimeout))
 		visit(r, d)
 		return d, nil
 	}
+	for _, v := range a.visits {
+		v()
+	}
+	return a.d, nil
 }
 
 func (st *callState) halt(ctx context.Context, stage Stage, checker string, d Decision) (Outcome, error) {
@@ -319,20 +350,25 @@ func (st *callState) fromMiddleware(ctx context.Context, link int) (Outcome, err
 		case okDeny:
 			row.Outcome, row.Why = "deny", out.reason
 			st.ledger(ctx, row)
-			return st.refuse(StageMiddleware, Decision{Effect: Deny, RuleID: m.Name, Rationale: out.reason}, out.reason), nil
+			return st.refuse(ctx, StageMiddleware, Decision{Effect: Deny, RuleID: m.Name, Rationale: out.reason}, out.reason), nil
 		case okAsk:
 			row.Outcome, row.Why = "ask", out.question
-			st.ledger(ctx, row)
-			if st.approved != "" || !st.g.cfg.CanPause {
-				text := NoPauseText(m.Name, out.question)
-				return st.refuse(StageMiddleware, Decision{Effect: Deny, RuleID: m.Name, Rationale: text}, text), nil
+			if st.answers(KindAsk, m.Name) {
+				row.Why = "approved by " + st.approvedBy()
+				st.ledger(ctx, row)
+				continue
 			}
-			return st.pend(ctx, PendingDecision{Kind: KindAsk, Question: out.question, Detail: out.detail, Middleware: m.Name, ResumeStage: StageMiddleware, ResumeLink: i + 1}), nil
+			st.ledger(ctx, row)
+			if st.approval != nil || !st.g.cfg.CanPause {
+				text := NoPauseText(m.Name, out.question)
+				return st.refuse(ctx, StageMiddleware, Decision{Effect: Deny, RuleID: m.Name, Rationale: text}, text), nil
+			}
+			return st.pend(ctx, PendingDecision{Kind: KindAsk, Question: out.question, Detail: out.detail, Middleware: m.Name}), nil
 		default:
 			text := ThrewText(m.Name, errText(out.err))
 			row.Outcome, row.Why = "deny", text
 			st.ledger(ctx, row)
-			return st.refuse(StageMiddleware, Decision{Effect: Deny, RuleID: m.Name, Rationale: text, Fault: true}, text), nil
+			return st.refuse(ctx, StageMiddleware, Decision{Effect: Deny, RuleID: m.Name, Rationale: text, Fault: true}, text), nil
 		}
 	}
 	if len(st.p.calls) > 0 || st.s1Changed {
@@ -367,7 +403,7 @@ func (st *callState) fromValidation(ctx context.Context) (Outcome, error) {
 			e.Size = len(problems)
 			st.emit(ctx, e)
 			text := InvalidArgsText(st.call.Tool, problems)
-			return st.refuse(StageValidation, Decision{Effect: Deny, RuleID: "schema", Rationale: "arguments do not match the input schema"}, text), nil
+			return st.refuse(ctx, StageValidation, Decision{Effect: Deny, RuleID: "schema", Rationale: "arguments do not match the input schema"}, text), nil
 		}
 	}
 	if st.call.Tool == ReadSkillTool {
@@ -395,21 +431,37 @@ func (st *callState) skillGate(ctx context.Context) (bool, Outcome, error) {
 			continue
 		}
 		name := st.g.checkerNames[i]
-		req := Request{Capability: CapSkillRead, Target: target, Args: st.args, Iteration: st.call.Iteration, Identity: st.call.Identity}
-		d := safeCheck(ctx, c, req)
-		st.out.Checks = append(st.out.Checks, CheckRecord{Pass: "skill", Checker: name, Capability: CapSkillRead, Target: target, Decision: d})
-		e := st.event(EventPermissionCheck)
-		e.Pass, e.Checker, e.Capability, e.Target, e.Effect, e.RuleID, e.Rationale, e.Reason = "skill", name, CapSkillRead, target, d.Effect, d.RuleID, d.Rationale, d.Reason
-		st.emit(ctx, e)
+		req := Request{Capability: CapSkillRead, Target: target, Args: st.args, Iteration: st.call.Iteration, Identity: st.call.Identity, Sequence: st.call.Sequence}
+		visit := func(r Request, d Decision) {
+			st.out.Checks = append(st.out.Checks, CheckRecord{Pass: "skill", Checker: name, Capability: CapSkillRead, Target: target, Decision: withoutArgs(d)})
+			e := st.event(EventPermissionCheck)
+			e.Pass, e.Checker, e.Capability, e.Target, e.Effect, e.RuleID, e.Rationale, e.Reason = "skill", name, CapSkillRead, target, d.Effect, d.RuleID, d.Rationale, d.Reason
+			st.emit(ctx, e)
+		}
+		d, err := st.g.bounded(ctx, i, req, visit, func(cctx context.Context, v func(Request, Decision)) Decision {
+			d := safeCheck(cctx, c, req)
+			v(req, d)
+			return d
+		})
+		if err != nil {
+			out, err := st.abort(ctx, StageSkill, err)
+			return true, out, err
+		}
 		switch d.Effect {
 		case Halt:
-			target := st.call.Tool
-			st.call.Tool = SkillTarget(id) // the halt text names the skill
+			tool := st.call.Tool
+			st.call.Tool = target // the halt text names the skill
 			out, err := st.halt(ctx, StageSkill, name, d)
-			out.Tool = target
+			out.Tool = tool
 			return true, out, err
 		case Deny:
-			return true, st.refuse(StageSkill, d, d.ModelText(target)), nil
+			return true, st.refuse(ctx, StageSkill, d, d.ModelText(target)), nil
+		case Ask:
+			// An escalation about a skill is a human decision like any other.
+			if st.carried == nil {
+				dd := withoutArgs(d)
+				st.carried = &dd
+			}
 		}
 	}
 	return false, Outcome{}, nil
@@ -420,18 +472,24 @@ func (st *callState) skillGate(ctx context.Context) (bool, Outcome, error) {
 func (st *callState) fromHuman(ctx context.Context) (Outcome, error) {
 	esc := st.carried
 	checkIn := st.needsCheckIn()
-	if (esc != nil || checkIn) && st.approvedAt != StageHuman {
+	if esc != nil || checkIn {
+		kind := KindCheckIn
+		if esc != nil {
+			kind = KindEscalate
+		}
+		if st.answers(kind, "") {
+			return st.fromCredentials(ctx)
+		}
 		action, _ := st.args.String("action")
-		if st.approved != "" || !st.g.cfg.CanPause {
+		if st.approval != nil || !st.g.cfg.CanPause {
 			if esc != nil {
-				return st.refuse(StageHuman, EscalationFault(st.call.Tool, action, *esc), ""), nil
+				return st.refuse(ctx, StageHuman, EscalationFault(st.call.Tool, action, *esc), ""), nil
 			}
 			text := "Tool '" + st.call.Tool + "' requires a check-in, and there is no pause here to carry it: " + st.checkInQuestion()
-			return st.refuse(StageHuman, Decision{Effect: Deny, RuleID: "checkin", Rationale: text, Fault: true}, text), nil
+			return st.refuse(ctx, StageHuman, Decision{Effect: Deny, RuleID: "checkin", Rationale: text, Fault: true}, text), nil
 		}
-		p := PendingDecision{Kind: KindCheckIn, Question: st.checkInQuestion(), ResumeStage: StageHuman}
+		p := PendingDecision{Kind: kind, Question: st.checkInQuestion()}
 		if esc != nil {
-			p.Kind = KindEscalate
 			p.Question = "Permission escalation for " + st.call.Tool + "." + action + ": " + esc.Rationale + ". Allow this call?"
 			p.Escalation = esc
 		}
@@ -441,6 +499,28 @@ func (st *callState) fromHuman(ctx context.Context) (Outcome, error) {
 		return st.pend(ctx, p), nil
 	}
 	return st.fromCredentials(ctx)
+}
+
+// answers reports whether the approval this resume carries answers the question now
+// being asked: same kind, same middleware, and the call exactly as approved (digest).
+// An approval answers one question once.
+func (st *callState) answers(kind DecisionKind, middleware string) bool {
+	a := st.approval
+	if a == nil || st.approvalUsed || a.Kind != kind || a.Middleware != middleware || a.Tool != st.call.Tool {
+		return false
+	}
+	if st.args.Digest() != a.Digest {
+		return false
+	}
+	st.approvalUsed = true
+	return true
+}
+
+func (st *callState) approvedBy() string {
+	if st.out.ApprovedBy == "" {
+		return "a person"
+	}
+	return st.out.ApprovedBy
 }
 
 func (st *callState) needsCheckIn() (need bool) {
@@ -480,15 +560,12 @@ func (st *callState) pend(ctx context.Context, p PendingDecision) Outcome {
 	p.Tool, p.Args, p.Digest = st.call.Tool, st.args, st.args.Digest()
 	p.Revision, p.Identity, p.Session, p.CallID, p.Iteration = st.g.cfg.Revision, st.call.Identity, st.call.Session, st.call.ID, st.call.Iteration
 	p.Created = st.g.cfg.Now().UTC()
-	p.Original, p.Ledger, p.Checks, p.S1Replaced = st.original, st.out.Ledger, st.out.Checks, st.s1Changed
-	if p.Escalation == nil && st.carried != nil && p.ResumeStage == StageMiddleware {
-		p.Escalation = st.carried
-	}
+	p.Original = st.original
 	e := st.event(EventDecisionPending)
 	e.DecisionKind, e.Digest, e.Middleware = string(p.Kind), p.Digest, p.Middleware
 	st.emit(ctx, e)
 	st.out.Status, st.out.Stage, st.out.Pending = StatusPending, StageHuman, &p
-	if p.ResumeStage == StageMiddleware {
+	if p.Kind == KindAsk {
 		st.out.Stage = StageMiddleware
 	}
 	st.out.ModelText = "waiting for a person to decide: " + p.Question
@@ -496,9 +573,10 @@ func (st *callState) pend(ctx context.Context, p PendingDecision) Outcome {
 }
 
 func (st *callState) fromCredentials(ctx context.Context) (Outcome, error) {
-	if st.approved != "" && st.args.Digest() != st.approved {
+	if st.approvalUsed && st.args.Digest() != st.approval.Digest {
+		// The approval authorizes exactly the call the person saw.
 		text := "approval does not apply: the arguments changed after a person approved them"
-		return st.refuse(StageHuman, Decision{Effect: Deny, RuleID: "approval.digest", Rationale: text}, text), nil
+		return st.refuse(ctx, StageHuman, Decision{Effect: Deny, RuleID: "approval.digest", Rationale: text}, text), nil
 	}
 	if n := st.p.tool.Needs; n != nil {
 		e := st.event(EventCredentialRequest)
@@ -518,7 +596,7 @@ func (st *callState) fromCredentials(ctx context.Context) (Outcome, error) {
 		}()
 		if err != nil {
 			if cerr := ctx.Err(); cerr != nil {
-				return st.abort(StageCredentials, cerr)
+				return st.abort(ctx, StageCredentials, cerr)
 			}
 			return st.credFail(ctx, n.Service, err.Error()), nil
 		}
@@ -535,7 +613,7 @@ func (st *callState) credFail(ctx context.Context, service, msg string) Outcome 
 	e.Detail, e.Error = service, msg
 	st.emit(ctx, e)
 	text := "credential error for '" + service + "': " + msg
-	return st.refuse(StageCredentials, Decision{Effect: Deny, RuleID: "credentials", Rationale: text, Fault: true}, text)
+	return st.refuse(ctx, StageCredentials, Decision{Effect: Deny, RuleID: "credentials", Rationale: text, Fault: true}, text)
 }
 
 // scrubErr returns err, or an error without the credential's token when its text
@@ -558,15 +636,29 @@ func (st *callState) scrub(s string) string {
 
 func (st *callState) execute(ctx context.Context) (Outcome, error) {
 	if err := ctx.Err(); err != nil {
-		return st.abort(StageExecute, err)
+		return st.abort(ctx, StageExecute, err)
+	}
+	if j := st.g.cfg.Journal; j != nil {
+		intent := st.out
+		intent.Args, intent.Status, intent.Stage, intent.Executed = st.args, "", StageExecute, true
+		ref, err := j.Begin(ctx, st.call, intent)
+		if err != nil {
+			if cerr := ctx.Err(); cerr != nil {
+				return st.abort(ctx, StageExecute, cerr)
+			}
+			st.journalFailed(ctx, "begin", err)
+			// Fail closed: a call that cannot be recorded does not run.
+			return st.refuse(ctx, StageExecute, Decision{Effect: Deny, RuleID: "journal", Rationale: "audit log unavailable: " + err.Error(), Fault: true}, JournalUnavailableText(st.call.Tool)), nil
+		}
+		st.jref, st.begun = ref, true
 	}
 	st.out.Executed = true
 	st.emit(ctx, st.event(EventToolStart))
 	result, err := st.run(ctx)
 	if err != nil && ctx.Err() != nil {
-		st.out.Status, st.out.Stage, st.out.IsError, st.out.Err = StatusFailed, StageExecute, true, err
+		st.out.Status, st.out.Stage, st.out.IsError, st.out.Err = StatusFailed, StageExecute, true, st.scrubErr(err)
 		st.out.ModelText = "call cancelled: " + ctx.Err().Error()
-		return st.finish(context.Background()), ctx.Err()
+		return st.finish(context.WithoutCancel(ctx)), ctx.Err()
 	}
 	st.out.Result = result
 	st.out.Stage = StageExecute
@@ -746,16 +838,23 @@ func RenderResult(v any) string {
 
 // Resume continues a call that waited for a person. answer must be [Approved] or
 // [Declined]; anything else returns a [*DecisionRequiredError] and runs nothing, so the
-// pending decision stays usable. An approval authorizes exactly the call whose digest it
-// carries: if the arguments change afterwards, the call is refused. After an approval
-// the pipeline continues from the next link; a second question on the same resume is
-// refused. When the guard's policy revision differs from the pending decision's, the
-// call is checked again under the current policy before it continues.
+// pending decision stays usable.
+//
+// A declined call is refused with the declined text. An approved call runs the whole
+// pipeline again from the arguments as originally proposed, under the guard's current
+// policy (so a policy revision that changed while the call waited applies): the
+// approval answers exactly one question, the one asked by the same middleware (or the
+// same escalation or check-in) about the call with the same digest. If the arguments
+// reach that point changed, the approval does not apply; any other question on the same
+// resume is refused. Nothing in the pending decision but that question is trusted, so a
+// decision edited in storage cannot skip a stage.
+//
+// Resume does not remember approvals: resuming the same approval twice runs the call
+// twice. A durable store makes approvals single-use.
 func (g *Guard) Resume(ctx context.Context, p PendingDecision, answer Answer) (Outcome, error) {
-	if answer == nil {
-		return Outcome{}, &DecisionRequiredError{Got: "nil"}
-	}
 	switch a := answer.(type) {
+	case nil:
+		return Outcome{}, &DecisionRequiredError{Got: "nil"}
 	case Approved, Declined:
 	case *Approved:
 		if a == nil {
@@ -773,51 +872,26 @@ func (g *Guard) Resume(ctx context.Context, p PendingDecision, answer Answer) (O
 	if p.Args.Digest() != p.Digest {
 		return Outcome{}, errors.New("warden: pending decision does not match its digest; it was altered")
 	}
-	st := g.newState(Call{ID: p.CallID, Tool: p.Tool, Args: p.Args, Iteration: p.Iteration, Identity: p.Identity, Session: p.Session})
-	if st.p == nil {
-		return st.refuse(StageLookup, Decision{Effect: Deny, RuleID: "unknown-tool", Rationale: "unknown tool '" + p.Tool + "'"}, ""), nil
+	switch p.Kind {
+	case KindAsk, KindEscalate, KindCheckIn:
+	default:
+		return Outcome{}, fmt.Errorf("warden: pending decision has an unknown kind %q", p.Kind)
 	}
-	st.original, st.s1Changed = p.Original, p.S1Replaced
-	st.out.Ledger, st.out.Checks = append([]LedgerRow(nil), p.Ledger...), append([]CheckRecord(nil), p.Checks...)
+	c := Call{ID: p.CallID, Tool: p.Tool, Args: p.Original, Iteration: p.Iteration, Identity: p.Identity, Session: p.Session}
+	st := g.newState(c)
 	e := st.event(EventDecisionMade)
-	e.DecisionKind, e.Digest = string(p.Kind), p.Digest
-	switch a := answer.(type) {
-	case Declined:
+	e.DecisionKind, e.Digest, e.Middleware = string(p.Kind), p.Digest, p.Middleware
+	if a, ok := answer.(Declined); ok {
 		e.By = a.By
 		st.emit(ctx, e)
+		st.args = p.Args
 		text := DeclinedText(a.Note)
-		return st.refuse(StageHuman, Decision{Effect: Deny, RuleID: "human", Rationale: text}, text), nil
-	case Approved:
-		e.By, e.Approved = a.By, true
-		st.emit(ctx, e)
+		return st.refuse(ctx, StageHuman, Decision{Effect: Deny, RuleID: "human", Rationale: text}, text), nil
 	}
-	if err := ctx.Err(); err != nil {
-		return st.abort(StageHuman, err)
-	}
-	st.approved, st.approvedAt = p.Digest, p.ResumeStage
-	// A pending decision is data that may have travelled through a file or a store, so
-	// nothing in it is trusted: the call is judged again under the current policy
-	// (which also covers a policy revision that changed while the call waited), and the
-	// stages after the resume point run again. The person approved this exact call, so
-	// an escalation on it is answered.
-	if done, out, err := st.securityPass(ctx, "s1"); done {
-		return out, err
-	}
-	st.carried = nil
-	switch p.ResumeStage {
-	case StageMiddleware:
-		if p.ResumeLink < 0 || p.ResumeLink > len(st.p.calls) {
-			return Outcome{}, fmt.Errorf("warden: pending decision resumes at middleware link %d, but %s has %d", p.ResumeLink, p.Tool, len(st.p.calls))
-		}
-		return st.fromMiddleware(ctx, p.ResumeLink)
-	case StageHuman:
-		if len(st.p.calls) > 0 || st.s1Changed {
-			if done, out, err := st.securityPass(ctx, "s2"); done {
-				return out, err
-			}
-			st.carried = nil
-		}
-		return st.fromValidation(ctx)
-	}
-	return Outcome{}, fmt.Errorf("warden: pending decision has an unknown resume stage %q", p.ResumeStage)
+	a := answer.(Approved)
+	e.By, e.Approved = a.By, true
+	st.emit(ctx, e)
+	st.out.ApprovedBy = a.By
+	st.approval = &p
+	return g.run(ctx, st)
 }

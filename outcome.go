@@ -87,7 +87,9 @@ type Outcome struct {
 	Ledger   []LedgerRow      `json:"ledger,omitempty"`
 	Checks   []CheckRecord    `json:"checks,omitempty"`
 	Pending  *PendingDecision `json:"pending,omitempty"`
-	Duration time.Duration    `json:"duration"`
+	// ApprovedBy names the person who approved the call, after a resume.
+	ApprovedBy string        `json:"approved_by,omitempty"`
+	Duration   time.Duration `json:"duration"`
 }
 
 // DecisionKind says why a person is asked.
@@ -125,14 +127,11 @@ type PendingDecision struct {
 	Evidence   *Evidence    `json:"evidence,omitempty"`
 	Created    time.Time    `json:"created"`
 
-	// Resume state: where the pipeline continues after a decision.
-	ResumeStage Stage         `json:"resume_stage"`
-	ResumeLink  int           `json:"resume_link,omitempty"` // next middleware link
-	Escalation  *Decision     `json:"escalation,omitempty"`  // a carried S1 escalation
-	Original    Args          `json:"original"`              // the arguments as proposed
-	Ledger      []LedgerRow   `json:"ledger,omitempty"`
-	Checks      []CheckRecord `json:"checks,omitempty"`
-	S1Replaced  bool          `json:"s1_replaced,omitempty"`
+	// Escalation is the escalation the person is asked about (kind escalate).
+	Escalation *Decision `json:"escalation,omitempty"`
+	// Original are the arguments as proposed: a resume runs the pipeline again from
+	// them, and the approval answers the question about Args.
+	Original Args `json:"original"`
 }
 
 // Answer is a person's decision: [Approved] or [Declined]. The interface is sealed.

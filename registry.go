@@ -253,6 +253,8 @@ type Config struct {
 	Credentials CredentialProvider
 	// Sinks receive events.
 	Sinks []Sink
+	// Journal, when set, records every call durably, writing ahead of execution.
+	Journal Journal
 	// Revision names the policy revision in outcomes and events.
 	Revision string
 	// CheckTimeout bounds each checker call that is not [Synchronous]; 0 means 5s.
@@ -267,11 +269,12 @@ type Config struct {
 	Now func() time.Time
 }
 
-// Synchronous is implemented by checkers that decide in-process without blocking (the
-// policy package's checkers). The Guard calls them directly; every other checker runs
-// under [Config.CheckTimeout] and is abandoned, as a denial, when it does not answer.
+// Synchronous is implemented by checkers that can decide in-process without blocking
+// (the policy package's checkers, when they call no handler). When Synchronous reports
+// true the Guard calls the checker directly; every other checker runs under
+// [Config.CheckTimeout] and is abandoned, as a denial, when it does not answer.
 type Synchronous interface {
-	Synchronous()
+	Synchronous() bool
 }
 
 // ErrPlanConflict is returned by a second [Registry.Bind] with different inputs.
@@ -330,8 +333,8 @@ func (r *Registry) Bind(cfg Config) (*Guard, error) {
 	g := &Guard{cfg: snap, plans: map[string]*plan{}}
 	for i, c := range snap.Checkers {
 		g.checkerNames = append(g.checkerNames, checkerName(c, i))
-		_, sync := c.(Synchronous)
-		g.checkerSync = append(g.checkerSync, sync)
+		s, ok := c.(Synchronous)
+		g.checkerSync = append(g.checkerSync, ok && s.Synchronous())
 	}
 	for _, t := range r.tools {
 		p := &plan{tool: t}
@@ -392,7 +395,7 @@ func sameConfig(a, b Config) bool {
 	if a.Revision != b.Revision || a.CheckTimeout != b.CheckTimeout || a.MaxResultChars != b.MaxResultChars || a.CanPause != b.CanPause {
 		return false
 	}
-	if !sameValue(a.Gate, b.Gate) || !sameValue(a.Schemas, b.Schemas) || !sameValue(a.Credentials, b.Credentials) {
+	if !sameValue(a.Gate, b.Gate) || !sameValue(a.Schemas, b.Schemas) || !sameValue(a.Credentials, b.Credentials) || !sameValue(a.Journal, b.Journal) {
 		return false
 	}
 	if (a.Now == nil) != (b.Now == nil) || (a.Now != nil && !sameValue(a.Now, b.Now)) {

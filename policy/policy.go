@@ -286,3 +286,7 @@ func sortedSets(m map[string][]string) map[string][]string {
 	}
 	return out
 }
+
+// Synchronous reports whether every layer decides without blocking (see
+// [RulePolicy.Synchronous]); CEL conditions are bounded in-memory evaluations.
+func (p *Policy) Synchronous() bool { return p.rules == nil || p.rules.Synchronous() }

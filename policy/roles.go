@@ -235,3 +235,6 @@ func (p *RolePolicy) Definition() (map[string][]string, RoleRules) {
 }
 
 func sortStrings(s []string) { sort.Strings(s) }
+
+// Synchronous reports true: a role policy decides in memory.
+func (p *RolePolicy) Synchronous() bool { return true }

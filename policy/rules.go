@@ -337,3 +337,7 @@ func (p *RulePolicy) MayAllow(tool string) bool {
 	}
 	return len(r.allow)+len(r.escalate) > 0
 }
+
+// Synchronous reports whether the policy decides without blocking: true unless an
+// escalation handler is set (a handler may wait on a person or a service).
+func (p *RulePolicy) Synchronous() bool { return p.onEscalate == nil }

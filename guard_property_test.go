@@ -1,0 +1,290 @@
+package warden_test
+
+// A property test of the whole pipeline: random chains of checkers and middleware, an
+// oracle computed from REFERENCE 1 and 2 alone, and three properties:
+//
+//  1. a refused, halted or pending call never executed;
+//  2. a call executed only when every stage consulted before execution allowed it (the
+//     oracle says exactly when, and what the model reads);
+//  3. the outcome is deterministic: the same pipeline gives the same status, stage and
+//     model text twice.
+//
+// Pending calls are then approved, and the resumed outcome is checked against the oracle
+// too (after approval the chain continues from the next link; a second ask is refused).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/wardenhq/warden"
+)
+
+type checkerAnswer int
+
+const (
+	cAllow checkerAnswer = iota
+	cDeny
+	cAsk
+	cHalt
+	cError
+	cPanic
+	cTimeout
+)
+
+func (a checkerAnswer) String() string {
+	return [...]string{"allow", "deny", "ask", "halt", "error", "panic", "timeout"}[a]
+}
+
+type mwAnswer int
+
+const (
+	mAllow mwAnswer = iota
+	mTransform
+	mDeny
+	mAsk
+	mPanic
+)
+
+func (a mwAnswer) String() string {
+	return [...]string{"allow", "transform", "deny", "ask", "panic"}[a]
+}
+
+type pipelineSpec struct {
+	checkers []checkerAnswer
+	mws      []mwAnswer
+	canPause bool
+}
+
+func (s pipelineSpec) String() string {
+	return fmt.Sprintf("checkers=%v middleware=%v canPause=%v", s.checkers, s.mws, s.canPause)
+}
+
+const propTool = "t"
+
+var propBase = A(`{"x":1}`)
+
+func randomSpec(r *rand.Rand) pipelineSpec {
+	var s pipelineSpec
+	for range r.IntN(4) {
+		a := checkerAnswer(r.IntN(6)) // allow .. panic
+		if r.IntN(100) < 2 {
+			a = cTimeout // rare: each costs the 5ms deadline
+		}
+		s.checkers = append(s.checkers, a)
+	}
+	for range r.IntN(4) {
+		s.mws = append(s.mws, mwAnswer(r.IntN(5)))
+	}
+	s.canPause = r.IntN(2) == 0
+	return s
+}
+
+func (s pipelineSpec) build(t *testing.T, p *probe) *warden.Guard {
+	t.Helper()
+	cfg := warden.Config{CanPause: s.canPause, CheckTimeout: 5 * time.Millisecond}
+	for i, a := range s.checkers {
+		name := fmt.Sprintf("c%d", i)
+		switch a {
+		case cAllow:
+			cfg.Checkers = append(cfg.Checkers, always(name, warden.Decision{Effect: warden.Allow, RuleID: name}))
+		case cDeny:
+			cfg.Checkers = append(cfg.Checkers, always(name, warden.Decision{Effect: warden.Deny, RuleID: name, Rationale: name + " denies"}))
+		case cAsk:
+			cfg.Checkers = append(cfg.Checkers, always(name, warden.Decision{Effect: warden.Ask, RuleID: name, Rationale: name + " escalates"}))
+		case cHalt:
+			cfg.Checkers = append(cfg.Checkers, always(name, warden.Decision{Effect: warden.Halt, RuleID: name, Reason: "test:halt"}))
+		case cError:
+			cfg.Checkers = append(cfg.Checkers, newSync(name, func(context.Context, warden.Request) (warden.Decision, error) {
+				return warden.Decision{Effect: warden.Allow}, errors.New(name + " failed")
+			}))
+		case cPanic:
+			cfg.Checkers = append(cfg.Checkers, newSync(name, func(context.Context, warden.Request) (warden.Decision, error) { panic(name + " panics") }))
+		case cTimeout:
+			cfg.Checkers = append(cfg.Checkers, newAsync(name, func(ctx context.Context, _ warden.Request) (warden.Decision, error) {
+				<-ctx.Done()
+				return warden.Decision{Effect: warden.Allow}, nil // too late: must not count
+			}))
+		}
+	}
+	for j, a := range s.mws {
+		name := fmt.Sprintf("m%d", j)
+		key := fmt.Sprintf("t%d", j)
+		var f func(context.Context, warden.ToolCall) warden.CallOutcome
+		switch a {
+		case mAllow:
+			f = func(context.Context, warden.ToolCall) warden.CallOutcome { return warden.AllowCall() }
+		case mTransform:
+			f = func(_ context.Context, c warden.ToolCall) warden.CallOutcome {
+				return warden.TransformCall(c.Args.With(key, true), "mark "+key)
+			}
+		case mDeny:
+			f = func(context.Context, warden.ToolCall) warden.CallOutcome { return warden.DenyCall(name + " denies") }
+		case mAsk:
+			f = func(context.Context, warden.ToolCall) warden.CallOutcome { return warden.AskPerson(name+" asks", "") }
+		case mPanic:
+			f = func(context.Context, warden.ToolCall) warden.CallOutcome { panic(name + " panics") }
+		}
+		cfg.Middleware = append(cfg.Middleware, &warden.Middleware{Name: name, OnToolCall: f})
+	}
+	tool := warden.Executable{Tool: warden.Tool{Name: propTool}, Run: p.fn(func(_ context.Context, a warden.Args) (any, error) { return js(a), nil })}
+	return mustBind(t, cfg, tool)
+}
+
+// expected is the oracle's answer.
+type expected struct {
+	status   warden.Status
+	stage    warden.Stage
+	text     string // "" for pending: the waiting text is not specified
+	executed bool
+}
+
+// oracle computes what the pipeline must do, starting at middleware link `from` (0 for
+// a fresh call). approved says a person approved an ask at link from-1.
+func (s pipelineSpec) oracle(from int, approved bool) expected {
+	firstAsk := -1
+	for i, a := range s.checkers {
+		switch a {
+		case cDeny:
+			return expected{warden.StatusRefused, warden.StagePermission, fmt.Sprintf("[permission denied: c%d denies]", i), false}
+		case cHalt:
+			return expected{warden.StatusHalted, warden.StagePermission, "Tool '" + propTool + "' is not available in this context.", false}
+		case cError, cPanic, cTimeout:
+			return expected{warden.StatusRefused, warden.StagePermission, warden.UnauthorizedText(propTool), false}
+		case cAsk:
+			if firstAsk < 0 {
+				firstAsk = i
+			}
+		}
+	}
+	args := propBase
+	changedAfterApproval := false
+	for j, a := range s.mws {
+		if a == mTransform {
+			args = args.With(fmt.Sprintf("t%d", j), true) // transforms before `from` were already applied
+		}
+		if j < from {
+			continue
+		}
+		if a == mTransform && approved {
+			changedAfterApproval = true
+		}
+		name := fmt.Sprintf("m%d", j)
+		switch a {
+		case mDeny:
+			return expected{warden.StatusRefused, warden.StageMiddleware, name + " denies", false}
+		case mPanic:
+			return expected{warden.StatusRefused, warden.StageMiddleware, warden.ThrewText(name, "panic: "+name+" panics"), false}
+		case mAsk:
+			if s.canPause && !approved {
+				return expected{warden.StatusPending, warden.StageMiddleware, "", false}
+			}
+			return expected{warden.StatusRefused, warden.StageMiddleware, warden.NoPauseText(name, name+" asks"), false}
+		}
+	}
+	// S2 answers as S1 did (the checkers' answers do not depend on the args).
+	if firstAsk >= 0 {
+		if s.canPause && !approved {
+			return expected{warden.StatusPending, warden.StageHuman, "", false}
+		}
+		return expected{warden.StatusRefused, warden.StageHuman,
+			fmt.Sprintf("[permission denied: Permission escalation required for %s.: c%d escalates. No escalation handler configured.]", propTool, firstAsk), false}
+	}
+	if changedAfterApproval {
+		// The approval is bound to the digest of the args the person saw.
+		return expected{warden.StatusRefused, warden.StageHuman, "approval does not apply: the arguments changed after a person approved them", false}
+	}
+	return expected{warden.StatusRan, warden.StageExecute, js(args), true}
+}
+
+func checkAgainstOracle(t *testing.T, i int, s pipelineSpec, phase string, out warden.Outcome, err error, runsBefore, runsAfter int, want expected) (ok bool) {
+	t.Helper()
+	failed := t.Failed()
+	defer func() { ok = t.Failed() == failed }()
+	executed := runsAfter - runsBefore
+	if out.Status != warden.StatusRan && out.Status != warden.StatusFailed && executed != 0 {
+		t.Errorf("#%d %s %s: status %s but the tool executed %d times", i, s, phase, out.Status, executed)
+	}
+	if out.Executed != (executed == 1) || executed > 1 {
+		t.Errorf("#%d %s %s: Outcome.Executed %v, tool ran %d times", i, s, phase, out.Executed, executed)
+	}
+	if out.Status != want.status || out.Stage != want.stage || out.Executed != want.executed {
+		t.Errorf("#%d %s %s: got %s at %s executed=%v (%q), want %s at %s executed=%v (%q)",
+			i, s, phase, out.Status, out.Stage, out.Executed, out.ModelText, want.status, want.stage, want.executed, want.text)
+		return
+	}
+	if want.text != "" && out.ModelText != want.text {
+		t.Errorf("#%d %s %s: model text %q, want %q", i, s, phase, out.ModelText, want.text)
+	}
+	var halt *warden.PolicyHaltError
+	if (want.status == warden.StatusHalted) != errors.As(err, &halt) {
+		t.Errorf("#%d %s %s: error %v for status %s", i, s, phase, err, out.Status)
+	}
+	if want.status != warden.StatusHalted && err != nil {
+		t.Errorf("#%d %s %s: unexpected error %v", i, s, phase, err)
+	}
+	if (want.status == warden.StatusPending) != (out.Pending != nil) {
+		t.Errorf("#%d %s %s: status %s with pending %v", i, s, phase, out.Status, out.Pending)
+	}
+	return
+}
+
+func TestProperty_RandomPipelines(t *testing.T) {
+	const n = 2000
+	r := rand.New(rand.NewPCG(0x5eed, 2026))
+	stats := map[warden.Status]int{}
+	resumed, timeouts := 0, 0
+	for i := range n {
+		s := randomSpec(r)
+		for _, a := range s.checkers {
+			if a == cTimeout {
+				timeouts++
+			}
+		}
+		var p probe
+		g := s.build(t, &p)
+		want := s.oracle(0, false)
+
+		out1, err1 := g.Call(context.Background(), warden.Call{Tool: propTool, Args: propBase})
+		ok := checkAgainstOracle(t, i, s, "first run", out1, err1, 0, p.runs(), want)
+		before := p.runs()
+		out2, err2 := g.Call(context.Background(), warden.Call{Tool: propTool, Args: propBase})
+		checkAgainstOracle(t, i, s, "second run", out2, err2, before, p.runs(), want)
+		if out1.Status != out2.Status || out1.Stage != out2.Stage || out1.ModelText != out2.ModelText {
+			t.Errorf("#%d %s: not deterministic: %s/%s/%q then %s/%s/%q", i, s, out1.Status, out1.Stage, out1.ModelText, out2.Status, out2.Stage, out2.ModelText)
+		}
+		stats[out1.Status]++
+		if out1.Pending == nil || !ok {
+			continue
+		}
+		// Approve the pending decision and check the rest of the pipeline.
+		resumed++
+		from := len(s.mws) // an escalation resumes after every link
+		if out1.Pending.Kind == warden.KindAsk {
+			var k int
+			if _, err := fmt.Sscanf(out1.Pending.Middleware, "m%d", &k); err != nil {
+				t.Errorf("#%d %s: pending from unexpected middleware %q", i, s, out1.Pending.Middleware)
+			}
+			from = k + 1
+		}
+		before = p.runs()
+		out3, err3 := g.Resume(context.Background(), *out1.Pending, warden.Approved{By: "prop"})
+		wantResumed := s.oracle(from, true)
+		if out1.Pending.Kind == warden.KindEscalate {
+			wantResumed = expected{warden.StatusRan, warden.StageExecute, js(out1.Pending.Args), true}
+		}
+		checkAgainstOracle(t, i, s, "after approval", out3, err3, before, p.runs(), wantResumed)
+	}
+	t.Logf("outcomes over %d pipelines: %v; %d approvals resumed; %d timeout answers", n, stats, resumed, timeouts)
+	if timeouts == 0 {
+		t.Error("the generator never produced a timeout answer")
+	}
+	for _, st := range []warden.Status{warden.StatusRan, warden.StatusRefused, warden.StatusHalted, warden.StatusPending} {
+		if stats[st] == 0 {
+			t.Errorf("the generator never produced a %s outcome", st)
+		}
+	}
+}
