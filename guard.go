@@ -87,6 +87,7 @@ type callState struct {
 	approval     *PendingDecision
 	approvalUsed bool
 	cred         *Credential
+	now          time.Time // event clock, refreshed at stage boundaries
 	jref         JournalRef
 	begun        bool
 }
@@ -120,12 +121,17 @@ func (g *Guard) run(ctx context.Context, st *callState) (Outcome, error) {
 
 func (g *Guard) newState(c Call) *callState {
 	st := &callState{g: g, p: g.plans[c.Tool], call: c, args: c.Args, original: c.Args, start: g.cfg.Now()}
+	st.now = st.start
 	st.out = Outcome{CallID: c.ID, Tool: c.Tool, Revision: g.cfg.Revision, Args: c.Args}
 	return st
 }
 
+// tick refreshes the event clock. Events of one stage share a timestamp: reading the
+// clock per event costs more than the rest of an event.
+func (st *callState) tick() { st.now = st.g.cfg.Now() }
+
 func (st *callState) event(name string) Event {
-	return Event{Name: name, Time: st.g.cfg.Now(), Start: st.start, Session: st.call.Session, Identity: st.call.Identity, CallID: st.call.ID, Tool: st.call.Tool, Revision: st.g.cfg.Revision}
+	return Event{Name: name, Time: st.now, Start: st.start, Session: st.call.Session, Identity: st.call.Identity, CallID: st.call.ID, Tool: st.call.Tool, Revision: st.g.cfg.Revision}
 }
 
 func (st *callState) emit(ctx context.Context, e Event) {
@@ -137,7 +143,8 @@ func (st *callState) emit(ctx context.Context, e Event) {
 // finish stamps the outcome and emits warden.tool.end.
 func (st *callState) finish(ctx context.Context) Outcome {
 	st.out.Args = st.args
-	st.out.Duration = st.g.cfg.Now().Sub(st.start)
+	st.tick()
+	st.out.Duration = st.now.Sub(st.start)
 	e := st.event(EventToolEnd)
 	e.Executed, e.Status, e.Stage, e.Duration, e.Size = st.out.Executed, st.out.Status, st.out.Stage, st.out.Duration, utf8.RuneCountInString(st.out.ModelText)
 	e.RuleID = st.out.RuleID
@@ -207,21 +214,29 @@ func (st *callState) gate(ctx context.Context) (bool, Outcome, error) {
 // arguments (later checks judge the replacement); in S2 a replacement fails closed. An
 // escalation is carried to the human stage; S2's answer replaces S1's.
 func (st *callState) securityPass(ctx context.Context, pass string) (bool, Outcome, error) {
+	st.tick()
 	stage := StagePermission
 	if pass == "s2" {
 		stage = StageFinalCheck
 		st.carried = nil
 	}
 	var ask *Decision
-	for i := range st.g.cfg.Checkers {
-		name := st.g.checkerNames[i]
-		req := Request{Target: st.call.Tool, Args: st.args, Iteration: st.call.Iteration, Identity: st.call.Identity, Actor: st.call.Identity.Principal, Sequence: st.call.Sequence}
-		visit := func(r Request, d Decision) {
-			st.out.Checks = append(st.out.Checks, CheckRecord{Pass: pass, Checker: name, Capability: r.Capability, Target: r.Target, Decision: withoutArgs(d)})
+	if st.out.Checks == nil {
+		st.out.Checks = make([]CheckRecord, 0, 2*len(st.g.cfg.Checkers))
+	}
+	// One visit closure per pass (not per checker): name is updated by the loop.
+	var name string
+	visit := func(r Request, d Decision) {
+		st.out.Checks = append(st.out.Checks, CheckRecord{Pass: pass, Checker: name, Capability: r.Capability, Target: r.Target, Decision: withoutArgs(d)})
+		if len(st.g.cfg.Sinks) > 0 {
 			e := st.event(EventPermissionCheck)
 			e.Pass, e.Checker, e.Capability, e.Target, e.Effect, e.RuleID, e.Rationale, e.Reason = pass, name, r.Capability, r.Target, d.Effect, d.RuleID, d.Rationale, d.Reason
 			st.emit(ctx, e)
 		}
+	}
+	for i := range st.g.cfg.Checkers {
+		name = st.g.checkerNames[i]
+		req := Request{Target: st.call.Tool, Args: st.args, Iteration: st.call.Iteration, Identity: st.call.Identity, Actor: st.call.Identity.Principal, Sequence: st.call.Sequence}
 		d, err := st.g.check(ctx, i, req, st.p.tool.Capabilities, visit)
 		if err != nil {
 			out, err := st.abort(ctx, stage, err)
@@ -263,6 +278,9 @@ func withoutArgs(d Decision) Decision {
 // check asks checker i about a call (see [CheckCall]) under the checker deadline.
 func (g *Guard) check(ctx context.Context, i int, req Request, declared []Capability, visit func(Request, Decision)) (Decision, error) {
 	c := g.cfg.Checkers[i]
+	if g.checkerSync[i] {
+		return CheckCall(ctx, c, req, declared, visit), nil
+	}
 	return g.bounded(ctx, i, req, visit, func(cctx context.Context, v func(Request, Decision)) Decision {
 		return CheckCall(cctx, c, req, declared, v)
 	})
@@ -335,6 +353,7 @@ func (st *callState) halt(ctx context.Context, stage Stage, checker string, d De
 
 // fromMiddleware continues the pipeline at call-side link `link`.
 func (st *callState) fromMiddleware(ctx context.Context, link int) (Outcome, error) {
+	st.tick()
 	for i := link; i < len(st.p.calls); i++ {
 		m := st.p.calls[i]
 		out := st.callLink(ctx, m)
@@ -389,13 +408,20 @@ func (st *callState) callLink(ctx context.Context, m *Middleware) (out CallOutco
 }
 
 func (st *callState) ledger(ctx context.Context, row LedgerRow) {
+	if st.out.Ledger == nil {
+		st.out.Ledger = make([]LedgerRow, 0, len(st.p.calls)+len(st.p.results))
+	}
 	st.out.Ledger = append(st.out.Ledger, row)
+	if len(st.g.cfg.Sinks) == 0 {
+		return
+	}
 	e := st.event(EventMiddlewareDecision)
 	e.Middleware, e.Moment, e.Outcome, e.Changed, e.Why = row.Middleware, row.Moment, row.Outcome, row.Changed, row.Why
 	st.emit(ctx, e)
 }
 
 func (st *callState) fromValidation(ctx context.Context) (Outcome, error) {
+	st.tick()
 	if v := st.p.validator; v != nil {
 		problems := safeValidate(v, st.args)
 		if len(problems) > 0 {
@@ -653,6 +679,7 @@ func (st *callState) execute(ctx context.Context) (Outcome, error) {
 		st.jref, st.begun = ref, true
 	}
 	st.out.Executed = true
+	st.tick()
 	st.emit(ctx, st.event(EventToolStart))
 	result, err := st.run(ctx)
 	if err != nil && ctx.Err() != nil {
