@@ -1,0 +1,67 @@
+// Package agent is a governed ReAct loop: each iteration builds the system prompt from
+// the role's prompt directives, offers the model only the tools the policy lets this
+// identity see, calls the model, and runs every tool call of the turn through a
+// [warden.Guard], appending the results (refusals included, as data) to the
+// conversation, until the model answers without calling a tool or the iteration limit is
+// reached.
+//
+// # One iteration
+//
+//  1. Message middleware, phase "input", over each user text not yet checked (the task).
+//     A deny ends the run with a [*warden.MessageDeniedError]; the model is not called.
+//  2. The request: system prompt = Instructions, a blank line, Directives (empty parts
+//     left out); tools = the Guard's bound tools filtered by [Config.Visible], with
+//     read_skill's description replaced by this iteration's skill menu.
+//  3. The model call ([Provider.Complete]).
+//  4. Message middleware, phase "output", over the model's text. A deny ends the run
+//     before any call of the turn runs.
+//  5. Each tool call of the turn, in order, through [warden.Guard.Call] with the call's
+//     id, name, arguments, iteration, identity, session and the sequence of calls
+//     executed so far. Arguments that are not a JSON object are refused as data without
+//     reaching the Guard. Every call gets a [CallRecord]; "what actually ran" is
+//     [CallRecord.Executed], never parsed from text.
+//  6. The results are appended as one user message, and the loop goes on.
+//
+// # Visibility is not permission
+//
+// [Config.Visible] (typically the policy's IsAllowed) only decides what the model is
+// shown. A call to a tool the model was not offered still goes to the Guard, which
+// checks it like any other; the agent never refuses or allows anything itself.
+//
+// # Halt
+//
+// When a checker halts a call, the Guard writes the refusal, emits
+// warden.permission.halt and returns a [*warden.PolicyHaltError]. The agent appends the
+// halt's tool result and gives every later call of the same turn the result
+// [NotRunText] (so every tool call keeps a tool result), runs none of them, emits
+// nothing more, and returns the Result with the error, whose Sequence lists the calls
+// executed before the halt.
+//
+// # Pause and resume
+//
+// A call that needs a person (a middleware ask, an escalation without a handler, a
+// check-in; the Guard must be bound with CanPause) stops the run with
+// [Result.Paused]: the [warden.PendingDecision] and a JSON checkpoint holding the
+// conversation, the paused turn's results so far and its remaining calls, the pending
+// decision, the call records, the iteration, the policy revision and the executed
+// sequence. [Agent.Resume] continues it in any process, given an Agent and Guard built
+// the same way: the Guard judges the pending call again under its current policy (a
+// changed revision is reported in [Result.Resumed]), then the rest of the turn runs,
+// then the loop. A resume without a decision returns [*warden.DecisionRequiredError]
+// and runs nothing; a second ask during the resumed call is refused by the Guard.
+//
+// # Skills
+//
+// With [Config.Skills], register [ReadSkillTool] for the same catalogue before Bind.
+// Each iteration, read_skill's description lists only the skills [Config.SkillChecker]
+// allows (capability skill_read, target skill:<id>); a skill whose check refuses, errors,
+// panics or times out is hidden and named nowhere, and with none left the description is
+// [NoSkillsText]. The id enum keeps the whole catalogue, so activating a hidden skill
+// reaches the Guard's skill gate and the model reads the policy's own refusal; the
+// skill's body is never computed.
+//
+// # Directives
+//
+// [Config.Directives] is guidance text for the model (package directives renders it).
+// It enforces nothing: what may run is decided by the Guard's policy alone.
+package agent
