@@ -1,0 +1,324 @@
+package anthropic
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	sdk "github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
+	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
+
+	"github.com/wardenhq/warden/agent"
+	"github.com/wardenhq/warden/provider/internal/jsonargs"
+	"github.com/wardenhq/warden/provider/internal/retry"
+)
+
+// EnvAPIKey is the environment variable the API key is read from when
+// [Options.APIKey] is empty.
+const EnvAPIKey = "ANTHROPIC_API_KEY"
+
+// Defaults for [Options] fields left zero.
+const (
+	DefaultMaxTokens      = 1024
+	DefaultMaxRetries     = 3
+	DefaultRetryBaseDelay = 500 * time.Millisecond
+)
+
+// APIError is the error Complete returns for an HTTP error answer of the API, after
+// retries. errors.As(err, &apiErr) with an *APIError finds it; its Unwrap returns the
+// SDK's *anthropic.Error.
+type APIError = retry.APIError
+
+// Options configure a [Provider].
+type Options struct {
+	// Model is the model name, e.g. "claude-sonnet-4-5". Required.
+	Model string
+	// APIKey authenticates the requests. Empty: the ANTHROPIC_API_KEY environment
+	// variable; New fails when both are empty.
+	APIKey string
+	// BaseURL replaces https://api.anthropic.com/ (a gateway, a proxy, a test server).
+	// The ANTHROPIC_BASE_URL environment variable is not read.
+	BaseURL string
+	// MaxTokens bounds each reply when the request does not (default 1024).
+	MaxTokens int
+	// MaxRetries is the number of retries after a 408, 429 or 5xx answer (529
+	// overloaded included). 0 means the default, 3; a negative value disables retries.
+	MaxRetries int
+	// RetryBaseDelay is the first backoff, doubled on each retry (up to 30s) with
+	// jitter, when the API does not say how long to wait (default 500ms).
+	RetryBaseDelay time.Duration
+	// HTTPClient sends the requests (default: the SDK's client).
+	HTTPClient *http.Client
+}
+
+// Provider is an [agent.Provider] backed by the Anthropic Messages API.
+type Provider struct {
+	client    sdk.Client
+	model     string
+	maxTokens int
+	apiKey    string
+	policy    retry.Policy
+}
+
+var _ agent.Provider = (*Provider)(nil)
+
+// New returns a provider for opts. It fails when the model or the API key is missing.
+func New(opts Options) (*Provider, error) {
+	if strings.TrimSpace(opts.Model) == "" {
+		return nil, errors.New("anthropic: Options.Model is required (a model name such as \"claude-sonnet-4-5\")")
+	}
+	key := opts.APIKey
+	if key == "" {
+		key = os.Getenv(EnvAPIKey)
+	}
+	if key == "" {
+		return nil, fmt.Errorf("anthropic: no API key: set %s or Options.APIKey", EnvAPIKey)
+	}
+	if opts.MaxTokens < 0 {
+		return nil, fmt.Errorf("anthropic: Options.MaxTokens is negative (%d)", opts.MaxTokens)
+	}
+	maxTokens := opts.MaxTokens
+	if maxTokens == 0 {
+		maxTokens = DefaultMaxTokens
+	}
+	retries := opts.MaxRetries
+	switch {
+	case retries == 0:
+		retries = DefaultMaxRetries
+	case retries < 0:
+		retries = 0
+	}
+	base := opts.RetryBaseDelay
+	if base <= 0 {
+		base = DefaultRetryBaseDelay
+	}
+
+	// The SDK's own retries are off: retry.Do retries, with a backoff tests can shorten.
+	// WithoutEnvironmentDefaults keeps the SDK from reading credentials, profiles, a base
+	// URL or headers from the environment: Options are the whole configuration.
+	ropts := []option.RequestOption{
+		option.WithoutEnvironmentDefaults(),
+		option.WithAPIKey(key),
+		option.WithMaxRetries(0),
+	}
+	if opts.BaseURL != "" {
+		ropts = append(ropts, option.WithBaseURL(opts.BaseURL))
+	}
+	if opts.HTTPClient != nil {
+		ropts = append(ropts, option.WithHTTPClient(opts.HTTPClient))
+	}
+	return &Provider{
+		client:    sdk.NewClient(ropts...),
+		model:     opts.Model,
+		maxTokens: maxTokens,
+		apiKey:    key,
+		policy:    retry.Policy{MaxRetries: retries, BaseDelay: base},
+	}, nil
+}
+
+// Complete sends req to the Messages API, retrying rate limits and server errors, and
+// returns the assistant's turn.
+func (p *Provider) Complete(ctx context.Context, req agent.ModelRequest) (agent.ModelResponse, error) {
+	params, err := p.params(req)
+	if err != nil {
+		return agent.ModelResponse{}, err
+	}
+	msg, err := retry.Do(ctx, p.policy, func(ctx context.Context) (*sdk.Message, error) {
+		var res *http.Response
+		m, err := p.client.Messages.New(ctx, params, option.WithResponseInto(&res))
+		if err != nil {
+			return nil, p.apiError(err, res)
+		}
+		return m, nil
+	})
+	if err != nil {
+		var apiErr *APIError
+		if errors.As(err, &apiErr) && err == error(apiErr) {
+			return agent.ModelResponse{}, err
+		}
+		return agent.ModelResponse{}, fmt.Errorf("anthropic: %w", err)
+	}
+	if msg == nil {
+		return agent.ModelResponse{}, errors.New("anthropic: empty response")
+	}
+	return response(msg), nil
+}
+
+// params maps an agent request to the Messages API's.
+func (p *Provider) params(req agent.ModelRequest) (sdk.MessageNewParams, error) {
+	maxTokens := p.maxTokens
+	if req.MaxTokens > 0 {
+		maxTokens = req.MaxTokens
+	}
+	params := sdk.MessageNewParams{
+		Model:     sdk.Model(p.model),
+		MaxTokens: int64(maxTokens),
+		Messages:  make([]sdk.MessageParam, 0, len(req.Messages)),
+	}
+	if req.System != "" {
+		params.System = []sdk.TextBlockParam{{Text: req.System}}
+	}
+	for i, m := range req.Messages {
+		mp, err := message(i, m)
+		if err != nil {
+			return params, err
+		}
+		params.Messages = append(params.Messages, mp)
+	}
+	for _, t := range req.Tools {
+		tp, err := tool(t)
+		if err != nil {
+			return params, err
+		}
+		params.Tools = append(params.Tools, tp)
+	}
+	return params, nil
+}
+
+// message maps one turn. A user turn becomes its tool_result blocks (the API wants them
+// first) then a text block; an assistant turn a text block then its tool_use blocks.
+// Empty text blocks are left out (the API refuses them).
+func message(i int, m agent.Message) (sdk.MessageParam, error) {
+	var blocks []sdk.ContentBlockParamUnion
+	switch m.Role {
+	case agent.RoleUser:
+		if len(m.ToolCalls) > 0 {
+			return sdk.MessageParam{}, fmt.Errorf("anthropic: message %d: a user turn cannot carry tool calls", i)
+		}
+		for _, r := range m.ToolResults {
+			if r.CallID == "" {
+				return sdk.MessageParam{}, fmt.Errorf("anthropic: message %d: tool result without a call id", i)
+			}
+			tr := sdk.ToolResultBlockParam{ToolUseID: r.CallID}
+			if r.Content != "" {
+				tr.Content = []sdk.ToolResultBlockParamContentUnion{{OfText: &sdk.TextBlockParam{Text: r.Content}}}
+			}
+			if r.IsError {
+				tr.IsError = param.NewOpt(true)
+			}
+			blocks = append(blocks, sdk.ContentBlockParamUnion{OfToolResult: &tr})
+		}
+		if m.Text != "" {
+			blocks = append(blocks, sdk.ContentBlockParamUnion{OfText: &sdk.TextBlockParam{Text: m.Text}})
+		}
+		if len(blocks) == 0 {
+			return sdk.MessageParam{}, fmt.Errorf("anthropic: message %d: empty user turn (no text, no tool results)", i)
+		}
+		return sdk.MessageParam{OfUser: &sdk.UserMessageParam{Content: blocks}}, nil
+	case agent.RoleAssistant:
+		if len(m.ToolResults) > 0 {
+			return sdk.MessageParam{}, fmt.Errorf("anthropic: message %d: an assistant turn cannot carry tool results", i)
+		}
+		if m.Text != "" {
+			blocks = append(blocks, sdk.ContentBlockParamUnion{OfText: &sdk.TextBlockParam{Text: m.Text}})
+		}
+		for _, c := range m.ToolCalls {
+			args := json.RawMessage(`{}`)
+			if len(bytes.TrimSpace(c.Args)) > 0 {
+				if !jsonargs.IsObject(c.Args) {
+					return sdk.MessageParam{}, fmt.Errorf("anthropic: message %d: tool call %q (%s): args are not a JSON object", i, c.ID, c.Name)
+				}
+				args = c.Args
+			}
+			blocks = append(blocks, sdk.ContentBlockParamUnion{OfToolUse: &sdk.ToolUseBlockParam{ID: c.ID, Name: c.Name, Input: args}})
+		}
+		if len(blocks) == 0 {
+			return sdk.MessageParam{}, fmt.Errorf("anthropic: message %d: empty assistant turn (no text, no tool calls)", i)
+		}
+		return sdk.MessageParam{OfAssistant: &sdk.AssistantMessageParam{Content: blocks}}, nil
+	default:
+		return sdk.MessageParam{}, fmt.Errorf("anthropic: message %d: unknown role %q (want %q or %q)", i, m.Role, agent.RoleUser, agent.RoleAssistant)
+	}
+}
+
+// tool maps a tool spec; the input schema is sent as given.
+func tool(t agent.ToolSpec) (sdk.ToolUnionParam, error) {
+	if t.Name == "" {
+		return sdk.ToolUnionParam{}, errors.New("anthropic: a tool without a name")
+	}
+	schema := json.RawMessage(`{"type":"object"}`)
+	if len(bytes.TrimSpace(t.InputSchema)) > 0 {
+		if !jsonargs.IsObject(t.InputSchema) {
+			return sdk.ToolUnionParam{}, fmt.Errorf("anthropic: tool %q: input schema is not a JSON object", t.Name)
+		}
+		schema = t.InputSchema
+	}
+	tp := sdk.ToolParam{
+		Name:        t.Name,
+		InputSchema: param.Override[sdk.ToolInputSchemaParam](schema),
+	}
+	if t.Description != "" {
+		tp.Description = param.NewOpt(t.Description)
+	}
+	return sdk.ToolUnionParam{OfTool: &tp}, nil
+}
+
+// response maps the API's message: text blocks joined, tool_use blocks in order with
+// their input as sent. Other block types (thinking, server tools) are not returned.
+func response(m *sdk.Message) agent.ModelResponse {
+	var out agent.ModelResponse
+	var text strings.Builder
+	for _, b := range m.Content {
+		switch b.Type {
+		case "text":
+			text.WriteString(b.Text)
+		case "tool_use":
+			out.ToolCalls = append(out.ToolCalls, agent.ToolCall{ID: b.ID, Name: b.Name, Args: jsonargs.Object(b.Input)})
+		}
+	}
+	out.Text = text.String()
+	out.StopReason = string(m.StopReason)
+	out.Usage = agent.Usage{
+		InputTokens:  int(m.Usage.InputTokens + m.Usage.CacheCreationInputTokens + m.Usage.CacheReadInputTokens),
+		OutputTokens: int(m.Usage.OutputTokens),
+	}
+	return out
+}
+
+// apiError turns an error answer of the API into an *APIError, decided by the status of
+// the response even when the SDK could not decode its body. Other errors (transport,
+// context, decoding of a successful answer) are returned as they are.
+func (p *Provider) apiError(err error, res *http.Response) error {
+	var sdkErr *sdk.Error
+	isSDK := errors.As(err, &sdkErr)
+	if isSDK && res == nil {
+		res = sdkErr.Response
+	}
+	if !isSDK && (res == nil || res.StatusCode < 400) {
+		return err
+	}
+	e := &APIError{Provider: "anthropic", Err: err}
+	var h http.Header
+	if res != nil {
+		h = res.Header
+		e.StatusCode = res.StatusCode
+		e.RequestID = h.Get("Request-Id")
+	}
+	var body []byte
+	if isSDK {
+		e.StatusCode = sdkErr.StatusCode
+		e.Type = string(sdkErr.Type())
+		e.Message = sdkErr.Message
+		e.RequestID = sdkErr.RequestID
+		body = []byte(sdkErr.RawJSON())
+	} else if res != nil && res.Body != nil {
+		// The SDK put the body it read back into the response.
+		body, _ = io.ReadAll(io.LimitReader(res.Body, 64<<10))
+		res.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	e.Retryable = retry.RetryableStatus(e.StatusCode, h)
+	e.RetryAfter, e.HasRetryAfter = retry.RetryAfter(h, time.Now())
+	if e.Message == "" {
+		e.Message = retry.BodyMessage(body, e.StatusCode)
+	}
+	e.Message = retry.Redact(e.Message, p.apiKey)
+	return e
+}

@@ -1,0 +1,92 @@
+// Package fakeapi is an HTTP test server for the providers' tests: it records every
+// request (method, path, headers, body) and answers from a list of canned responses.
+package fakeapi
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+)
+
+// Response is one canned answer.
+type Response struct {
+	Status  int
+	Header  map[string]string
+	Body    string
+	Handler http.HandlerFunc // when set, answers instead of the fields above
+}
+
+// Request is one recorded request.
+type Request struct {
+	Method string
+	Path   string
+	Header http.Header
+	Body   []byte
+}
+
+// JSON decodes the body into a generic value.
+func (r Request) JSON(t testing.TB) any {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(r.Body, &v); err != nil {
+		t.Fatalf("request body is not JSON: %v\n%s", err, r.Body)
+	}
+	return v
+}
+
+// Server answers the i-th request with responses[i], and every request after the last
+// with the last response.
+type Server struct {
+	*httptest.Server
+
+	mu        sync.Mutex
+	responses []Response
+	requests  []Request
+}
+
+// New starts a server; it is closed when the test ends.
+func New(t testing.TB, responses ...Response) *Server {
+	t.Helper()
+	if len(responses) == 0 {
+		t.Fatal("fakeapi.New: no responses")
+	}
+	s := &Server{responses: responses}
+	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	s.mu.Lock()
+	s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body})
+	i := min(len(s.requests), len(s.responses)) - 1
+	resp := s.responses[i]
+	s.mu.Unlock()
+	if resp.Handler != nil {
+		resp.Handler(w, r)
+		return
+	}
+	if _, ok := resp.Header["Content-Type"]; !ok {
+		w.Header().Set("Content-Type", "application/json")
+	}
+	for k, v := range resp.Header {
+		w.Header().Set(k, v)
+	}
+	status := resp.Status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	w.WriteHeader(status)
+	_, _ = io.WriteString(w, resp.Body)
+}
+
+// Requests returns the requests received so far.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.requests...)
+}
