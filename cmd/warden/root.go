@@ -47,6 +47,9 @@ Exit codes: 0 allow (or success), 1 internal error or failing tests,
 		newCheckCommand(stdout),
 		newTestCommand(stdout, stderr),
 		newValidateCommand(stdout, stderr),
+		newHookCommand(stdout, stderr),
+		newApprovalsCommand(stdout),
+		newAuditCommand(stdout),
 	)
 	return root
 }

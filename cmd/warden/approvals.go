@@ -1,0 +1,604 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode/utf8"
+
+	"github.com/spf13/cobra"
+
+	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/store"
+	_ "github.com/wardenhq/warden/store/postgres" // registers postgres:// and postgresql://
+	"github.com/wardenhq/warden/store/sqlite"     // registers sqlite://
+)
+
+// storeClock is the clock the approvals and audit commands judge ages and expiry
+// with. Tests replace it.
+var storeClock = time.Now
+
+// storeUsage is the help text of every --store flag.
+const storeUsage = "the store: sqlite://PATH or postgres://... (default $WARDEN_STORE, else " + store.DefaultDSN + ")"
+
+// storeDSN returns the DSN a command uses: the flag, else $WARDEN_STORE, else the
+// default.
+func storeDSN(flag string) string {
+	if flag != "" {
+		return flag
+	}
+	if env := os.Getenv("WARDEN_STORE"); env != "" {
+		return env
+	}
+	return store.DefaultDSN
+}
+
+// openStore opens the store named by the --store flag (or its defaults). A store that
+// cannot be opened is exit 2: the DSN is wrong or the database unreachable. These
+// commands only read or decide what exists, so a SQLite file that does not exist is
+// an error rather than a new empty store: an audit of the wrong file must not look
+// like an empty, intact log.
+func openStore(ctx context.Context, flag string) (store.Store, error) {
+	dsn := storeDSN(flag)
+	if strings.HasPrefix(strings.ToLower(dsn), "sqlite://") {
+		path, _, err := sqlite.ParseDSN(dsn)
+		if err != nil {
+			return nil, cmdError(exitUsage, "%v", err)
+		}
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			return nil, cmdError(exitUsage, "no store at %s: the file does not exist (choose one with --store or $WARDEN_STORE)", path)
+		}
+	}
+	s, err := store.Open(ctx, dsn)
+	if err != nil {
+		return nil, cmdError(exitUsage, "opening the store: %w", err)
+	}
+	return s, nil
+}
+
+// approvalsOptions are the flags shared by the approvals subcommands.
+type approvalsOptions struct {
+	store string
+	all   bool
+	json  bool
+	by    string
+	note  string
+	scope string
+	ttl   time.Duration
+}
+
+func newApprovalsCommand(stdout io.Writer) *cobra.Command {
+	var o approvalsOptions
+	cmd := &cobra.Command{
+		Use:   "approvals",
+		Short: "List, inspect and decide calls waiting for a person",
+		Long: `Approvals are tool calls that wait for a person: a check-in, an escalation or a
+middleware's question. Each is decided exactly once. An approval authorizes exactly
+the call whose arguments the person saw (by digest): once (the default; consumed on
+use) or, with --scope session, every identical call in the same session for a TTL.
+An expired approval can no longer be decided or used.
+
+Exit codes: 0 success; 2 bad usage, a store that cannot be opened, an unknown ID, a
+decision already made or expired; 1 an internal error.`,
+		Example: `  warden approvals list
+  warden approvals show apv_k2x3m4n5p6q7r8s9
+  warden approvals approve apv_k2x3m4n5p6q7r8s9 --note "checked with ops"
+  warden approvals approve apv_k2x3m4n5p6q7r8s9 --scope session --ttl 30m
+  warden approvals decline apv_k2x3m4n5p6q7r8s9 --by ann --note "wrong account"`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return usageErrorf("missing subcommand: list, show, approve or decline")
+		},
+	}
+	cmd.PersistentFlags().StringVar(&o.store, "store", "", storeUsage)
+
+	list := &cobra.Command{
+		Use:   "list [--all] [--json]",
+		Short: "List the calls waiting for a decision, oldest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runApprovalsList(cmd.Context(), stdout, o)
+		},
+	}
+	list.Flags().BoolVar(&o.all, "all", false, "include decided and expired approvals")
+	list.Flags().BoolVar(&o.json, "json", false, "print one JSON object per line")
+
+	show := &cobra.Command{
+		Use:   "show ID [--json]",
+		Short: "Show everything about one approval: the call, its arguments and evidence",
+		Args:  exactlyOneID,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runApprovalsShow(cmd.Context(), stdout, o, args[0])
+		},
+	}
+	show.Flags().BoolVar(&o.json, "json", false, "print one JSON object")
+
+	approve := &cobra.Command{
+		Use:   "approve ID [--by NAME] [--note TEXT] [--scope once|session] [--ttl DUR]",
+		Short: "Approve a call (exactly once)",
+		Long: `Approve authorizes exactly the call the approval describes (same tool, same
+arguments). With --scope once (the default unless the call asked for another) the
+approval is consumed by the first call it authorizes. With --scope session it
+authorizes every identical call in the same session until --ttl has passed (default:
+the call's own TTL, else 1h).
+
+A decision is made once: approving or declining a decided approval is refused.`,
+		Args: exactlyOneID,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runDecide(cmd.Context(), stdout, o, args[0], true, cmd.Flags().Changed("ttl"))
+		},
+	}
+	approve.Flags().StringVar(&o.by, "by", "", "who decides (default $USER)")
+	approve.Flags().StringVar(&o.note, "note", "", "a note kept with the decision")
+	approve.Flags().StringVar(&o.scope, "scope", "", "once or session (default: the scope the call asked for, usually once)")
+	approve.Flags().DurationVar(&o.ttl, "ttl", 0, "how long a session approval lasts (only with scope session)")
+
+	decline := &cobra.Command{
+		Use:   "decline ID [--by NAME] [--note TEXT]",
+		Short: "Decline a call (exactly once); the note is what the model reads",
+		Args:  exactlyOneID,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runDecide(cmd.Context(), stdout, o, args[0], false, false)
+		},
+	}
+	decline.Flags().StringVar(&o.by, "by", "", "who decides (default $USER)")
+	decline.Flags().StringVar(&o.note, "note", "", "why; the model reads it")
+
+	cmd.AddCommand(list, show, approve, decline)
+	return cmd
+}
+
+func exactlyOneID(_ *cobra.Command, args []string) error {
+	if len(args) != 1 {
+		return usageErrorf("want exactly one approval ID, got %d arguments", len(args))
+	}
+	return nil
+}
+
+// runApprovalsList prints the approvals waiting for a person (all with --all).
+func runApprovalsList(ctx context.Context, w io.Writer, o approvalsOptions) error {
+	s, err := openStore(ctx, o.store)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	ps, err := s.ListPending(ctx, store.PendingFilter{All: o.all})
+	if err != nil {
+		return cmdError(exitInternal, "listing approvals: %w", err)
+	}
+	if o.json {
+		err = writeJSONLines(w, len(ps), func(i int) any { return pendingToJSON(ps[i]) })
+	} else {
+		err = writePendingTable(w, ps, o.all, storeClock())
+	}
+	if err != nil {
+		return cmdError(exitInternal, "writing the list: %w", err)
+	}
+	return nil
+}
+
+// writePendingTable prints one row per approval. With all, a STATE column says which
+// are decided or expired.
+func writePendingTable(w io.Writer, ps []store.Pending, all bool, at time.Time) error {
+	if len(ps) == 0 {
+		msg := "No approvals are waiting."
+		if all {
+			msg = "No approvals."
+		}
+		_, err := fmt.Fprintln(w, msg)
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	head := []string{"ID"}
+	if all {
+		head = append(head, "STATE")
+	}
+	head = append(head, "KIND", "TOOL", "PRINCIPAL", "SESSION", "AGE", "EXPIRES", "QUESTION")
+	fmt.Fprintln(tw, strings.Join(head, "\t"))
+	for _, p := range ps {
+		row := []string{p.ID}
+		if all {
+			row = append(row, p.State)
+		}
+		row = append(row, dash(string(p.Kind)), dash(p.Tool), dash(p.Identity.Principal), dash(p.Session),
+			age(at.Sub(p.Created)), expiresIn(p.Expires, at), oneLine(p.Question, 60))
+		fmt.Fprintln(tw, strings.Join(row, "\t"))
+	}
+	return tw.Flush()
+}
+
+// runApprovalsShow prints every field of one approval.
+func runApprovalsShow(ctx context.Context, w io.Writer, o approvalsOptions, id string) error {
+	s, err := openStore(ctx, o.store)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	p, err := s.GetPending(ctx, id)
+	if err != nil {
+		return decisionError(id, err)
+	}
+	if o.json {
+		err = writeJSONLines(w, 1, func(int) any { return pendingToJSON(p) })
+	} else {
+		err = writePendingDetail(w, p, storeClock())
+	}
+	if err != nil {
+		return cmdError(exitInternal, "writing the approval: %w", err)
+	}
+	return nil
+}
+
+func writePendingDetail(w io.Writer, p store.Pending, at time.Time) error {
+	var b strings.Builder
+	field := func(name, value string) {
+		if value != "" {
+			fmt.Fprintf(&b, "%-13s %s\n", name+":", value)
+		}
+	}
+	field("ID", p.ID)
+	field("State", p.State)
+	field("Kind", string(p.Kind))
+	field("Tool", p.Tool)
+	field("Question", p.Question)
+	field("Detail", p.Detail)
+	field("Tenant", p.Identity.Tenant)
+	field("Principal", p.Identity.Principal)
+	field("Conversation", p.Identity.Conversation)
+	field("Session", p.Session)
+	field("Revision", p.Revision)
+	field("Digest", p.Digest)
+	field("Created", formatTime(p.Created)+" ("+age(at.Sub(p.Created))+" ago)")
+	if p.Expires.IsZero() {
+		field("Expires", "never")
+	} else {
+		field("Expires", formatTime(p.Expires)+" ("+expiresIn(p.Expires, at)+")")
+	}
+	scope := p.Scope
+	if p.Scope == store.ScopeSession {
+		ttl := p.SessionTTL
+		if ttl <= 0 {
+			ttl = store.DefaultSessionTTL
+		}
+		scope += " (for " + ttl.String() + " after the decision)"
+	}
+	field("Scope", scope)
+	if p.State == store.StateApproved || p.State == store.StateDeclined {
+		field("Decided by", dash(p.DecidedBy))
+		field("Decided at", formatTime(p.DecidedAt))
+		field("Note", p.Note)
+		if p.State == store.StateApproved && p.Scope == store.ScopeOnce {
+			field("Consumed", yesNo(p.Consumed))
+		}
+	}
+	if len(p.Decision) > 0 {
+		field("Resume state", "stored (see --json)")
+	}
+	b.WriteString("Arguments:\n")
+	b.WriteString(indent(prettyJSON(p.Args, "(not stored)"), "  "))
+	if len(p.Evidence) > 0 {
+		b.WriteString("Evidence:\n")
+		b.WriteString(indent(renderEvidence(p.Evidence), "  "))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// renderEvidence renders what the person was shown: a check-in's evidence field by
+// field, anything else as indented JSON.
+func renderEvidence(raw json.RawMessage) string {
+	var ev warden.Evidence
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&ev); err != nil {
+		return prettyJSON(raw, "")
+	}
+	var b strings.Builder
+	if ev.Does != "" {
+		b.WriteString("Does: " + ev.Does + "\n")
+	}
+	if ev.Args != "" {
+		b.WriteString("Arguments as shown:\n")
+		b.WriteString(indent(strings.TrimSuffix(ev.Args, "\n")+"\n", "  "))
+	}
+	if len(ev.Context) > 0 {
+		b.WriteString("Context:\n")
+		for _, c := range ev.Context {
+			b.WriteString("  - " + c + "\n")
+		}
+	}
+	return b.String()
+}
+
+// runDecide approves or declines one approval.
+func runDecide(ctx context.Context, w io.Writer, o approvalsOptions, id string, approve, ttlSet bool) error {
+	by := strings.TrimSpace(o.by)
+	switch {
+	case o.by != "" && by == "":
+		return usageErrorf("invalid --by: the name is blank")
+	case by == "":
+		if by = strings.TrimSpace(os.Getenv("USER")); by == "" {
+			return usageErrorf("say who decides with --by NAME ($USER is not set)")
+		}
+	}
+	if approve {
+		switch o.scope {
+		case "", store.ScopeOnce, store.ScopeSession:
+		default:
+			return usageErrorf("invalid --scope %q: want once or session", o.scope)
+		}
+		if ttlSet && o.ttl <= 0 {
+			return usageErrorf("invalid --ttl %v: want a positive duration such as 30m", o.ttl)
+		}
+	}
+	s, err := openStore(ctx, o.store)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	p, err := s.GetPending(ctx, id)
+	if err != nil {
+		return decisionError(id, err)
+	}
+	if p.State != store.StatePending {
+		return decidedError(p)
+	}
+	v := store.Verdict{Approve: approve, By: by, Note: o.note}
+	if approve {
+		v.Scope, v.SessionTTL = o.scope, o.ttl
+		scope := v.Scope
+		if scope == "" {
+			scope = p.Scope
+		}
+		if ttlSet && scope != store.ScopeSession {
+			return usageErrorf("--ttl applies only to a session approval: add --scope session")
+		}
+		if scope == store.ScopeSession && p.Session == "" {
+			return usageErrorf("approval %s names no session, so it cannot be approved for a session: use --scope once", id)
+		}
+	}
+	d, err := s.Decide(ctx, id, v)
+	if errors.Is(err, store.ErrAlreadyDecided) {
+		// Someone decided between our read and our write: say who.
+		if q, gerr := s.GetPending(ctx, id); gerr == nil && q.State != store.StatePending {
+			return decidedError(q)
+		}
+	}
+	if err != nil {
+		return decisionError(id, err)
+	}
+	var msg string
+	switch {
+	case !approve:
+		msg = fmt.Sprintf("declined %s (%s) by %s", d.ID, d.Tool, d.DecidedBy)
+	case d.Scope == store.ScopeSession:
+		ttl := d.SessionTTL
+		if ttl <= 0 {
+			ttl = store.DefaultSessionTTL
+		}
+		msg = fmt.Sprintf("approved %s (%s) by %s for session %s until %s", d.ID, d.Tool, d.DecidedBy, d.Session, formatTime(d.DecidedAt.Add(ttl)))
+	default:
+		msg = fmt.Sprintf("approved %s (%s) by %s, once: it authorizes this exact call one time", d.ID, d.Tool, d.DecidedBy)
+	}
+	if _, err := fmt.Fprintln(w, msg); err != nil {
+		return cmdError(exitInternal, "%v", err)
+	}
+	return nil
+}
+
+// decidedError is the refusal of a second decision: exit 2, saying who decided.
+func decidedError(p store.Pending) error {
+	if p.State == store.StateExpired {
+		return cmdError(exitUsage, "approval %s expired at %s; it can no longer be decided", p.ID, formatTime(p.Expires))
+	}
+	by := ""
+	if p.DecidedBy != "" {
+		by = " by " + p.DecidedBy
+	}
+	return cmdError(exitUsage, "approval %s was already %s%s at %s", p.ID, p.State, by, formatTime(p.DecidedAt))
+}
+
+// decisionError maps a store error about one approval to an exit code: 2 for what the
+// person can fix (unknown ID, expired, invalid verdict), 1 for store failures.
+func decisionError(id string, err error) error {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return cmdError(exitUsage, "no approval with ID %s in this store", id)
+	case errors.Is(err, store.ErrExpired):
+		return cmdError(exitUsage, "approval %s expired; it can no longer be decided", id)
+	case errors.Is(err, store.ErrAlreadyDecided):
+		return cmdError(exitUsage, "approval %s was already decided", id)
+	case errors.Is(err, store.ErrInvalidVerdict):
+		return cmdError(exitUsage, "cannot decide %s: %w", id, err)
+	}
+	return cmdError(exitInternal, "approval %s: %w", id, err)
+}
+
+// pendingJSON is the JSON form of an approval. Every key is always present.
+type pendingJSON struct {
+	ID           string          `json:"id"`
+	State        string          `json:"state"`
+	Kind         string          `json:"kind"`
+	Tool         string          `json:"tool"`
+	Question     string          `json:"question"`
+	Detail       string          `json:"detail"`
+	Tenant       string          `json:"tenant"`
+	Principal    string          `json:"principal"`
+	Conversation string          `json:"conversation"`
+	Session      string          `json:"session"`
+	Revision     string          `json:"revision"`
+	Digest       string          `json:"digest"`
+	Args         json.RawMessage `json:"args"`
+	Evidence     json.RawMessage `json:"evidence"`
+	Created      *time.Time      `json:"created"`
+	Expires      *time.Time      `json:"expires"`
+	Scope        string          `json:"scope"`
+	SessionTTL   string          `json:"session_ttl"`
+	DecidedBy    string          `json:"decided_by"`
+	Note         string          `json:"note"`
+	DecidedAt    *time.Time      `json:"decided_at"`
+	Consumed     bool            `json:"consumed"`
+	Decision     json.RawMessage `json:"decision"`
+}
+
+func pendingToJSON(p store.Pending) pendingJSON {
+	j := pendingJSON{
+		ID: p.ID, State: p.State, Kind: string(p.Kind), Tool: p.Tool, Question: p.Question,
+		Detail: p.Detail, Tenant: p.Identity.Tenant, Principal: p.Identity.Principal,
+		Conversation: p.Identity.Conversation, Session: p.Session, Revision: p.Revision,
+		Digest: p.Digest, Args: rawOrNull(p.Args), Evidence: rawOrNull(p.Evidence),
+		Created: timeOrNil(p.Created), Expires: timeOrNil(p.Expires), Scope: p.Scope,
+		DecidedBy: p.DecidedBy, Note: p.Note, DecidedAt: timeOrNil(p.DecidedAt),
+		Consumed: p.Consumed, Decision: rawOrNull(p.Decision),
+	}
+	if p.SessionTTL > 0 {
+		j.SessionTTL = p.SessionTTL.String()
+	}
+	return j
+}
+
+// writeJSONLines writes n values, one compact JSON object per line.
+func writeJSONLines(w io.Writer, n int, value func(i int) any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	for i := range n {
+		if err := enc.Encode(value(i)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rawOrNull returns raw when it is valid JSON, the JSON string of its bytes when it is
+// not (a damaged store must not break the output), and null when empty.
+func rawOrNull(raw []byte) json.RawMessage {
+	if len(raw) == 0 {
+		return json.RawMessage("null")
+	}
+	if !json.Valid(raw) {
+		b, _ := json.Marshal(string(raw))
+		return b
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return json.RawMessage("null")
+	}
+	return buf.Bytes()
+}
+
+func timeOrNil(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+// prettyJSON indents raw JSON, or returns empty when raw is empty.
+func prettyJSON(raw []byte, empty string) string {
+	if len(raw) == 0 {
+		return empty + "\n"
+	}
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, raw, "", "  "); err != nil {
+		return string(raw) + "\n"
+	}
+	return buf.String() + "\n"
+}
+
+// indent prefixes every non-empty line of s.
+func indent(s, prefix string) string {
+	lines := strings.SplitAfter(s, "\n")
+	var b strings.Builder
+	for _, l := range lines {
+		if l != "" && l != "\n" {
+			b.WriteString(prefix)
+		}
+		b.WriteString(l)
+	}
+	return b.String()
+}
+
+// timeLayout is how times are shown to people: UTC, to the second.
+const timeLayout = "2006-01-02 15:04:05Z"
+
+func formatTime(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(timeLayout)
+}
+
+// age renders a duration the way a person reads it: 42s, 5m, 3h07m, 2d04h.
+func age(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "0s"
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d/time.Second))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d/time.Minute))
+	case d < 24*time.Hour:
+		return fmt.Sprintf("%dh%02dm", int(d/time.Hour), int(d%time.Hour/time.Minute))
+	}
+	return fmt.Sprintf("%dd%02dh", int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour))
+}
+
+// expiresIn renders an expiry relative to at: "never", "in 55m" or "expired 3m ago".
+func expiresIn(t, at time.Time) string {
+	switch {
+	case t.IsZero():
+		return "never"
+	case at.Before(t):
+		return "in " + age(t.Sub(at))
+	}
+	return "expired " + age(at.Sub(t)) + " ago"
+}
+
+// oneLine returns the first line of s, cut to max characters.
+func oneLine(s string, max int) string {
+	s, _, cut := strings.Cut(strings.TrimSpace(s), "\n")
+	s = strings.TrimSpace(s)
+	if utf8.RuneCountInString(s) > max {
+		r := []rune(s)
+		s, cut = string(r[:max-1]), true
+	}
+	if cut {
+		s += "…"
+	}
+	return dash(s)
+}
+
+// dash returns s as one table cell: "-" when empty, with no tabs or line breaks.
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return strings.Map(func(r rune) rune {
+		if r == '\t' || r == '\n' || r == '\r' {
+			return ' '
+		}
+		return r
+	}, s)
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// cmdError ends a command with code and a message (not a usage error: no pointer to
+// --help).
+func cmdError(code int, format string, args ...any) error {
+	return &exitError{code: code, err: fmt.Errorf("warden: "+format, args...)}
+}

@@ -1,0 +1,313 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/store"
+)
+
+// exitTampered is the exit code of `warden audit verify` when the chain is broken.
+const exitTampered = 3
+
+// auditOptions are the flags of `warden audit` and `warden audit verify`.
+type auditOptions struct {
+	store     string
+	since     string
+	tool      string
+	principal string
+	status    string
+	limit     int
+	json      bool
+}
+
+// defaultAuditLimit is how many calls `warden audit` shows unless told otherwise.
+const defaultAuditLimit = 100
+
+func newAuditCommand(stdout io.Writer) *cobra.Command {
+	var o auditOptions
+	cmd := &cobra.Command{
+		Use:   "audit [--since DUR] [--tool GLOB] [--principal P] [--status S] [--limit N] [--json]",
+		Short: "Show the audit log of tool calls, newest last",
+		Long: `Audit shows what ran, what was refused, by which rule, for whom and under which
+policy revision: one row per call, newest last (times in UTC).
+
+A call is recorded before its tool runs. A row with status "started" is a call whose
+tool was about to run when the process stopped recording (it crashed, or was killed):
+its outcome is unknown, so find out from the tool's side what happened.
+
+Status is one of ran, refused, halted, pending, failed, or started (outcome unknown).
+--tool takes a glob: * matches any run of characters, ? one character; case-insensitive.
+--since takes a duration such as 90m, 24h or 7d.
+
+Exit codes: 0 success, 2 bad usage or a store that cannot be opened, 1 an internal
+error.`,
+		Example: `  warden audit --since 24h
+  warden audit --tool 'github.*' --status refused
+  warden audit --principal ann --json | jq .
+  warden audit verify`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runAudit(cmd.Context(), stdout, o)
+		},
+	}
+	cmd.PersistentFlags().StringVar(&o.store, "store", "", storeUsage)
+	f := cmd.Flags()
+	f.StringVar(&o.since, "since", "", "only calls recorded in this last duration (90m, 24h, 7d)")
+	f.StringVar(&o.tool, "tool", "", "only tools whose name matches this glob")
+	f.StringVar(&o.principal, "principal", "", "only calls made for this principal")
+	f.StringVar(&o.status, "status", "", "only calls with this status: ran, refused, halted, pending, failed or started")
+	f.IntVar(&o.limit, "limit", defaultAuditLimit, "show the newest N matching calls; 0 shows all")
+	f.BoolVar(&o.json, "json", false, "print one JSON object per call and line")
+
+	var vjson bool
+	verify := &cobra.Command{
+		Use:   "verify [--json]",
+		Short: "Check that no audit entry was edited or deleted",
+		Long: `Verify walks the whole audit log and checks its hash chain: every entry stores the
+hash of the entry before it, so an entry that was edited, or deleted from the middle or
+the head of the log, breaks the chain.
+
+The log is tamper-EVIDENT, not tamper-proof: someone who can write to the database
+can rewrite the chain from an edited entry onwards, and deleting the newest entries
+cannot be seen from the log alone. To close both gaps, keep the printed head hash
+somewhere the database's writers cannot change, and compare it later.
+
+Exit codes: 0 the chain is intact; 3 tampering detected (the first bad entry is
+printed); 2 bad usage or a store that cannot be opened; 1 an internal error (the log
+could not be read).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runAuditVerify(cmd.Context(), stdout, o.store, vjson)
+		},
+	}
+	verify.Flags().BoolVar(&vjson, "json", false, "print the report as one JSON object")
+	cmd.AddCommand(verify)
+	return cmd
+}
+
+// parseSince parses a --since duration: Go durations (90m, 1h30m) and whole days (7d).
+func parseSince(s string) (time.Duration, error) {
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err == nil && n > 0 && n <= 100000 {
+			return time.Duration(n) * 24 * time.Hour, nil
+		}
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("want a positive duration such as 90m, 24h or 7d")
+	}
+	return d, nil
+}
+
+var auditStatuses = []warden.Status{warden.StatusRan, warden.StatusRefused, warden.StatusHalted,
+	warden.StatusPending, warden.StatusFailed, store.StatusStarted}
+
+// auditFilter turns the flags into a store filter.
+func (o auditOptions) filter(at time.Time) (store.CallFilter, error) {
+	f := store.CallFilter{ToolGlob: o.tool, Principal: o.principal, Limit: o.limit}
+	if o.since != "" {
+		d, err := parseSince(o.since)
+		if err != nil {
+			return f, usageErrorf("invalid --since %q: %v", o.since, err)
+		}
+		f.Since = at.Add(-d)
+	}
+	if o.status != "" {
+		st := warden.Status(strings.ToLower(o.status))
+		ok := false
+		for _, s := range auditStatuses {
+			ok = ok || s == st
+		}
+		if !ok {
+			return f, usageErrorf("invalid --status %q: want ran, refused, halted, pending, failed or started", o.status)
+		}
+		f.Status = st
+	}
+	if o.limit < 0 {
+		return f, usageErrorf("invalid --limit %d: want 0 (all) or more", o.limit)
+	}
+	return f, nil
+}
+
+// runAudit prints the calls that match the flags, oldest first.
+func runAudit(ctx context.Context, w io.Writer, o auditOptions) error {
+	f, err := o.filter(storeClock())
+	if err != nil {
+		return err
+	}
+	s, err := openStore(ctx, o.store)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	calls, err := s.QueryCalls(ctx, f)
+	if err != nil {
+		return cmdError(exitInternal, "reading the audit log: %w", err)
+	}
+	if o.json {
+		err = writeJSONLines(w, len(calls), func(i int) any { return callToJSON(calls[i]) })
+	} else {
+		err = writeCallTable(w, calls, o.limit)
+	}
+	if err != nil {
+		return cmdError(exitInternal, "writing the audit log: %w", err)
+	}
+	return nil
+}
+
+// writeCallTable prints one row per call, newest last, then notes about calls whose
+// outcome is unknown and about the limit.
+func writeCallTable(w io.Writer, calls []store.CallRecord, limit int) error {
+	if len(calls) == 0 {
+		_, err := fmt.Fprintln(w, "No calls match.")
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TIME (UTC)\tTOOL\tPRINCIPAL\tSTATUS\tSTAGE\tEFFECT\tRULE\tEXECUTED\tREVISION")
+	unknown := 0
+	for _, c := range calls {
+		status, executed := string(c.Status), yesNo(c.Executed)
+		if c.Unknown || c.Status == store.StatusStarted {
+			unknown++
+			status, executed = "STARTED, OUTCOME UNKNOWN", "unknown"
+		}
+		fmt.Fprintln(tw, strings.Join([]string{
+			formatTime(c.Time), dash(c.Tool), dash(c.Identity.Principal), status,
+			dash(string(c.Stage)), dash(c.Effect), dash(c.RuleID), executed, shortRevision(c.Revision),
+		}, "\t"))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	var notes []string
+	if unknown > 0 {
+		calls := "1 call was"
+		if unknown > 1 {
+			calls = strconv.Itoa(unknown) + " calls were"
+		}
+		notes = append(notes, calls+" started and never completed: the process stopped while the tool ran, so its outcome is unknown.")
+	}
+	if limit > 0 && len(calls) == limit {
+		notes = append(notes, fmt.Sprintf("Showing the newest %d calls; use --limit 0 for all.", limit))
+	}
+	for _, n := range notes {
+		if _, err := fmt.Fprintln(w, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// shortRevision shortens a policy revision ("sha256:<hex>") to 12 characters.
+func shortRevision(r string) string {
+	r = strings.TrimPrefix(r, "sha256:")
+	if rs := []rune(r); len(rs) > 12 {
+		r = string(rs[:12])
+	}
+	return dash(r)
+}
+
+// callJSON is the JSON form of one audited call. Every key is always present.
+type callJSON struct {
+	Seq          int64           `json:"seq"`
+	Time         time.Time       `json:"time"`
+	CallID       string          `json:"call_id"`
+	Session      string          `json:"session"`
+	Tool         string          `json:"tool"`
+	Tenant       string          `json:"tenant"`
+	Principal    string          `json:"principal"`
+	Conversation string          `json:"conversation"`
+	Status       string          `json:"status"`
+	Unknown      bool            `json:"unknown"`
+	Executed     bool            `json:"executed"`
+	Stage        string          `json:"stage"`
+	Effect       string          `json:"effect"`
+	RuleID       string          `json:"rule_id"`
+	Rationale    string          `json:"rationale"`
+	Reason       string          `json:"reason"`
+	Revision     string          `json:"revision"`
+	ArgsDigest   string          `json:"args_digest"`
+	Args         json.RawMessage `json:"args"`
+	DurationNS   int64           `json:"duration_ns"`
+	ResultSize   int             `json:"result_size"`
+	ApprovedBy   string          `json:"approved_by"`
+}
+
+func callToJSON(c store.CallRecord) callJSON {
+	return callJSON{
+		Seq: c.Seq, Time: c.Time.UTC(), CallID: c.CallID, Session: c.Session, Tool: c.Tool,
+		Tenant: c.Identity.Tenant, Principal: c.Identity.Principal,
+		Conversation: c.Identity.Conversation, Status: string(c.Status), Unknown: c.Unknown,
+		Executed: c.Executed, Stage: string(c.Stage), Effect: c.Effect, RuleID: c.RuleID,
+		Rationale: c.Rationale, Reason: c.Reason, Revision: c.Revision,
+		ArgsDigest: c.ArgsDigest, Args: rawOrNull(c.Args), DurationNS: int64(c.Duration),
+		ResultSize: c.ResultSize, ApprovedBy: c.ApprovedBy,
+	}
+}
+
+// runAuditVerify checks the chain: exit 0 intact, 3 tampered.
+func runAuditVerify(ctx context.Context, w io.Writer, dsn string, asJSON bool) error {
+	s, err := openStore(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	r, err := s.VerifyAudit(ctx)
+	if err != nil {
+		return cmdError(exitInternal, "reading the audit log: %w", err)
+	}
+	if asJSON {
+		err = writeJSONLines(w, 1, func(int) any {
+			return struct {
+				Entries  int64  `json:"entries"`
+				OK       bool   `json:"ok"`
+				FirstBad int64  `json:"first_bad"`
+				Problem  string `json:"problem"`
+				Head     string `json:"head"`
+			}{r.Entries, r.OK, r.FirstBad, r.Problem, r.Head}
+		})
+	} else {
+		err = writeVerify(w, r)
+	}
+	if err != nil {
+		return cmdError(exitInternal, "writing the report: %w", err)
+	}
+	if !r.OK {
+		return silentExit(exitTampered)
+	}
+	return nil
+}
+
+func writeVerify(w io.Writer, r store.VerifyReport) error {
+	var b strings.Builder
+	if r.OK {
+		fmt.Fprintf(&b, "OK: %d %s checked; the chain is intact.\n", r.Entries, plural(r.Entries, "entry", "entries"))
+		if r.Head != "" {
+			fmt.Fprintf(&b, "Head: %s\n", r.Head)
+			b.WriteString("Keep the head hash somewhere the database's writers cannot change: only it reveals\na deleted tail or a rewritten chain later.\n")
+		}
+	} else {
+		fmt.Fprintf(&b, "TAMPERED: entry %d: %s\n", r.FirstBad, r.Problem)
+		fmt.Fprintf(&b, "%d %s read; the chain is broken at entry %d.\n", r.Entries, plural(r.Entries, "entry", "entries"), r.FirstBad)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func plural(n int64, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

@@ -1,0 +1,714 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/hook"
+	"github.com/wardenhq/warden/policy"
+	"github.com/wardenhq/warden/store"
+)
+
+const (
+	hookPolicy   = "testdata/hook/claude-code.yaml"
+	codingAgent  = "../../examples/policies/coding-agent.yaml"
+	hookFixtures = "testdata/hook"
+)
+
+// binDir holds the warden binary the process-level tests run; wardenBinary builds it
+// once, on first use.
+var (
+	binDir    string
+	buildOnce sync.Once
+	buildErr  error
+)
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	dir, err := os.MkdirTemp("", "warden-cmd-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// wardenBinary builds cmd/warden into a temporary directory (once per test run) and
+// returns its path.
+func wardenBinary(t testing.TB) string {
+	t.Helper()
+	bin := filepath.Join(binDir, "warden")
+	buildOnce.Do(func() {
+		out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return bin
+}
+
+// runWardenStdin runs the command line in-process with stdin, as run does.
+func runWardenStdin(t *testing.T, stdin []byte, args ...string) result {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	root := newRootCommand(&stdout, &stderr)
+	root.SetIn(bytes.NewReader(stdin))
+	root.SetArgs(args)
+	cmd, err := root.ExecuteContextC(context.Background())
+	if err != nil {
+		reportError(&stderr, cmd, err)
+	}
+	return result{stdout: stdout.String(), stderr: stderr.String(), code: exitCode(err)}
+}
+
+// execWarden runs the built binary with stdin.
+func execWarden(t testing.TB, dir string, stdin []byte, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(wardenBinary(t), args...)
+	cmd.Dir = dir
+	cmd.Stdin = bytes.NewReader(stdin)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	if err != nil {
+		ee, ok := err.(*exec.ExitError)
+		if !ok {
+			t.Fatalf("running warden: %v", err)
+		}
+		code = ee.ExitCode()
+	}
+	return result{stdout: stdout.String(), stderr: stderr.String(), code: code}
+}
+
+// goldenFile compares got with the file at path, or rewrites it with -update.
+func goldenFile(t *testing.T, path, got string) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("%s mismatch (-want +got):\n%s", path, diff)
+	}
+}
+
+// hookAnswer decodes the one JSON object a PreToolUse hook printed, and checks its shape.
+func hookAnswer(t *testing.T, stdout string) hook.ClaudeOutput {
+	t.Helper()
+	if strings.Count(stdout, "\n") != 1 || !strings.HasSuffix(stdout, "\n") {
+		t.Fatalf("stdout = %q; want one line", stdout)
+	}
+	dec := json.NewDecoder(strings.NewReader(stdout))
+	dec.DisallowUnknownFields()
+	var out hook.ClaudeOutput
+	if err := dec.Decode(&out); err != nil {
+		t.Fatalf("stdout is not the hook output: %v\n%s", err, stdout)
+	}
+	s := out.HookSpecificOutput
+	if s.HookEventName != "PreToolUse" || !slices.Contains([]string{"allow", "deny", "ask"}, s.PermissionDecision) || s.PermissionDecisionReason == "" {
+		t.Errorf("hook output %+v; want PreToolUse, allow|deny|ask and a reason", s)
+	}
+	return out
+}
+
+// checkPermission is what `warden check` says about the call, as a hook permission.
+func checkPermission(t *testing.T, policyFile string, call hook.Call) string {
+	t.Helper()
+	r := runWarden(t, "check", "--policy", policyFile, "--tool", call.Tool, "--args", string(call.Args.AppendJSON(nil)))
+	switch r.code {
+	case exitAllow:
+		return hook.PermissionAllow
+	case exitAsk:
+		return hook.PermissionAsk
+	case exitDeny, exitHalt:
+		return hook.PermissionDeny
+	}
+	t.Fatalf("warden check exit %d: %s", r.code, r.stderr)
+	return ""
+}
+
+// sameAsCheck asserts that the hook's answer to input is exactly what the shared
+// evaluation (evaluateCall, behind `warden check`) decides for the mapped call, and that
+// `warden check` itself agrees on the permission.
+func sameAsCheck(t *testing.T, policyFile string, input []byte, got hook.ClaudeOutput) {
+	t.Helper()
+	in, err := hook.ParseClaudeInput(input, hook.EventPreToolUse)
+	if err != nil {
+		t.Fatal(err)
+	}
+	call, err := hook.MapClaudeTool(in.ToolName, in.ToolInput, in.Cwd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol, err := policy.LoadFile(policyFile, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := evaluateCall(context.Background(), pol, callSpec{tool: call.Tool, args: call.Args})
+	if want := hook.ClaudeVerdict(in.ToolName, rep.decision); got != want {
+		t.Errorf("hook answered %+v\nshared evaluation gives %+v", got, want)
+	}
+	if p := checkPermission(t, policyFile, call); p != got.Permission() {
+		t.Errorf("hook answered %s, warden check --tool %s --args %s answers %s", got.Permission(), call.Tool, call.Args.AppendJSON(nil), p)
+	}
+}
+
+// TestHookGolden runs every fixture in testdata/hook (PreToolUse inputs written from
+// Claude Code's documented format) through the hook and compares the transcript with
+// its .golden file. Valid inputs must exit 0 with a decision equal to `warden check`'s;
+// malformed ones must deny, exit 2 and print the reason on stderr.
+func TestHookGolden(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(hookFixtures, "*.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no fixtures: %v", err)
+	}
+	for _, file := range files {
+		name := strings.TrimSuffix(filepath.Base(file), ".json")
+		t.Run(name, func(t *testing.T) {
+			input, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			args := []string{"hook", "claude-code", "--policy", hookPolicy}
+			r := runWardenStdin(t, input, args...)
+			transcript := strings.Replace(r.transcript(args), "\n", " < "+file+"\n", 1)
+			goldenFile(t, filepath.Join(hookFixtures, name+".golden"), transcript)
+
+			out := hookAnswer(t, r.stdout)
+			if strings.HasPrefix(name, "malformed-") {
+				if r.code != exitUsage || out.Permission() != hook.PermissionDeny || r.stderr != out.Reason()+"\n" {
+					t.Errorf("exit %d, %s, stderr %q; want exit 2, deny, and the reason on stderr", r.code, out.Permission(), r.stderr)
+				}
+				return
+			}
+			if r.code != 0 || r.stderr != "" {
+				t.Errorf("exit %d, stderr %q; want exit 0 and nothing on stderr", r.code, r.stderr)
+			}
+			sameAsCheck(t, hookPolicy, input, out)
+		})
+	}
+}
+
+// bashInput is a PreToolUse input for a Bash call in /work.
+func bashInput(command string) []byte {
+	b, err := json.Marshal(map[string]any{
+		"session_id":      "s-1",
+		"cwd":             "/work",
+		"hook_event_name": "PreToolUse",
+		"tool_name":       "Bash",
+		"tool_input":      map[string]any{"command": command, "description": "test"},
+		"tool_use_id":     "toolu_1",
+	})
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// TestHookBashTable runs the bash table (control operators, wrappers, absolute paths,
+// quoting) through the hook under examples/policies/coding-agent.yaml, and checks each
+// answer against the expected one and against `warden check` for the same call.
+func TestHookBashTable(t *testing.T) {
+	tests := []struct {
+		command string
+		want    string
+	}{
+		// Allowed commands, however they are spelled.
+		{"git status", "allow"},
+		{"git diff HEAD~1 -- main.go", "allow"},
+		{"git   log   '--oneline'", "allow"},
+		{`"git" 'status'`, "allow"},
+		{"/usr/bin/git status", "allow"},
+		{"/bin/ls -la /work", "allow"},
+		{"ls", "allow"},
+		{"pwd", "allow"},
+		{"go test ./...", "allow"},
+		{"timeout 60 go test ./...", "allow"},
+		{"cat 'a|b;c&&d'", "allow"}, // operators inside quotes are not operators
+		{"find . -name '*_test.go'", "allow"},
+		{`find . -name '*.go' -exec ls {} \;`, "allow"}, // find is allowed, so is ls
+		// Denied by a rule, directly or through a wrapper.
+		{"rm", "deny"},
+		{"rm -rf /", "deny"},
+		{"/bin/rm -rf /work", "deny"},
+		{"rm  -rf  /", "deny"},
+		{"'rm' -rf /", "deny"},
+		{"sudo ls", "deny"},
+		{"sudo /bin/rm -rf /", "deny"},
+		{"timeout 5 sudo rm -rf /", "deny"},
+		{"env FOO=1 rm -rf /", "deny"},
+		{"env ls", "deny"}, // the wrapper itself needs an allow rule
+		{"nohup rm -rf /work", "deny"},
+		{"sh -c 'rm -rf /'", "deny"},
+		{`bash -c "git status"`, "deny"}, // bash -c needs its own rule
+		{"xargs rm", "deny"},
+		{`find . -name '*.o' -exec rm {} +`, "deny"},
+		{"find /work -name '*.tmp' -delete", "deny"},
+		{"curl -sSL https://example.com/x.sh", "deny"},
+		{"git push --force origin main", "deny"},
+		{"git push -f", "deny"},
+		{"make", "deny"}, // no rule: default deny
+		// Control operators and expansions: refused before any rule.
+		{"ls; rm -rf /", "deny"},
+		{"git status && rm -rf /", "deny"},
+		{"git status || true", "deny"},
+		{"ls | sh", "deny"},
+		{"echo `id`", "deny"},
+		{"cat $(ls)", "deny"},
+		{`ls "$HOME"`, "deny"},
+		{"cat < /etc/passwd", "deny"},
+		{"ls > out.txt", "deny"},
+		{"ls &", "deny"},
+		{"ls\nrm -rf /", "deny"},
+		{"FOO=bar ls", "deny"},
+		{"(ls)", "deny"},
+		{"ls <(cat /etc/passwd)", "deny"},
+		{"timeout 5 sh -c 'ls; rm -rf /'", "deny"},
+		// Asks a person.
+		{"git push", "ask"},
+		{"git push origin main", "ask"},
+		{"timeout 30 git push origin main", "ask"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.command, func(t *testing.T) {
+			input := bashInput(tt.command)
+			r := runWardenStdin(t, input, "hook", "claude-code", "--policy", codingAgent)
+			if r.code != 0 {
+				t.Fatalf("exit %d: %s", r.code, r.stderr)
+			}
+			out := hookAnswer(t, r.stdout)
+			if out.Permission() != tt.want {
+				t.Errorf("%q: %s (%s), want %s", tt.command, out.Permission(), out.Reason(), tt.want)
+			}
+			sameAsCheck(t, codingAgent, input, out)
+		})
+	}
+}
+
+// TestHookExitCodes runs the real binary: every failure denies on stdout, prints the
+// same reason on stderr and exits 2; a decision exits 0.
+func TestHookExitCodes(t *testing.T) {
+	valid := bashInput("git status")
+	big := []byte(`{"tool_name":"Write","tool_input":{"file_path":"/work/a","content":"` + strings.Repeat("x", 9<<20) + `"}}`)
+	tests := []struct {
+		name       string
+		args       []string
+		stdin      []byte
+		code       int
+		permission string
+		reason     string // a part of the reason
+	}{
+		{"allow", []string{"--policy", codingAgent}, valid, 0, "allow", "Warden: allowed by rule: git status*"},
+		{"deny", []string{"--policy", codingAgent}, bashInput("rm -rf /"), 0, "deny", "[permission denied: denied by rule: rm *]"},
+		{"ask", []string{"--policy", codingAgent}, bashInput("git push"), 0, "ask", "allow this Bash call?"},
+		{"empty stdin", []string{"--policy", codingAgent}, nil, 2, "deny", "stdin is empty"},
+		{"not JSON", []string{"--policy", codingAgent}, []byte("{"), 2, "deny", "stdin is not valid JSON"},
+		{"no tool_name", []string{"--policy", codingAgent}, []byte(`{"tool_input":{}}`), 2, "deny", "tool_name is missing"},
+		{"tool_input not an object", []string{"--policy", codingAgent}, []byte(`{"tool_name":"Bash","tool_input":[]}`), 2, "deny", "tool_input must be an object, not an array"},
+		{"stdin over 8 MiB", []string{"--policy", codingAgent}, big, 2, "deny", "stdin is larger than 8 MiB"},
+		{"role from the policy", []string{"--policy", "testdata/policies/roles.yaml"}, valid, 0, "ask", "escalate by rule: *"},
+		{"role from the flag", []string{"--policy", "testdata/policies/roles.yaml", "--role", "viewer"}, valid, 0, "deny", "not in the 'viewer' role allowlist"},
+		{"no policy flag", nil, valid, 2, "deny", "no policy"},
+		{"missing policy file", []string{"--policy", "testdata/hook/nope.yaml"}, valid, 2, "deny", "the policy does not load: testdata/hook/nope.yaml: cannot read policy file"},
+		{"invalid policy", []string{"--policy", "testdata/bad/unknown-key.yaml"}, valid, 2, "deny", "the policy does not load: testdata/bad/unknown-key.yaml:"},
+		{"unknown role", []string{"--policy", codingAgent, "--role", "admin"}, valid, 2, "deny", "the policy does not load"},
+		{"unknown flag", []string{"--policy", codingAgent, "--polcy", "x"}, valid, 2, "deny", "unknown flag: --polcy"},
+		{"unknown event", []string{"--policy", codingAgent, "--event", "stop"}, valid, 2, "deny", `--event is "stop"; use pre or post`},
+		{"stray argument", []string{"--policy", codingAgent, "instal"}, valid, 2, "deny", `unexpected argument "instal"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := append([]string{"hook", "claude-code"}, tt.args...)
+			r := execWarden(t, ".", tt.stdin, args...)
+			if r.code != tt.code {
+				t.Errorf("exit %d, want %d (stderr %q)", r.code, tt.code, r.stderr)
+			}
+			out := hookAnswer(t, r.stdout)
+			if out.Permission() != tt.permission || !strings.Contains(out.Reason(), tt.reason) {
+				t.Errorf("%s %q, want %s with %q", out.Permission(), out.Reason(), tt.permission, tt.reason)
+			}
+			wantStderr := ""
+			if tt.code != 0 {
+				wantStderr = out.Reason() + "\n"
+			}
+			if r.stderr != wantStderr {
+				t.Errorf("stderr = %q, want %q", r.stderr, wantStderr)
+			}
+			// In-process and out-of-process runs agree byte for byte.
+			if len(tt.stdin) < 1<<20 {
+				if in := runWardenStdin(t, tt.stdin, args...); in != r {
+					t.Errorf("in-process run differs:\n%+v\n%+v", in, r)
+				}
+			}
+		})
+	}
+}
+
+// panicReader panics on Read, standing for any internal failure.
+type panicReader struct{}
+
+func (panicReader) Read([]byte) (int, error) { panic("disk on fire") }
+
+func TestHookRecoversFromPanic(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	err := runHookClaudeCode(context.Background(), panicReader{}, &stdout, &stderr, hookOptions{policy: codingAgent, event: "pre"})
+	if code := exitCode(err); code != exitUsage {
+		t.Errorf("exit %d, want 2", code)
+	}
+	out := hookAnswer(t, stdout.String())
+	want := "Warden refused this call because it could not decide it: internal error: disk on fire"
+	if out.Permission() != "deny" || out.Reason() != want || stderr.String() != want+"\n" {
+		t.Errorf("got %s %q, stderr %q", out.Permission(), out.Reason(), stderr.String())
+	}
+}
+
+// TestHookInstall covers printing, writing, merging, idempotence and refusals.
+func TestHookInstall(t *testing.T) {
+	absPolicy, err := filepath.Abs(hookPolicy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const exe = "/usr/local/bin/warden"
+	preHook := hook.ClaudeHook{Event: "PreToolUse", Command: exe + " hook claude-code --policy " + absPolicy}
+	install := func(extra ...string) []string {
+		return append([]string{"hook", "claude-code", "install", "--warden", exe, "--policy", hookPolicy}, extra...)
+	}
+
+	t.Run("print", func(t *testing.T) {
+		r := runWarden(t, install()...)
+		if r.code != 0 || r.stdout != string(hook.ClaudeHooksBlock(preHook)) {
+			t.Errorf("exit %d, stdout:\n%s", r.code, r.stdout)
+		}
+		if !strings.Contains(r.stdout, `"matcher": "*"`) {
+			t.Errorf("the block does not match every tool")
+		}
+	})
+
+	t.Run("print with store", func(t *testing.T) {
+		r := runWarden(t, install("--store", "sqlite:///var/lib/warden/audit.db")...)
+		want := hook.ClaudeHooksBlock(
+			hook.ClaudeHook{Event: "PreToolUse", Command: preHook.Command + " --store sqlite:///var/lib/warden/audit.db"},
+			hook.ClaudeHook{Event: "PostToolUse", Command: exe + " hook claude-code --event post --store sqlite:///var/lib/warden/audit.db"},
+		)
+		if r.code != 0 || r.stdout != string(want) {
+			t.Errorf("exit %d, stdout:\n%s\nwant:\n%s", r.code, r.stdout, want)
+		}
+	})
+
+	t.Run("write merges and is idempotent", func(t *testing.T) {
+		settings := filepath.Join(t.TempDir(), ".claude", "settings.json")
+		if err := os.MkdirAll(filepath.Dir(settings), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		const existing = `{"model":"opus","hooks":{"PreToolUse":[{"matcher":"Bash","hooks":[{"type":"command","command":"./lint-bash.sh"}]}],"Stop":[{"hooks":[{"type":"command","command":"say done"}]}]}}`
+		if err := os.WriteFile(settings, []byte(existing), 0o640); err != nil {
+			t.Fatal(err)
+		}
+		r := runWarden(t, install("--settings", settings, "--write")...)
+		if r.code != 0 || r.stdout != "added the Warden hook to "+settings+"\n" {
+			t.Fatalf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+		}
+		after := readSettings(t, settings)
+		want, _, err := hook.MergeClaudeSettings([]byte(existing), preHook)
+		if err != nil || after != string(want) {
+			t.Errorf("settings after install:\n%s\nwant:\n%s", after, want)
+		}
+		for _, kept := range []string{`"model": "opus"`, "./lint-bash.sh", "say done", `"Stop"`} {
+			if !strings.Contains(after, kept) {
+				t.Errorf("lost %s", kept)
+			}
+		}
+		if fi, _ := os.Stat(settings); fi.Mode().Perm() != 0o640 {
+			t.Errorf("mode %v, want 0640", fi.Mode().Perm())
+		}
+
+		r = runWarden(t, install("--settings", settings, "--write")...)
+		if r.code != 0 || !strings.Contains(r.stdout, "already runs the Warden hook; nothing changed") {
+			t.Errorf("second run: exit %d, stdout %q", r.code, r.stdout)
+		}
+		if again := readSettings(t, settings); again != after {
+			t.Errorf("second run changed the file")
+		}
+	})
+
+	t.Run("invalid settings are refused and left alone", func(t *testing.T) {
+		settings := filepath.Join(t.TempDir(), "settings.json")
+		const bad = "{\n  \"hooks\": {\"PreToolUse\": [],}\n}\n"
+		if err := os.WriteFile(settings, []byte(bad), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		before, _ := os.Stat(settings)
+		r := runWarden(t, install("--settings", settings, "--write")...)
+		if r.code != exitUsage || !strings.Contains(r.stderr, "not a valid JSON object") || !strings.Contains(r.stderr, "nothing was written") {
+			t.Errorf("exit %d, stderr %q; want exit 2 and the reason", r.code, r.stderr)
+		}
+		after, _ := os.Stat(settings)
+		if readSettings(t, settings) != bad || !after.ModTime().Equal(before.ModTime()) {
+			t.Errorf("the file was touched")
+		}
+	})
+
+	t.Run("a policy that does not load is refused", func(t *testing.T) {
+		settings := filepath.Join(t.TempDir(), "settings.json")
+		r := runWarden(t, "hook", "claude-code", "install", "--warden", exe, "--policy", "testdata/bad/unknown-key.yaml", "--settings", settings, "--write")
+		if r.code != exitUsage || !strings.Contains(r.stderr, "policy does not load") {
+			t.Errorf("exit %d, stderr %q", r.code, r.stderr)
+		}
+		if _, err := os.Stat(settings); !os.IsNotExist(err) {
+			t.Errorf("settings file created: %v", err)
+		}
+	})
+
+	t.Run("default settings path, real binary", func(t *testing.T) {
+		dir := t.TempDir()
+		r := execWarden(t, dir, nil, "hook", "claude-code", "install", "--warden", exe, "--policy", absPolicy, "--write")
+		if r.code != 0 {
+			t.Fatalf("exit %d: %s", r.code, r.stderr)
+		}
+		got := readSettings(t, filepath.Join(dir, ".claude", "settings.json"))
+		if got != string(hook.ClaudeHooksBlock(preHook)) {
+			t.Errorf("settings:\n%s", got)
+		}
+	})
+}
+
+func TestHookShellJoin(t *testing.T) {
+	got := shellJoin([]string{"/usr/local/bin/warden", "hook", "--policy", "/home/me/My Policies/it's.yaml", "--store", "postgres://u:p@db/w?sslmode=require", ""})
+	want := `/usr/local/bin/warden hook --policy '/home/me/My Policies/it'\''s.yaml' --store 'postgres://u:p@db/w?sslmode=require' ''`
+	if got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+}
+
+func readSettings(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// hookLatencyRuns is how many times the latency test starts the hook.
+const hookLatencyRuns = 50
+
+// TestHookLatency starts the real binary hookLatencyRuns times on a Bash call (process
+// start, policy load, decision, output) and reports the median wall time. The target is
+// under 30 ms; the test fails only far above it, so that a loaded machine does not make
+// it flaky. Run: go test ./cmd/warden -run TestHookLatency -v
+func TestHookLatency(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the binary 50 times")
+	}
+	bin := wardenBinary(t)
+	input := bashInput("timeout 60 go test ./...")
+	times := make([]time.Duration, 0, hookLatencyRuns)
+	for range hookLatencyRuns {
+		cmd := exec.Command(bin, "hook", "claude-code", "--policy", codingAgent)
+		cmd.Stdin = bytes.NewReader(input)
+		cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
+		start := time.Now()
+		if err := cmd.Run(); err != nil {
+			t.Fatal(err)
+		}
+		times = append(times, time.Since(start))
+	}
+	slices.Sort(times)
+	median := (times[len(times)/2-1] + times[len(times)/2]) / 2
+	t.Logf("hook invocation over %d runs: median %v, min %v, max %v", len(times), median.Round(10*time.Microsecond), times[0].Round(10*time.Microsecond), times[len(times)-1].Round(10*time.Microsecond))
+	if median > 250*time.Millisecond {
+		t.Errorf("median %v, far over the 30 ms target", median)
+	}
+}
+
+// BenchmarkHookInvocation measures one whole hook invocation of the real binary.
+func BenchmarkHookInvocation(b *testing.B) {
+	bin := wardenBinary(b)
+	input := bashInput("timeout 60 go test ./...")
+	for b.Loop() {
+		cmd := exec.Command(bin, "hook", "claude-code", "--policy", codingAgent)
+		cmd.Stdin = bytes.NewReader(input)
+		cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
+		if err := cmd.Run(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// postInput turns a PreToolUse fixture into the PostToolUse input Claude Code sends
+// after the call ran.
+func postInput(t *testing.T, fixture string) []byte {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(readFixture(t, fixture), &m); err != nil {
+		t.Fatal(err)
+	}
+	m["hook_event_name"] = "PostToolUse"
+	m["tool_response"] = map[string]any{"stdout": "ok\n", "stderr": "", "interrupted": false}
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func readFixture(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(hookFixtures, name+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestHookStore records decisions in a SQLite audit log and completes them from
+// PostToolUse inputs.
+func TestHookStore(t *testing.T) {
+	dsn := "sqlite://" + filepath.Join(t.TempDir(), "audit.db")
+	pre := []string{"hook", "claude-code", "--policy", hookPolicy, "--store", dsn}
+	post := []string{"hook", "claude-code", "--event", "post", "--store", dsn}
+
+	for _, f := range []string{"bash-allow", "bash-deny", "bash-ask", "bash-halt", "bash-ask-declined"} {
+		input := readFixture(t, strings.TrimSuffix(f, "-declined"))
+		if f == "bash-ask-declined" {
+			input = bytes.Replace(input, []byte("toolu_01HookTest0003"), []byte("toolu_01HookTestDecl"), 1)
+		}
+		r := runWardenStdin(t, input, pre...)
+		if r.code != 0 || r.stderr != "" {
+			t.Fatalf("%s: exit %d, stderr %q", f, r.code, r.stderr)
+		}
+		// The answer is the same as without a store.
+		if plain := runWardenStdin(t, input, pre[:4]...); plain.stdout != r.stdout {
+			t.Errorf("%s: with --store %s, without %s", f, r.stdout, plain.stdout)
+		}
+	}
+	// The allowed call and the asked call (the person approved it) ran.
+	for _, f := range []string{"bash-allow", "bash-ask", "bash-allow"} { // the second post of bash-allow is a retry
+		if r := runWardenStdin(t, postInput(t, f), post...); r.code != 0 || r.stdout != "" || r.stderr != "" {
+			t.Errorf("post %s: exit %d, stdout %q, stderr %q; want exit 0 and no output", f, r.code, r.stdout, r.stderr)
+		}
+	}
+	// A refused call cannot have run; a call Warden never saw is not in the log.
+	for f, want := range map[string]string{
+		"bash-deny":  `call "toolu_01HookTest0002" ran although Warden recorded it as refused`,
+		"read-allow": `no call "toolu_01HookTest0007" of session "9f4c2a7e-hook-test" in the audit log`,
+	} {
+		r := runWardenStdin(t, postInput(t, f), post...)
+		if r.code != exitInternal || r.stdout != "" || !strings.Contains(r.stderr, want) {
+			t.Errorf("post %s: exit %d, stdout %q, stderr %q; want exit 1 and %q", f, r.code, r.stdout, r.stderr, want)
+		}
+	}
+
+	st, err := store.Open(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	recs, err := st.QueryCalls(context.Background(), store.CallFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type row struct {
+		CallID, Session, Tool, Effect, RuleID string
+		Status                                warden.Status
+		Executed                              bool
+		ApprovedBy                            string
+		HasArgs                               bool
+	}
+	var got []row
+	for _, r := range recs {
+		got = append(got, row{r.CallID, r.Session, r.Tool, r.Effect, r.RuleID, r.Status, r.Executed, r.ApprovedBy, r.ArgsDigest != "" && len(r.Args) > 0})
+	}
+	const s = "9f4c2a7e-hook-test"
+	want := []row{
+		{"toolu_01HookTest0001", s, "bash", "allow", "git status*", warden.StatusRan, true, "", true},
+		{"toolu_01HookTest0002", s, "bash", "deny", "sudo *", warden.StatusRefused, false, "", true},
+		{"toolu_01HookTest0003", s, "bash", "ask", "git push *", warden.StatusPending, false, "", true},
+		{"toolu_01HookTest0006", s, "bash", "halt", "no-production", warden.StatusHalted, false, "", true},
+		{"toolu_01HookTestDecl", s, "bash", "ask", "git push *", warden.StatusPending, false, "", true},
+		{"toolu_01HookTest0003", s, "bash", "ask", "git push *", warden.StatusRan, true, "claude-code prompt", true},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("audit log (-want +got):\n%s", diff)
+	}
+	if rep, err := st.VerifyAudit(context.Background()); err != nil || !rep.OK {
+		t.Errorf("audit chain: %+v, %v", rep, err)
+	}
+}
+
+// TestHookStoreFailsClosed checks that a decision the audit log cannot record is a
+// refusal, and that a PostToolUse hook without a store says so.
+func TestHookStoreFailsClosed(t *testing.T) {
+	input := readFixture(t, "bash-allow")
+	r := runWardenStdin(t, input, "hook", "claude-code", "--policy", hookPolicy, "--store", "mysql://db/warden")
+	out := hookAnswer(t, r.stdout)
+	if r.code != exitUsage || out.Permission() != "deny" || !strings.Contains(out.Reason(), "the audit log could not record the call: opening the store:") || r.stderr != out.Reason()+"\n" {
+		t.Errorf("exit %d, %s %q, stderr %q", r.code, out.Permission(), out.Reason(), r.stderr)
+	}
+
+	dir := filepath.Join(t.TempDir(), "missing", "dir")
+	r = runWardenStdin(t, input, "hook", "claude-code", "--policy", hookPolicy, "--store", "sqlite://"+dir+"/a.db")
+	if r.code != exitUsage || hookAnswer(t, r.stdout).Permission() != "deny" {
+		t.Errorf("unopenable sqlite store: exit %d, stdout %q", r.code, r.stdout)
+	}
+
+	r = runWardenStdin(t, postInput(t, "bash-allow"), "hook", "claude-code", "--event", "post")
+	if r.code != exitInternal || r.stdout != "" || !strings.Contains(r.stderr, "--event post needs --store DSN") {
+		t.Errorf("post without a store: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	r = runWardenStdin(t, []byte(`{"tool_name":"Bash","tool_input":{}}`), "hook", "claude-code", "--event", "post", "--store", "sqlite://"+filepath.Join(t.TempDir(), "a.db"))
+	if r.code != exitInternal || !strings.Contains(r.stderr, "tool_use_id is missing") {
+		t.Errorf("post without tool_use_id: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// TestHookLatencyWithStore is TestHookLatency with a SQLite audit log.
+func TestHookLatencyWithStore(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the binary 50 times")
+	}
+	bin := wardenBinary(t)
+	dsn := "sqlite://" + filepath.Join(t.TempDir(), "audit.db")
+	times := make([]time.Duration, 0, hookLatencyRuns)
+	for i := range hookLatencyRuns {
+		cmd := exec.Command(bin, "hook", "claude-code", "--policy", codingAgent, "--store", dsn)
+		cmd.Stdin = bytes.NewReader(bytes.Replace(bashInput("timeout 60 go test ./..."), []byte("toolu_1"), fmt.Appendf(nil, "toolu_%d", i), 1))
+		cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
+		start := time.Now()
+		if err := cmd.Run(); err != nil {
+			t.Fatal(err)
+		}
+		times = append(times, time.Since(start))
+	}
+	slices.Sort(times)
+	median := (times[len(times)/2-1] + times[len(times)/2]) / 2
+	t.Logf("hook invocation with a SQLite store over %d runs: median %v, min %v, max %v", len(times), median.Round(10*time.Microsecond), times[0].Round(10*time.Microsecond), times[len(times)-1].Round(10*time.Microsecond))
+}

@@ -1,0 +1,20 @@
+package store
+
+import "errors"
+
+// Errors callers test with [errors.Is]. Implementations may wrap them with detail.
+var (
+	// ErrNotFound: no item has this ID (or name, or ref).
+	ErrNotFound = errors.New("store: not found")
+	// ErrAlreadyDecided: the decision was made already; it is made exactly once.
+	ErrAlreadyDecided = errors.New("store: already decided")
+	// ErrExpired: the pending decision expired before it was decided.
+	ErrExpired = errors.New("store: decision expired")
+	// ErrAlreadyCompleted: [Store.EndCall] for a call that already has a completion.
+	ErrAlreadyCompleted = errors.New("store: call already completed")
+	// ErrInvalidVerdict: a verdict with an unknown scope, or a session scope for a
+	// decision that names no session.
+	ErrInvalidVerdict = errors.New("store: invalid verdict")
+	// ErrClosed: the store was closed.
+	ErrClosed = errors.New("store: closed")
+)

@@ -1,0 +1,188 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/store"
+	"github.com/wardenhq/warden/store/postgres"
+)
+
+// proxy forwards TCP connections to the database and can be cut and restored, to
+// play a database outage without stopping the shared server.
+type proxy struct {
+	t        *testing.T
+	addr     string // where the store connects
+	upstream string
+
+	mu    sync.Mutex
+	ln    net.Listener      // nil while down
+	conns map[net.Conn]bool // open client and upstream connections
+}
+
+func newProxy(t *testing.T, upstream string) *proxy {
+	p := &proxy{t: t, upstream: upstream, conns: map[net.Conn]bool{}}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.addr = ln.Addr().String()
+	p.serve(ln)
+	t.Cleanup(p.down)
+	return p
+}
+
+func (p *proxy) serve(ln net.Listener) {
+	p.mu.Lock()
+	p.ln = ln
+	p.mu.Unlock()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			u, err := net.Dial("tcp", p.upstream)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns[c], p.conns[u] = true, true
+			p.mu.Unlock()
+			go func() { io.Copy(u, c); u.Close() }()
+			go func() { io.Copy(c, u); c.Close() }()
+		}
+	}()
+}
+
+// down refuses new connections and cuts the open ones.
+func (p *proxy) down() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ln != nil {
+		p.ln.Close()
+		p.ln = nil
+	}
+	for c := range p.conns {
+		c.Close()
+	}
+	clear(p.conns)
+}
+
+// up accepts connections again, on the same address.
+func (p *proxy) up() {
+	ln, err := net.Listen("tcp", p.addr)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	p.serve(ln)
+}
+
+// TestOutageFailsClosed cuts the database away: governed calls must fail (promptly,
+// with an error), and succeed again once it is back, with no row lost or duplicated.
+func TestOutageFailsClosed(t *testing.T) {
+	dsn := freshSchema(t)
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := u.Host
+	if u.Port() == "" {
+		host = net.JoinHostPort(u.Hostname(), "5432")
+	}
+	p := newProxy(t, host)
+	u.Host = p.addr
+	q := u.Query()
+	q.Set("connect_timeout", "2")
+	u.RawQuery = q.Encode()
+	s, err := postgres.Open(t.Context(), u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := t.Context()
+	call := func(i int) error {
+		ref, err := s.BeginCall(ctx, store.CallRecord{CallID: fmt.Sprint("c", i), Tool: "t", Executed: true})
+		if err != nil {
+			return err
+		}
+		return s.EndCall(ctx, ref, store.Completion{Status: warden.StatusRan})
+	}
+	for i := range 3 {
+		if err := call(i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pend, err := s.CreatePending(ctx, store.Pending{Question: "q", Digest: "sha256:d"})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	p.down()
+	start := time.Now()
+	for i := 3; i < 6; i++ {
+		if _, err := s.BeginCall(ctx, store.CallRecord{CallID: "down", Tool: "t", Executed: true}); err == nil {
+			t.Fatal("BeginCall succeeded while the database was unreachable")
+		}
+	}
+	if _, err := s.Decide(ctx, pend.ID, store.Verdict{Approve: true, By: "bob"}); err == nil {
+		t.Fatal("Decide succeeded while the database was unreachable")
+	}
+	if _, ok, err := s.ConsumeApproval(ctx, "sha256:d", ""); err == nil || ok {
+		t.Fatalf("ConsumeApproval during the outage = %v, %v; want an error", ok, err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	_, err = s.WaitDecision(wctx, pend.ID)
+	cancel()
+	if err == nil || errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("WaitDecision during the outage: %v, want the failure to read the decision", err)
+	}
+	if took := time.Since(start); took > 30*time.Second {
+		t.Errorf("failing during the outage took %v", took)
+	}
+
+	p.up()
+	var lastErr error
+	for try := 0; try < 50; try++ { // the pool reconnects on demand
+		if lastErr = call(3); lastErr == nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if lastErr != nil {
+		t.Fatalf("calls still fail after the database came back: %v", lastErr)
+	}
+	for i := 4; i < 6; i++ {
+		if err := call(i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Decide(ctx, pend.ID, store.Verdict{Approve: true, By: "bob"}); err != nil {
+		t.Fatalf("Decide after the outage: %v", err)
+	}
+	recs, err := s.QueryCalls(ctx, store.CallFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 6 {
+		t.Errorf("%d calls recorded, want 6 (3 before, none during, 3 after the outage)", len(recs))
+	}
+	for _, r := range recs {
+		if r.CallID == "down" || r.Status != warden.StatusRan {
+			t.Errorf("unexpected record %+v", r)
+		}
+	}
+	rep, err := s.VerifyAudit(ctx)
+	if err != nil || !rep.OK || rep.Entries != 12 {
+		t.Errorf("VerifyAudit = %+v, %v; want OK with 12 entries", rep, err)
+	}
+}

@@ -1,0 +1,225 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/store"
+	"github.com/wardenhq/warden/store/internal/core"
+)
+
+const pendingCols = `id, kind, question, detail, tool, args, digest, evidence, tenant, principal,
+	conversation, session, revision, created, expires, state, scope, session_ttl_ns,
+	decided_by, note, decided_at, consumed, decision`
+
+func scanPending(row pgx.Row) (store.Pending, error) {
+	var p store.Pending
+	var kind string
+	var created time.Time
+	var expires, decidedAt *time.Time
+	var ttl int64
+	err := row.Scan(&p.ID, &kind, &p.Question, &p.Detail, &p.Tool, &p.Args, &p.Digest,
+		&p.Evidence, &p.Identity.Tenant, &p.Identity.Principal, &p.Identity.Conversation,
+		&p.Session, &p.Revision, &created, &expires, &p.State, &p.Scope, &ttl, &p.DecidedBy,
+		&p.Note, &decidedAt, &p.Consumed, &p.Decision)
+	if err != nil {
+		return store.Pending{}, err
+	}
+	p.Kind = warden.DecisionKind(kind)
+	p.Created, p.Expires, p.DecidedAt = created.UTC(), fromNullTime(expires), fromNullTime(decidedAt)
+	p.SessionTTL = time.Duration(ttl)
+	for _, b := range []*[]byte{(*[]byte)(&p.Args), (*[]byte)(&p.Evidence), (*[]byte)(&p.Decision)} {
+		if len(*b) == 0 {
+			*b = nil
+		}
+	}
+	return p, nil
+}
+
+// CreatePending stores a new pending decision.
+func (s *Store) CreatePending(ctx context.Context, p store.Pending) (store.Pending, error) {
+	if err := s.check(); err != nil {
+		return store.Pending{}, err
+	}
+	p, err := core.PrepareNew(p, s.now())
+	if err != nil {
+		return store.Pending{}, err
+	}
+	_, err = s.pool.Exec(ctx, `INSERT INTO warden_pending (`+pendingCols+`)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,
+		$19, $20, $21, $22, $23)`,
+		p.ID, string(p.Kind), p.Question, p.Detail, p.Tool, []byte(p.Args), p.Digest,
+		[]byte(p.Evidence), p.Identity.Tenant, p.Identity.Principal, p.Identity.Conversation,
+		p.Session, p.Revision, p.Created, nullTime(p.Expires), p.State, p.Scope,
+		int64(p.SessionTTL), p.DecidedBy, p.Note, nullTime(p.DecidedAt), p.Consumed, []byte(p.Decision))
+	if pgErr, ok := errors.AsType[*pgconn.PgError](err); ok && pgErr.Code == "23505" { // unique_violation
+		return store.Pending{}, fmt.Errorf("postgres: a decision with ID %q exists already", p.ID)
+	}
+	if err != nil {
+		return store.Pending{}, fmt.Errorf("postgres: storing decision %s: %w", p.ID, err)
+	}
+	return p, nil
+}
+
+// GetPending returns one decision.
+func (s *Store) GetPending(ctx context.Context, id string) (store.Pending, error) {
+	if err := s.check(); err != nil {
+		return store.Pending{}, err
+	}
+	p, err := scanPending(s.pool.QueryRow(ctx, `SELECT `+pendingCols+` FROM warden_pending WHERE id = $1`, id))
+	if isNoRows(err) {
+		return store.Pending{}, notFound("decision", strconv.Quote(id))
+	}
+	if err != nil {
+		return store.Pending{}, fmt.Errorf("postgres: reading decision %s: %w", id, err)
+	}
+	return core.View(p, s.now()), nil
+}
+
+// ListPending returns decisions, oldest first.
+func (s *Store) ListPending(ctx context.Context, f store.PendingFilter) ([]store.Pending, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	now := s.now()
+	q := `SELECT ` + pendingCols + ` FROM warden_pending WHERE true`
+	var args []any
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	if !f.All {
+		q += ` AND state = 'pending' AND (expires IS NULL OR expires > ` + arg(now) + `)`
+	}
+	if f.Session != "" {
+		q += ` AND session = ` + arg(f.Session)
+	}
+	q += ` ORDER BY created, id`
+	if f.Limit > 0 {
+		q += ` LIMIT ` + arg(f.Limit)
+	}
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: listing decisions: %w", err)
+	}
+	defer rows.Close()
+	var out []store.Pending
+	for rows.Next() {
+		p, err := scanPending(rows)
+		if err != nil {
+			return nil, fmt.Errorf("postgres: listing decisions: %w", err)
+		}
+		if core.Listed(p, f, now) {
+			out = append(out, core.View(p, now))
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: listing decisions: %w", err)
+	}
+	return out, nil
+}
+
+// Decide records a verdict, exactly once: the row is locked (FOR UPDATE) while the
+// verdict is checked and written, and waiters in every replica are notified on commit.
+func (s *Store) Decide(ctx context.Context, id string, v store.Verdict) (store.Pending, error) {
+	if err := s.check(); err != nil {
+		return store.Pending{}, err
+	}
+	var decided store.Pending
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		p, err := scanPending(tx.QueryRow(ctx, `SELECT `+pendingCols+` FROM warden_pending WHERE id = $1 FOR UPDATE`, id))
+		if isNoRows(err) {
+			return notFound("decision", strconv.Quote(id))
+		}
+		if err != nil {
+			return fmt.Errorf("postgres: reading decision %s: %w", id, err)
+		}
+		if p, err = core.Decide(p, v, s.now()); err != nil {
+			return err
+		}
+		b := &pgx.Batch{}
+		b.Queue(`UPDATE warden_pending SET state = $1, scope = $2, session_ttl_ns = $3,
+			decided_by = $4, note = $5, decided_at = $6 WHERE id = $7`,
+			p.State, p.Scope, int64(p.SessionTTL), p.DecidedBy, p.Note, p.DecidedAt, id)
+		b.Queue(`SELECT pg_notify($1, $2)`, notifyChannel, id) // delivered at commit
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return fmt.Errorf("postgres: deciding %s: %w", id, err)
+		}
+		decided = p
+		return nil
+	})
+	if err != nil {
+		return store.Pending{}, err
+	}
+	s.waiters.Notify(id)
+	return decided, nil
+}
+
+// WaitDecision blocks until the decision is made.
+func (s *Store) WaitDecision(ctx context.Context, id string) (store.Pending, error) {
+	if err := s.check(); err != nil {
+		return store.Pending{}, err
+	}
+	s.listen()
+	wake, remove := s.waiters.Add(id)
+	defer remove()
+	return core.Wait(ctx, id, s.GetPending, wake, core.WaitOptions{Min: time.Second, Max: time.Second, Now: s.now})
+}
+
+// ConsumeApproval finds (and, for scope once, consumes) an approval of this digest.
+func (s *Store) ConsumeApproval(ctx context.Context, digest, session string) (store.Pending, bool, error) {
+	if err := s.check(); err != nil {
+		return store.Pending{}, false, err
+	}
+	if digest == "" {
+		return store.Pending{}, false, nil // fail closed: an empty digest names no call
+	}
+	now := s.now()
+	if session != "" {
+		rows, err := s.pool.Query(ctx, `SELECT `+pendingCols+` FROM warden_pending
+			WHERE digest = $1 AND state = 'approved' AND scope = 'session' AND session = $2
+			ORDER BY decided_at DESC, id`, digest, session)
+		if err != nil {
+			return store.Pending{}, false, fmt.Errorf("postgres: looking up approvals: %w", err)
+		}
+		for rows.Next() {
+			p, err := scanPending(rows)
+			if err != nil {
+				rows.Close()
+				return store.Pending{}, false, fmt.Errorf("postgres: looking up approvals: %w", err)
+			}
+			if core.Authorizes(p, digest, session, now) {
+				rows.Close()
+				return p, true, nil
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return store.Pending{}, false, fmt.Errorf("postgres: looking up approvals: %w", err)
+		}
+	}
+	// Claim the oldest usable once approval. A row another transaction is claiming is
+	// skipped rather than waited for: that one will consume it.
+	p, err := scanPending(s.pool.QueryRow(ctx, `UPDATE warden_pending SET consumed = true
+		WHERE id = (
+			SELECT id FROM warden_pending
+			WHERE digest = $1 AND state = 'approved' AND scope = 'once' AND NOT consumed
+			AND (expires IS NULL OR expires > $2)
+			ORDER BY decided_at, id LIMIT 1
+			FOR UPDATE SKIP LOCKED)
+		AND NOT consumed
+		RETURNING `+pendingCols, digest, now))
+	if isNoRows(err) {
+		return store.Pending{}, false, nil
+	}
+	if err != nil {
+		return store.Pending{}, false, fmt.Errorf("postgres: consuming an approval: %w", err)
+	}
+	return p, true, nil
+}

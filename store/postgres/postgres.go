@@ -1,0 +1,260 @@
+// Package postgres is the [store.Store] for several Warden replicas sharing one state:
+// PostgreSQL through github.com/jackc/pgx/v5 (pgxpool). Importing it registers the
+// "postgres" and "postgresql" DSN schemes with [store.Open]. The DSN is pgx's: every
+// libpq-style parameter works, and any other parameter is sent as a run-time setting,
+// so "?search_path=warden" places the tables in schema warden. The tables are prefixed
+// warden_.
+//
+// # Migrations
+//
+// Open applies the embedded migrations that are missing, in order, each in its own
+// transaction, while holding a session-level advisory lock (pg_advisory_lock), so
+// replicas starting together apply each migration once.
+//
+// # The audit chain across replicas
+//
+// Each process batches its appends: the entries queued while the previous batch
+// committed are written in one transaction, and every such transaction locks the
+// chain-head row (warden_audit_head), so the appends of all replicas are serialized and
+// the chain stays linear. When this process made the last append, a batch is a single
+// statement (one round trip) that numbers and hashes the entries from the head it
+// remembers and moves the head only if it is still there; if another replica appended
+// meanwhile, nothing is written and the batch is redone the slow way: lock the head
+// (SELECT ... FOR UPDATE), read it, number, hash and insert.
+//
+// # Decisions across replicas
+//
+// [Store.Decide] sends NOTIFY warden_decisions with the decision's ID in the deciding
+// transaction. [Store.WaitDecision] is woken by a LISTEN connection (opened on first use
+// and reopened when it breaks), by decisions of its own process, and by a poll every
+// second in case a notification was missed. [Store.ConsumeApproval] claims a once
+// approval with SELECT ... FOR UPDATE SKIP LOCKED, so of concurrent consumers in any
+// replicas exactly one gets it.
+package postgres
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/wardenhq/warden/store"
+	"github.com/wardenhq/warden/store/internal/core"
+)
+
+func init() {
+	opener := func(ctx context.Context, dsn string) (store.Store, error) { return Open(ctx, dsn) }
+	store.Register("postgres", opener)
+	store.Register("postgresql", opener)
+}
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// notifyChannel is the LISTEN/NOTIFY channel of decisions; the payload is the ID.
+const notifyChannel = "warden_decisions"
+
+// migrationLock is the advisory lock key held while migrating ("warden" + 1).
+const migrationLock int64 = 0x77617264656e0001
+
+// Store is the PostgreSQL [store.Store]. It is safe for concurrent use, also by
+// several processes sharing the database.
+type Store struct {
+	pool    *pgxpool.Pool
+	app     *appender
+	waiters core.Waiters
+	now     func() time.Time
+	closed  atomic.Bool // set by Close
+
+	listenOnce   sync.Once
+	listenCancel context.CancelFunc // stops the listener; set by listenOnce
+	listenDone   chan struct{}      // closed when the listener ends; set by listenOnce
+	listenMu     sync.Mutex         // guards listenCancel/listenDone against Close
+}
+
+var (
+	_ store.Store    = (*Store)(nil)
+	_ store.Tamperer = (*Store)(nil)
+)
+
+// Open connects to the database named by dsn (a postgres:// URL or key=value string)
+// and applies pending migrations.
+func Open(ctx context.Context, dsn string) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	if err := migrate(ctx, pool); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	s := &Store{pool: pool, now: time.Now}
+	s.app = newAppender(pool)
+	return s, nil
+}
+
+// Close waits for queued appends, stops the listener and closes the pool. It is safe
+// to call more than once.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	s.waiters.NotifyAll() // waiters re-read, and learn that the store is closed
+	s.app.close()
+	s.listenMu.Lock()
+	cancel, done := s.listenCancel, s.listenDone
+	s.listenMu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+	s.pool.Close()
+	return nil
+}
+
+func migrate(ctx context.Context, pool *pgxpool.Pool) error {
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, migrationLock); err != nil {
+		return fmt.Errorf("taking the migration lock: %w", err)
+	}
+	defer func() {
+		// Unlock even when ctx ended; a broken connection drops the lock anyway.
+		conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, migrationLock)
+	}()
+	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS warden_schema_migrations (
+		version integer     PRIMARY KEY,
+		name    text        NOT NULL,
+		applied timestamptz NOT NULL DEFAULT now()
+	)`); err != nil {
+		return fmt.Errorf("creating warden_schema_migrations: %w", err)
+	}
+	names, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		return err
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		base := strings.TrimPrefix(name, "migrations/")
+		digits, _, _ := strings.Cut(base, "_")
+		version, err := strconv.Atoi(digits)
+		if err != nil {
+			return fmt.Errorf("migration %s: name must start with a version number", base)
+		}
+		body, err := migrations.ReadFile(name)
+		if err != nil {
+			return err
+		}
+		if err := applyMigration(ctx, conn.Conn(), version, base, string(body)); err != nil {
+			return fmt.Errorf("migration %s: %w", base, err)
+		}
+	}
+	return nil
+}
+
+func applyMigration(ctx context.Context, conn *pgx.Conn, version int, name, body string) error {
+	var n int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM warden_schema_migrations WHERE version = $1`, version).Scan(&n); err != nil {
+		return err
+	}
+	if n > 0 {
+		return nil
+	}
+	return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, body); err != nil { // no arguments: simple protocol, several statements
+			return err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO warden_schema_migrations (version, name) VALUES ($1, $2)`, version, name)
+		return err
+	})
+}
+
+// listen starts the LISTEN connection once; it runs until Close.
+func (s *Store) listen() {
+	s.listenOnce.Do(func() {
+		s.listenMu.Lock()
+		defer s.listenMu.Unlock()
+		if s.closed.Load() {
+			return
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		s.listenCancel, s.listenDone = cancel, make(chan struct{})
+		go s.listenLoop(ctx, s.listenDone)
+	})
+}
+
+func (s *Store) listenLoop(ctx context.Context, done chan struct{}) {
+	defer close(done)
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig)
+		if err == nil {
+			if _, err = conn.Exec(ctx, "LISTEN "+notifyChannel); err == nil {
+				backoff = 100 * time.Millisecond
+				s.waiters.NotifyAll() // decisions made while nobody listened
+				for {
+					n, werr := conn.WaitForNotification(ctx)
+					if werr != nil {
+						break
+					}
+					s.waiters.Notify(n.Payload)
+				}
+			}
+			conn.Close(context.Background())
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+		case <-t.C:
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+// nullTime binds the zero time as NULL.
+func nullTime(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t
+}
+
+// fromNullTime reads a nullable timestamptz as UTC, NULL as the zero time.
+func fromNullTime(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.UTC()
+}
+
+// check refuses use after Close.
+func (s *Store) check() error {
+	if s.closed.Load() {
+		return store.ErrClosed
+	}
+	return nil
+}
+
+// notFound wraps store.ErrNotFound with what was looked for.
+func notFound(what string, key any) error {
+	return fmt.Errorf("%w: %s %v", store.ErrNotFound, what, key)
+}
+
+func isNoRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) }

@@ -1,0 +1,132 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/wardenhq/warden/store"
+)
+
+// PutCheckpoint stores data under id, replacing what was there.
+func (s *Store) PutCheckpoint(ctx context.Context, id string, data []byte) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	if id == "" {
+		return errors.New("postgres: checkpoint ID is empty")
+	}
+	if data == nil {
+		data = []byte{} // the column is NOT NULL
+	}
+	_, err := s.pool.Exec(ctx, `INSERT INTO warden_checkpoints (id, data, updated) VALUES ($1, $2, $3)
+		ON CONFLICT (id) DO UPDATE SET data = excluded.data, updated = excluded.updated`,
+		id, data, store.NormalizeTime(s.now()))
+	if err != nil {
+		return fmt.Errorf("postgres: storing checkpoint %s: %w", id, err)
+	}
+	return nil
+}
+
+// GetCheckpoint returns the data stored under id.
+func (s *Store) GetCheckpoint(ctx context.Context, id string) ([]byte, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	var data []byte
+	err := s.pool.QueryRow(ctx, `SELECT data FROM warden_checkpoints WHERE id = $1`, id).Scan(&data)
+	if isNoRows(err) {
+		return nil, notFound("checkpoint", strconv.Quote(id))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("postgres: reading checkpoint %s: %w", id, err)
+	}
+	if data == nil {
+		data = []byte{}
+	}
+	return data, nil
+}
+
+const pinCols = `name, hash, definition, approved, approved_by, updated, pending, pending_hash`
+
+func scanPin(row pgx.Row) (store.Pin, error) {
+	var p store.Pin
+	var updated time.Time
+	var def, pending []byte
+	if err := row.Scan(&p.Name, &p.Hash, &def, &p.Approved, &p.ApprovedBy, &updated, &pending, &p.PendingHash); err != nil {
+		return store.Pin{}, err
+	}
+	if len(def) > 0 {
+		p.Definition = def
+	}
+	if len(pending) > 0 {
+		p.Pending = pending
+	}
+	p.Updated = updated.UTC()
+	return p, nil
+}
+
+// GetPin returns the pin of one tool.
+func (s *Store) GetPin(ctx context.Context, name string) (store.Pin, error) {
+	if err := s.check(); err != nil {
+		return store.Pin{}, err
+	}
+	p, err := scanPin(s.pool.QueryRow(ctx, `SELECT `+pinCols+` FROM warden_pins WHERE name = $1`, name))
+	if isNoRows(err) {
+		return store.Pin{}, notFound("pin", strconv.Quote(name))
+	}
+	if err != nil {
+		return store.Pin{}, fmt.Errorf("postgres: reading pin %s: %w", name, err)
+	}
+	return p, nil
+}
+
+// PutPin inserts or replaces a pin.
+func (s *Store) PutPin(ctx context.Context, p store.Pin) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	if p.Name == "" {
+		return errors.New("postgres: pin name is empty")
+	}
+	if p.Updated.IsZero() {
+		p.Updated = s.now()
+	}
+	_, err := s.pool.Exec(ctx, `INSERT INTO warden_pins (`+pinCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+		ON CONFLICT (name) DO UPDATE SET hash = excluded.hash, definition = excluded.definition,
+		approved = excluded.approved, approved_by = excluded.approved_by, updated = excluded.updated,
+		pending = excluded.pending, pending_hash = excluded.pending_hash`,
+		p.Name, p.Hash, []byte(p.Definition), p.Approved, p.ApprovedBy, store.NormalizeTime(p.Updated),
+		[]byte(p.Pending), p.PendingHash)
+	if err != nil {
+		return fmt.Errorf("postgres: storing pin %s: %w", p.Name, err)
+	}
+	return nil
+}
+
+// ListPins returns every pin, ordered by name.
+func (s *Store) ListPins(ctx context.Context) ([]store.Pin, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+pinCols+` FROM warden_pins ORDER BY name`)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: listing pins: %w", err)
+	}
+	defer rows.Close()
+	var out []store.Pin
+	for rows.Next() {
+		p, err := scanPin(rows)
+		if err != nil {
+			return nil, fmt.Errorf("postgres: listing pins: %w", err)
+		}
+		out = append(out, p)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: listing pins: %w", err)
+	}
+	return out, nil
+}

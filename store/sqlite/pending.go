@@ -1,0 +1,247 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/store"
+	"github.com/wardenhq/warden/store/internal/core"
+)
+
+const pendingCols = `id, kind, question, detail, tool, args, digest, evidence, tenant, principal,
+	conversation, session, revision, created, expires, state, scope, session_ttl_ns,
+	decided_by, note, decided_at, consumed, decision`
+
+func scanPending(sc interface{ Scan(...any) error }) (store.Pending, error) {
+	var p store.Pending
+	var kind string
+	var created, expires, decidedAt, ttl int64
+	// The JSON columns are NULL when empty; database/sql cannot scan NULL into a
+	// json.RawMessage, so they go through plain byte slices.
+	var args, evidence, decision []byte
+	err := sc.Scan(&p.ID, &kind, &p.Question, &p.Detail, &p.Tool, &args, &p.Digest,
+		&evidence, &p.Identity.Tenant, &p.Identity.Principal, &p.Identity.Conversation,
+		&p.Session, &p.Revision, &created, &expires, &p.State, &p.Scope, &ttl, &p.DecidedBy,
+		&p.Note, &decidedAt, &p.Consumed, &decision)
+	if err != nil {
+		return store.Pending{}, err
+	}
+	p.Args, p.Evidence, p.Decision = nilIfEmpty(args), nilIfEmpty(evidence), nilIfEmpty(decision)
+	p.Kind = warden.DecisionKind(kind)
+	p.Created, p.Expires, p.DecidedAt = fromMicros(created), fromMicros(expires), fromMicros(decidedAt)
+	p.SessionTTL = time.Duration(ttl)
+	return p, nil
+}
+
+func nilIfEmpty(b []byte) json.RawMessage {
+	if len(b) == 0 {
+		return nil
+	}
+	return json.RawMessage(b)
+}
+
+// CreatePending stores a new pending decision.
+func (s *Store) CreatePending(ctx context.Context, p store.Pending) (store.Pending, error) {
+	p, err := core.PrepareNew(p, s.now())
+	if err != nil {
+		return store.Pending{}, err
+	}
+	err = s.w.do(ctx, func(t *wtx) error {
+		var n int
+		if err := t.queryRow(`SELECT count(*) FROM pending WHERE id = ?`, p.ID).Scan(&n); err != nil {
+			return fmt.Errorf("sqlite: %w", err)
+		}
+		if n > 0 {
+			return fmt.Errorf("sqlite: a decision with ID %q %w", p.ID, errExists)
+		}
+		_, err := t.exec(`INSERT INTO pending (`+pendingCols+`)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			p.ID, string(p.Kind), p.Question, p.Detail, p.Tool, nullBytes(p.Args), p.Digest,
+			nullBytes(p.Evidence), p.Identity.Tenant, p.Identity.Principal,
+			p.Identity.Conversation, p.Session, p.Revision, micros(p.Created),
+			micros(p.Expires), p.State, p.Scope, int64(p.SessionTTL), p.DecidedBy, p.Note,
+			micros(p.DecidedAt), p.Consumed, nullBytes(p.Decision))
+		if err != nil {
+			return fmt.Errorf("sqlite: storing decision %s: %w", p.ID, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return store.Pending{}, err
+	}
+	return p, nil
+}
+
+// GetPending returns one decision.
+func (s *Store) GetPending(ctx context.Context, id string) (store.Pending, error) {
+	if s.closed.Load() {
+		return store.Pending{}, store.ErrClosed
+	}
+	p, err := scanPending(s.read.QueryRowContext(ctx, `SELECT `+pendingCols+` FROM pending WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Pending{}, fmt.Errorf("%w: decision %q", store.ErrNotFound, id)
+	}
+	if err != nil {
+		return store.Pending{}, fmt.Errorf("sqlite: reading decision %s: %w", id, err)
+	}
+	return core.View(p, s.now()), nil
+}
+
+// ListPending returns decisions, oldest first.
+func (s *Store) ListPending(ctx context.Context, f store.PendingFilter) ([]store.Pending, error) {
+	if s.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	now := s.now()
+	q := `SELECT ` + pendingCols + ` FROM pending WHERE 1 = 1`
+	var args []any
+	if !f.All {
+		q += ` AND state = 'pending' AND (expires = 0 OR expires > ?)`
+		args = append(args, now.UnixMicro())
+	}
+	if f.Session != "" {
+		q += ` AND session = ?`
+		args = append(args, f.Session)
+	}
+	q += ` ORDER BY created, id`
+	if f.Limit > 0 {
+		q += ` LIMIT ?`
+		args = append(args, f.Limit)
+	}
+	rows, err := s.read.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: listing decisions: %w", err)
+	}
+	defer rows.Close()
+	var out []store.Pending
+	for rows.Next() {
+		p, err := scanPending(rows)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: listing decisions: %w", err)
+		}
+		if core.Listed(p, f, now) {
+			out = append(out, core.View(p, now))
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: listing decisions: %w", err)
+	}
+	return out, nil
+}
+
+// Decide records a verdict, exactly once.
+func (s *Store) Decide(ctx context.Context, id string, v store.Verdict) (store.Pending, error) {
+	var decided store.Pending
+	err := s.w.do(ctx, func(t *wtx) error {
+		p, err := scanPending(t.queryRow(`SELECT `+pendingCols+` FROM pending WHERE id = ?`, id))
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("%w: decision %q", store.ErrNotFound, id)
+		}
+		if err != nil {
+			return fmt.Errorf("sqlite: reading decision %s: %w", id, err)
+		}
+		p, err = core.Decide(p, v, s.now())
+		if err != nil {
+			return err
+		}
+		// The write lock is held, so the state cannot have changed since the read; the
+		// condition is a second guard for exactly-once.
+		res, err := t.exec(`UPDATE pending SET state = ?, scope = ?, session_ttl_ns = ?,
+			decided_by = ?, note = ?, decided_at = ? WHERE id = ? AND state = 'pending'`,
+			p.State, p.Scope, int64(p.SessionTTL), p.DecidedBy, p.Note, micros(p.DecidedAt), id)
+		if err != nil {
+			return fmt.Errorf("sqlite: deciding %s: %w", id, err)
+		}
+		if n, err := res.RowsAffected(); err != nil || n != 1 {
+			return fmt.Errorf("%w: decision %q", store.ErrAlreadyDecided, id)
+		}
+		decided = p
+		return nil
+	})
+	if err != nil {
+		return store.Pending{}, err
+	}
+	s.waiters.Notify(id)
+	return decided, nil
+}
+
+// WaitDecision blocks until the decision is made.
+func (s *Store) WaitDecision(ctx context.Context, id string) (store.Pending, error) {
+	wake, remove := s.waiters.Add(id)
+	defer remove()
+	return core.Wait(ctx, id, s.GetPending, wake, core.WaitOptions{Min: 50 * time.Millisecond, Max: time.Second, Now: s.now})
+}
+
+// ConsumeApproval finds (and, for scope once, consumes) an approval of this digest.
+func (s *Store) ConsumeApproval(ctx context.Context, digest, session string) (store.Pending, bool, error) {
+	if s.closed.Load() {
+		return store.Pending{}, false, store.ErrClosed
+	}
+	if digest == "" {
+		return store.Pending{}, false, nil // fail closed: an empty digest names no call
+	}
+	// A session approval is only read, never changed: no need for the writer.
+	if session != "" {
+		rows, err := s.read.QueryContext(ctx, `SELECT `+pendingCols+` FROM pending
+			WHERE digest = ? AND state = 'approved' AND scope = 'session' AND session = ?
+			ORDER BY decided_at DESC, id`, digest, session)
+		if err != nil {
+			return store.Pending{}, false, fmt.Errorf("sqlite: looking up approvals: %w", err)
+		}
+		now := s.now()
+		for rows.Next() {
+			p, err := scanPending(rows)
+			if err != nil {
+				rows.Close()
+				return store.Pending{}, false, fmt.Errorf("sqlite: looking up approvals: %w", err)
+			}
+			if core.Authorizes(p, digest, session, now) {
+				rows.Close()
+				return p, true, nil
+			}
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return store.Pending{}, false, fmt.Errorf("sqlite: looking up approvals: %w", err)
+		}
+	}
+	var got store.Pending
+	var ok bool
+	err := s.w.do(ctx, func(t *wtx) error {
+		got, ok = store.Pending{}, false // the op may run again
+		now := s.now()
+		p, err := scanPending(t.queryRow(`SELECT `+pendingCols+` FROM pending
+			WHERE digest = ? AND state = 'approved' AND scope = 'once' AND consumed = 0
+			AND (expires = 0 OR expires > ?)
+			ORDER BY decided_at, id LIMIT 1`, digest, now.UnixMicro()))
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("sqlite: looking up approvals: %w", err)
+		}
+		if !core.Authorizes(p, digest, session, now) {
+			return nil
+		}
+		res, err := t.exec(`UPDATE pending SET consumed = 1 WHERE id = ? AND consumed = 0`, p.ID)
+		if err != nil {
+			return fmt.Errorf("sqlite: consuming approval %s: %w", p.ID, err)
+		}
+		if n, err := res.RowsAffected(); err != nil || n != 1 {
+			return nil // someone else consumed it
+		}
+		p.Consumed = true
+		got, ok = p, true
+		return nil
+	})
+	if err != nil {
+		return store.Pending{}, false, err
+	}
+	return got, ok, nil
+}

@@ -1,0 +1,131 @@
+package sqlite
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/wardenhq/warden/store"
+)
+
+// PutCheckpoint stores data under id, replacing what was there.
+func (s *Store) PutCheckpoint(ctx context.Context, id string, data []byte) error {
+	if id == "" {
+		return errors.New("sqlite: checkpoint ID is empty")
+	}
+	data = append([]byte{}, data...) // never NULL; and the caller keeps its slice
+	now := s.now().UnixMicro()
+	return s.w.do(ctx, func(t *wtx) error {
+		_, err := t.exec(`INSERT INTO checkpoints (id, data, updated) VALUES (?, ?, ?)
+			ON CONFLICT (id) DO UPDATE SET data = excluded.data, updated = excluded.updated`, id, data, now)
+		if err != nil {
+			return fmt.Errorf("sqlite: storing checkpoint %s: %w", id, err)
+		}
+		return nil
+	})
+}
+
+// GetCheckpoint returns the data stored under id.
+func (s *Store) GetCheckpoint(ctx context.Context, id string) ([]byte, error) {
+	if s.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	var data []byte
+	err := s.read.QueryRowContext(ctx, `SELECT data FROM checkpoints WHERE id = ?`, id).Scan(&data)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("%w: checkpoint %q", store.ErrNotFound, id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: reading checkpoint %s: %w", id, err)
+	}
+	if data == nil {
+		data = []byte{}
+	}
+	return data, nil
+}
+
+const pinCols = `name, hash, definition, approved, approved_by, updated, pending, pending_hash`
+
+func scanPin(sc interface{ Scan(...any) error }) (store.Pin, error) {
+	var p store.Pin
+	var updated int64
+	var def, pending []byte
+	if err := sc.Scan(&p.Name, &p.Hash, &def, &p.Approved, &p.ApprovedBy, &updated, &pending, &p.PendingHash); err != nil {
+		return store.Pin{}, err
+	}
+	if len(def) > 0 {
+		p.Definition = def
+	}
+	if len(pending) > 0 {
+		p.Pending = pending
+	}
+	p.Updated = fromMicros(updated)
+	return p, nil
+}
+
+// GetPin returns the pin of one tool.
+func (s *Store) GetPin(ctx context.Context, name string) (store.Pin, error) {
+	if s.closed.Load() {
+		return store.Pin{}, store.ErrClosed
+	}
+	p, err := scanPin(s.read.QueryRowContext(ctx, `SELECT `+pinCols+` FROM pins WHERE name = ?`, name))
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Pin{}, fmt.Errorf("%w: pin %q", store.ErrNotFound, name)
+	}
+	if err != nil {
+		return store.Pin{}, fmt.Errorf("sqlite: reading pin %s: %w", name, err)
+	}
+	return p, nil
+}
+
+// PutPin inserts or replaces a pin.
+func (s *Store) PutPin(ctx context.Context, p store.Pin) error {
+	if p.Name == "" {
+		return errors.New("sqlite: pin name is empty")
+	}
+	if p.Updated.IsZero() {
+		p.Updated = s.now()
+	}
+	p.Updated = store.NormalizeTime(p.Updated)
+	// The write runs on the writer goroutine: keep our own copies of the caller's bytes.
+	p.Definition = bytes.Clone(p.Definition)
+	p.Pending = bytes.Clone(p.Pending)
+	return s.w.do(ctx, func(t *wtx) error {
+		_, err := t.exec(`INSERT INTO pins (`+pinCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (name) DO UPDATE SET hash = excluded.hash, definition = excluded.definition,
+			approved = excluded.approved, approved_by = excluded.approved_by, updated = excluded.updated,
+			pending = excluded.pending, pending_hash = excluded.pending_hash`,
+			p.Name, p.Hash, nullBytes(p.Definition), p.Approved, p.ApprovedBy, micros(p.Updated),
+			nullBytes(p.Pending), p.PendingHash)
+		if err != nil {
+			return fmt.Errorf("sqlite: storing pin %s: %w", p.Name, err)
+		}
+		return nil
+	})
+}
+
+// ListPins returns every pin, ordered by name.
+func (s *Store) ListPins(ctx context.Context) ([]store.Pin, error) {
+	if s.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	rows, err := s.read.QueryContext(ctx, `SELECT `+pinCols+` FROM pins ORDER BY name`)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: listing pins: %w", err)
+	}
+	defer rows.Close()
+	var out []store.Pin
+	for rows.Next() {
+		p, err := scanPin(rows)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: listing pins: %w", err)
+		}
+		out = append(out, p)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: listing pins: %w", err)
+	}
+	return out, nil
+}

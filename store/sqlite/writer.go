@@ -1,0 +1,314 @@
+// This file is the single writer: the goroutine that owns the write connection and
+// commits the writes of many callers in groups.
+
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/wardenhq/warden/store"
+)
+
+// maxBatch bounds how many queued writes share one transaction, so one commit cannot
+// delay the first caller of a long queue for long.
+const maxBatch = 256
+
+// op is one caller's write. fn runs inside the writer's transaction and may run more
+// than once (see writer.commit), so it must compute everything it writes inside. Before
+// writing, it may fail with a verdict (see isVerdict). Its error (or the commit's) is
+// sent on done.
+type op struct {
+	ctx  context.Context // the caller's: an op whose caller gave up is skipped
+	fn   func(t *wtx) error
+	done chan error // buffered: the writer never blocks on a caller
+}
+
+// writer owns the write connection. Its fields are set at construction; mu guards
+// closed and the send side of ops.
+type writer struct {
+	db       *sql.DB // SetMaxOpenConns(1), BEGIN IMMEDIATE
+	ops      chan *op
+	finished chan struct{} // closed when run returns
+
+	stmts map[string]*sql.Stmt // hotSQL, prepared; read-only after newWriter
+
+	mu     sync.RWMutex
+	closed bool // ops is closed; guarded by mu
+}
+
+// hotSQL lists the statements of the audit path. They are prepared when the writer
+// starts (while the only connection is free): parsing SQL would otherwise be a large
+// share of a small write's cost.
+var hotSQL = []string{sqlHead, sqlSetHead, sqlInsertAudit, sqlIntentState}
+
+const (
+	sqlHead        = `SELECT seq, hash FROM audit_head WHERE id = 1`
+	sqlSetHead     = `UPDATE audit_head SET seq = ?, hash = ? WHERE id = 1`
+	sqlInsertAudit = `INSERT INTO audit (seq, kind, ref, at, call_id, session, tool,
+		tenant, principal, conversation, args_digest, args, stage, effect, rule_id, rationale,
+		reason, revision, executed, status, duration_ns, result_size, approved_by, prev_hash, hash)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	// The kind of an entry and how many completions it has.
+	sqlIntentState = `SELECT kind, (SELECT count(*) FROM audit c WHERE c.kind = 'complete' AND c.ref = a.seq)
+		FROM audit a WHERE seq = ?`
+)
+
+func newWriter(ctx context.Context, db *sql.DB) (*writer, error) {
+	w := &writer{db: db, ops: make(chan *op, 4*maxBatch), finished: make(chan struct{}), stmts: map[string]*sql.Stmt{}}
+	for _, q := range hotSQL {
+		st, err := db.PrepareContext(ctx, q)
+		if err != nil {
+			for _, st := range w.stmts {
+				st.Close()
+			}
+			return nil, fmt.Errorf("preparing %q: %w", q, err)
+		}
+		w.stmts[q] = st
+	}
+	go w.run()
+	return w, nil
+}
+
+// do queues fn and waits for its result. When ctx ends first, do returns ctx.Err();
+// fn may still run (and commit) later unless the writer sees the cancellation first.
+func (w *writer) do(ctx context.Context, fn func(t *wtx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	o := &op{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	w.mu.RLock()
+	if w.closed {
+		w.mu.RUnlock()
+		return store.ErrClosed
+	}
+	select {
+	case w.ops <- o:
+		w.mu.RUnlock()
+	case <-ctx.Done():
+		w.mu.RUnlock()
+		return ctx.Err()
+	}
+	select {
+	case err := <-o.done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// close stops accepting writes, lets the queued ones finish, and closes the database.
+func (w *writer) close() error {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		<-w.finished
+		return nil
+	}
+	w.closed = true
+	close(w.ops) // no sender holds mu.RLock now, so no send can follow
+	w.mu.Unlock()
+	<-w.finished
+	var errs []error
+	for _, st := range w.stmts {
+		errs = append(errs, st.Close())
+	}
+	return errors.Join(append(errs, w.db.Close())...)
+}
+
+func (w *writer) run() {
+	defer close(w.finished)
+	batch := make([]*op, 0, maxBatch)
+	for first := range w.ops {
+		batch = append(batch[:0], first)
+	fill:
+		for len(batch) < maxBatch {
+			select {
+			case o, ok := <-w.ops:
+				if !ok {
+					break fill
+				}
+				batch = append(batch, o)
+			default:
+				break fill
+			}
+		}
+		w.commit(batch)
+		clear(batch) // drop references to finished ops
+	}
+}
+
+// wtx is the writer's open transaction, handed to each op.
+type wtx struct {
+	ctx context.Context // the writer's, not a caller's: a batch outlives any one caller
+	tx  *sql.Tx
+	w   *writer
+
+	stmts map[string]*sql.Stmt // this transaction's handles on writer.stmts, made on first use
+
+	// The audit chain head as of this transaction: loaded on first use, advanced by
+	// each append.
+	headLoaded bool
+	headMoved  bool // audit_head must be set to headSeq, headHash before commit
+	headSeq    int64
+	headHash   string
+}
+
+// commit runs a batch, normally in one transaction: each op runs in turn and all
+// commit together, sharing the commit's result.
+//
+// An op that fails with a verdict (see isVerdict) wrote nothing, gets its error and
+// does not disturb the others. An op that fails any other way may have left the
+// transaction half-written, or SQLite may have rolled it back already: the transaction
+// is rolled back, that op gets its error, and the other ops run again in a new
+// transaction. So nothing commits in part and the chain never skips a seq.
+func (w *writer) commit(batch []*op) {
+	ops := batch
+	for len(ops) > 0 {
+		ops = w.attempt(ops)
+	}
+}
+
+// attempt runs ops in one transaction. It answers every op it settles and returns the
+// ops to run again.
+func (w *writer) attempt(ops []*op) (again []*op) {
+	live := make([]*op, 0, len(ops))
+	for _, o := range ops {
+		if err := o.ctx.Err(); err != nil {
+			o.done <- err // the caller gave up, and nothing of this op is written
+			continue
+		}
+		live = append(live, o)
+	}
+	if len(live) == 0 {
+		return nil
+	}
+	ctx := context.Background()
+	tx, err := w.db.BeginTx(ctx, nil)
+	if err != nil {
+		answer(live, nil, fmt.Errorf("sqlite: begin: %w", err))
+		return nil
+	}
+	t := &wtx{ctx: ctx, tx: tx, w: w}
+	results := make([]error, len(live))
+	for i, o := range live {
+		err := o.fn(t)
+		if err != nil && !isVerdict(err) {
+			tx.Rollback()
+			o.done <- err
+			return slices.Concat(live[:i], live[i+1:])
+		}
+		results[i] = err
+	}
+	if t.headMoved {
+		if _, err := t.exec(sqlSetHead, t.headSeq, t.headHash); err != nil {
+			tx.Rollback()
+			answer(live, results, fmt.Errorf("sqlite: moving the audit head to %d: %w", t.headSeq, err))
+			return nil
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		tx.Rollback()
+		answer(live, results, fmt.Errorf("sqlite: commit: %w", err))
+		return nil
+	}
+	answer(live, results, nil)
+	return nil
+}
+
+// answer sends each op its own error if it has one, else commitErr.
+func answer(ops []*op, results []error, commitErr error) {
+	for i, o := range ops {
+		err := commitErr
+		if results != nil && results[i] != nil {
+			err = results[i]
+		}
+		o.done <- err
+	}
+}
+
+// errExists reports an insert of an ID that is taken; ops return it before writing.
+var errExists = errors.New("exists already")
+
+// isVerdict reports whether err is an answer an op gives before it writes anything,
+// which leaves the transaction intact.
+func isVerdict(err error) bool {
+	for _, v := range []error{store.ErrNotFound, store.ErrAlreadyCompleted, store.ErrAlreadyDecided,
+		store.ErrExpired, store.ErrInvalidVerdict, errExists} {
+		if errors.Is(err, v) {
+			return true
+		}
+	}
+	return false
+}
+
+// stmt returns the transaction's handle on the prepared statement for query, or nil
+// when query is not one of hotSQL.
+func (t *wtx) stmt(query string) *sql.Stmt {
+	if st, ok := t.stmts[query]; ok {
+		return st
+	}
+	st, ok := t.w.stmts[query]
+	if !ok {
+		return nil
+	}
+	if t.stmts == nil {
+		t.stmts = make(map[string]*sql.Stmt, len(hotSQL))
+	}
+	st = t.tx.StmtContext(t.ctx, st)
+	t.stmts[query] = st
+	return st
+}
+
+// exec runs a statement in the transaction, prepared when it is one of hotSQL.
+func (t *wtx) exec(query string, args ...any) (sql.Result, error) {
+	if st := t.stmt(query); st != nil {
+		return st.ExecContext(t.ctx, args...)
+	}
+	return t.tx.ExecContext(t.ctx, query, args...)
+}
+
+// queryRow runs a one-row query in the transaction, prepared when it is one of hotSQL.
+func (t *wtx) queryRow(query string, args ...any) rowScanner {
+	if st := t.stmt(query); st != nil {
+		return st.QueryRowContext(t.ctx, args...)
+	}
+	return t.tx.QueryRowContext(t.ctx, query, args...)
+}
+
+type rowScanner interface{ Scan(...any) error }
+
+// appendEntry seals e as the next entry of the chain and inserts it.
+func (t *wtx) appendEntry(e *store.Entry) error {
+	if !t.headLoaded {
+		// Read the head inside the write transaction: another process may have
+		// appended since our last batch.
+		if err := t.queryRow(sqlHead).Scan(&t.headSeq, &t.headHash); err != nil {
+			return fmt.Errorf("sqlite: reading the audit head: %w", err)
+		}
+		t.headLoaded = true
+	}
+	e.Seal(t.headSeq+1, t.headHash)
+	_, err := t.exec(sqlInsertAudit,
+		e.Seq, string(e.Kind), e.Ref, e.Time.UnixMicro(), e.CallID, e.Session, e.Tool,
+		e.Tenant, e.Principal, e.Conversation, e.ArgsDigest, nullBytes(e.Args), e.Stage, e.Effect,
+		e.RuleID, e.Rationale, e.Reason, e.Revision, e.Executed, e.Status, int64(e.Duration),
+		e.ResultSize, e.ApprovedBy, e.PrevHash, e.Hash)
+	if err != nil {
+		return fmt.Errorf("sqlite: appending audit entry %d: %w", e.Seq, err)
+	}
+	t.headSeq, t.headHash, t.headMoved = e.Seq, e.Hash, true
+	return nil
+}
+
+// nullBytes binds nil as NULL and anything else as a BLOB.
+func nullBytes(b []byte) any {
+	if b == nil {
+		return nil
+	}
+	return b
+}

@@ -1,0 +1,323 @@
+// Package store is Warden's durable state: the audit log of tool calls, pending human
+// decisions and their verdicts, agent-run checkpoints and tool-definition pins.
+//
+// One interface, [Store], has two implementations that pass the same conformance suite
+// (package store/storetest):
+//
+//   - store/sqlite: an embedded SQLite file (pure Go, no cgo). The default: nothing to
+//     install. DSN "sqlite:///abs/path/warden.db" or "sqlite://./warden.db".
+//   - store/postgres: PostgreSQL, for several Warden replicas sharing one state.
+//     DSN "postgres://..." or "postgresql://...".
+//
+// [Open] picks the implementation from the DSN's scheme. Implementations register
+// themselves from their package's init, database/sql style, so this package imports
+// neither driver; a program imports the ones it wants for their side effect:
+//
+//	import _ "github.com/wardenhq/warden/store/sqlite"
+//
+// # Audit log
+//
+// The audit log is append-only. A call that is about to run is recorded write-ahead:
+// [Store.BeginCall] commits an "intent" entry before the tool runs and [Store.EndCall]
+// appends a "completion" entry afterwards. If the process dies in between, the call is
+// still visible: [Store.QueryCalls] reports it with Status [StatusStarted] and
+// Unknown=true ("started, outcome unknown"), never nothing. A call that never reached
+// execution (refused, halted, pending) is appended in one entry by [Store.RecordCall].
+//
+// # Tamper evidence, not tamper proofing
+//
+// Every entry stores the hash of the entry before it (see [Entry]), so the log is a hash
+// chain and [Store.VerifyAudit] detects an entry that was edited and an entry that was
+// deleted from the middle or the head of the log. It is tamper-EVIDENT, not
+// tamper-proof:
+//
+//   - someone with write access to the database can rewrite the whole chain from the
+//     edited entry onwards, and the result verifies;
+//   - deleting the newest entries (the tail) is noticed only because the store also
+//     records the chain head (seq and hash of the newest entry) apart from the entries;
+//     whoever can delete entries can rewind that record too, and then nothing shows.
+//
+// Both gaps close only with an external anchor: record [VerifyReport.Head] (the hash of
+// the newest entry) somewhere the database's writers cannot change, and compare later.
+//
+// # Human decisions
+//
+// A [Pending] decision is created when a person must approve a call. It is decided
+// exactly once ([Store.Decide]); a decision is bound to the digest of the arguments the
+// person saw ([warden.Args.Digest]), so an approval authorizes exactly that call
+// ([Store.ConsumeApproval]): once (consumed atomically on use) or for one session for a
+// bounded time. An expired, declined or consumed approval authorizes nothing.
+//
+// # Implementing a Store
+//
+// An implementation stores [Entry] values (built with [IntentEntry], [RecordEntry] and
+// [CompletionEntry], numbered and hashed with [Entry.Seal] by one appender at a time),
+// verifies them with a [Verifier], filters with [CallFilter.Match], registers itself with
+// [Register], and runs package storetest from its tests.
+//
+// # Clock
+//
+// Times are stored with microsecond precision (PostgreSQL's), in UTC. Expiry is judged
+// with the clock of the process that asks, so replicas should keep their clocks in sync.
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/wardenhq/warden"
+)
+
+// Store is Warden's durable state.
+//
+// A Store is safe for concurrent use by many goroutines and, for the implementations in
+// this module, by several processes sharing one database. Every method honours ctx: it
+// returns ctx.Err() (possibly wrapped) when ctx ends first. A write whose caller gave up
+// may still have been committed; the audit log then shows what happened (for a
+// [Store.BeginCall], a call that started with an unknown outcome, never a call that was
+// not recorded).
+//
+// Values passed in are not retained after a method returns; values returned belong to
+// the caller.
+//
+// Methods report a missing item with [ErrNotFound] and use of a closed store with
+// [ErrClosed]; other errors are failures of the underlying database, and a caller
+// governing a tool call must treat them as "not authorized" (fail closed).
+type Store interface {
+	// BeginCall records, write-ahead, that a call is about to run: the intent entry is
+	// committed before BeginCall returns. The caller must not run the tool unless
+	// BeginCall succeeded. Seq and Time are assigned when zero (Seq always).
+	BeginCall(ctx context.Context, r CallRecord) (CallRef, error)
+	// EndCall appends the completion of the call started by ref. It returns
+	// [ErrNotFound] when ref names no intent entry and [ErrAlreadyCompleted] when the call
+	// already has a completion (a retry after an ambiguous failure can treat that as
+	// success). Pass a context that survives the call's own cancellation
+	// ([context.WithoutCancel]) so the completion is not lost.
+	EndCall(ctx context.Context, ref CallRef, c Completion) error
+	// RecordCall appends, in one entry, a call that never reached execution (refused,
+	// halted, pending).
+	RecordCall(ctx context.Context, r CallRecord) error
+	// QueryCalls returns the calls that match f, oldest first. An intent with its
+	// completion is one record; an intent without completion has Status [StatusStarted]
+	// and Unknown=true.
+	QueryCalls(ctx context.Context, f CallFilter) ([]CallRecord, error)
+	// VerifyAudit walks the whole chain in order and reports the first problem. A
+	// report with OK=false is not an error: err is for failures to read the log.
+	VerifyAudit(ctx context.Context) (VerifyReport, error)
+
+	// CreatePending stores a new pending decision and returns it as stored. It assigns
+	// ID (see [NewPendingID]) and Created when empty, sets State "pending" and Scope
+	// "once" when empty. An ID that exists already is an error.
+	CreatePending(ctx context.Context, p Pending) (Pending, error)
+	// GetPending returns the decision with this ID, or [ErrNotFound]. A pending
+	// decision past its Expires time reports State "expired".
+	GetPending(ctx context.Context, id string) (Pending, error)
+	// ListPending returns decisions oldest first: by default those still undecided and
+	// unexpired; with f.All every decision.
+	ListPending(ctx context.Context, f PendingFilter) ([]Pending, error)
+	// Decide records a person's verdict, exactly once, and returns the decided Pending.
+	// Errors: [ErrNotFound], [ErrAlreadyDecided] (a second decision, even an identical
+	// one), [ErrExpired] (after Expires), [ErrInvalidVerdict] (unknown scope, or scope
+	// "session" for a decision that names no session).
+	Decide(ctx context.Context, id string, d Verdict) (Pending, error)
+	// WaitDecision blocks until the decision is approved or declined and returns it.
+	// It returns [ErrExpired] when Expires passes first, [ErrNotFound] for an unknown
+	// ID, and ctx.Err() when ctx ends. A decision made by another process sharing the
+	// database is seen too (within about a second).
+	WaitDecision(ctx context.Context, id string) (Pending, error)
+	// ConsumeApproval looks for an approval that authorizes exactly this args digest:
+	//
+	//   - scope "session": approved for this (non-empty) session, now within DecidedAt +
+	//     SessionTTL; it is not consumed and authorizes every such call in its window;
+	//   - scope "once": approved, not consumed, not past Expires; it is marked consumed
+	//     atomically, so of two concurrent callers (in any processes) exactly one gets it.
+	//
+	// A session approval is preferred (it has no side effect), then the oldest once
+	// approval. ok is false when nothing authorizes the call; an empty digest never
+	// matches.
+	ConsumeApproval(ctx context.Context, digest, session string) (p Pending, ok bool, err error)
+
+	// PutCheckpoint stores data under id, replacing what was there.
+	PutCheckpoint(ctx context.Context, id string, data []byte) error
+	// GetCheckpoint returns the data stored under id, or [ErrNotFound].
+	GetCheckpoint(ctx context.Context, id string) ([]byte, error)
+
+	// GetPin returns the pin of a tool definition by tool name, or [ErrNotFound].
+	GetPin(ctx context.Context, name string) (Pin, error)
+	// PutPin inserts or replaces the pin named p.Name. Updated is set when zero.
+	PutPin(ctx context.Context, p Pin) error
+	// ListPins returns every pin, ordered by name.
+	ListPins(ctx context.Context) ([]Pin, error)
+
+	// Close waits for queued writes to finish and releases the database. Methods
+	// called after Close return [ErrClosed].
+	Close() error
+}
+
+// Tamperer is implemented by stores that let tests damage their own audit log, to prove
+// that [Store.VerifyAudit] notices. It is for tests only: nothing else may call it.
+//
+// op is "edit" (change a field of the entry numbered seq without fixing its hash) or
+// "delete" (remove that entry).
+type Tamperer interface {
+	TamperAuditForTest(ctx context.Context, seq int64, op string) error
+}
+
+// StatusStarted is the status of a call whose intent was recorded and whose completion
+// was not: it was about to run, and its outcome is unknown.
+const StatusStarted warden.Status = "started"
+
+// CallRecord is one call in the audit log. The zero value is a valid (empty) record.
+type CallRecord struct {
+	Seq        int64     // assigned by the store: the seq of the call's first entry
+	Time       time.Time // when the call was recorded; assigned when zero
+	CallID     string
+	Session    string
+	Tool       string
+	Identity   warden.Identity
+	ArgsDigest string
+	Args       json.RawMessage // nil when redacted
+	Stage      warden.Stage
+	Effect     string // allow|deny|ask|halt ("" when not decided by a checker)
+	RuleID     string
+	Rationale  string
+	Reason     string
+	Revision   string
+	Executed   bool
+	// Status is how the call ended. For an intent without completion QueryCalls
+	// reports [StatusStarted] and sets Unknown.
+	Status     warden.Status
+	Unknown    bool
+	Duration   time.Duration
+	ResultSize int
+	ApprovedBy string
+}
+
+// CallRef names a call started by [Store.BeginCall].
+type CallRef struct{ Seq int64 }
+
+// Completion is how a started call ended. In the record QueryCalls returns, Status,
+// Duration and ResultSize come from the completion, and each other non-empty field of
+// the completion replaces the intent's.
+type Completion struct {
+	Status     warden.Status
+	Stage      warden.Stage
+	Effect     string
+	RuleID     string
+	Rationale  string
+	Reason     string
+	Duration   time.Duration
+	ResultSize int
+	ApprovedBy string
+}
+
+// CallFilter selects calls for [Store.QueryCalls]. The zero value selects every call.
+type CallFilter struct {
+	// Since keeps calls recorded at or after this time.
+	Since time.Time
+	// ToolGlob keeps calls whose tool name matches: '*' matches any run of characters,
+	// '?' exactly one, everything else itself, case-insensitively. No escapes, no
+	// character classes.
+	ToolGlob string
+	// Principal keeps calls made for this principal (exact match).
+	Principal string
+	// CallID keeps calls with this call id (exact match).
+	CallID string
+	// Status keeps calls with this status ([StatusStarted] for unknown outcomes).
+	Status warden.Status
+	// Limit, when positive, keeps only the newest Limit matching calls (still returned
+	// oldest first).
+	Limit int
+}
+
+// VerifyReport is the result of [Store.VerifyAudit].
+type VerifyReport struct {
+	Entries  int64  // entries read
+	OK       bool   // no problem found
+	FirstBad int64  // seq of the first bad (or first missing) entry; 0 when OK
+	Problem  string // what is wrong with it, for people
+	// Head is the hash of the newest entry ("" for an empty log). Keep it somewhere the
+	// database's writers cannot change: it is the only way to detect a deleted tail or a
+	// rewritten chain later.
+	Head string
+}
+
+// Pending decision states.
+const (
+	StatePending  = "pending"
+	StateApproved = "approved"
+	StateDeclined = "declined"
+	StateExpired  = "expired" // reported, never stored: a pending decision past Expires
+)
+
+// Approval scopes.
+const (
+	ScopeOnce    = "once"    // authorizes one call, then is consumed
+	ScopeSession = "session" // authorizes the same call in one session for SessionTTL
+)
+
+// DefaultSessionTTL bounds a session approval when neither the verdict nor the pending
+// decision names a TTL.
+const DefaultSessionTTL = time.Hour
+
+// Pending is a decision a person must make about one call. The zero value is not
+// useful; fill in what the person must see.
+type Pending struct {
+	ID       string
+	Kind     warden.DecisionKind
+	Question string
+	Detail   string
+	Tool     string
+	Args     json.RawMessage
+	Digest   string // the args digest an approval authorizes
+	Evidence json.RawMessage
+	Identity warden.Identity
+	Session  string
+	Revision string
+	Created  time.Time
+	Expires  time.Time // zero: never; after it the decision can no longer be made or used
+	State    string    // StatePending, StateApproved, StateDeclined or StateExpired
+	// Scope is ScopeOnce (the default) or ScopeSession. SessionTTL bounds a session
+	// approval (from DecidedAt); the verdict's TTL wins, then this one, then
+	// DefaultSessionTTL.
+	Scope      string
+	SessionTTL time.Duration
+	DecidedBy  string
+	Note       string
+	DecidedAt  time.Time
+	Consumed   bool
+	// Decision is opaque resume state the caller stores with the decision (for example
+	// the warden.PendingDecision JSON).
+	Decision json.RawMessage
+}
+
+// PendingFilter selects decisions for [Store.ListPending]. The zero value selects the
+// decisions still waiting for a person.
+type PendingFilter struct {
+	All     bool   // include decided and expired decisions
+	Session string // only decisions of this session, when set
+	Limit   int    // when positive, at most this many (the oldest)
+}
+
+// Verdict is a person's decision.
+type Verdict struct {
+	Approve    bool
+	By         string
+	Note       string
+	Scope      string        // "" keeps the pending decision's scope
+	SessionTTL time.Duration // 0 keeps the pending decision's TTL
+}
+
+// Pin records the approved definition of a tool, so a changed definition (an MCP server
+// that swapped a tool's description or schema) is noticed and reviewed.
+type Pin struct {
+	Name        string
+	Hash        string
+	Definition  json.RawMessage
+	Approved    bool
+	ApprovedBy  string
+	Updated     time.Time
+	Pending     json.RawMessage // a new definition awaiting review
+	PendingHash string
+}

@@ -1,0 +1,131 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/store"
+)
+
+// openDSN opens dsn with store.Open and closes the store when t ends.
+func openDSN(t *testing.T, dsn string) store.Store {
+	t.Helper()
+	s, err := store.Open(t.Context(), dsn)
+	if err != nil {
+		t.Fatalf("store.Open: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// RunReplicas runs the cases in which two stores (as two replicas would) share one
+// database. newDSN must return the DSN of a new, empty database each time; the stores
+// are opened with [store.Open], so the implementation must be registered.
+func RunReplicas(t *testing.T, newDSN func(t *testing.T) string) {
+	t.Run("Replicas/Audit", func(t *testing.T) {
+		dsn := newDSN(t)
+		a, b := openDSN(t, dsn), openDSN(t, dsn)
+		const workers, perWorker = 8, 100
+		ctx := ctxFor(t)
+		var wg sync.WaitGroup
+		for w := range workers {
+			s := a
+			if w%2 == 1 {
+				s = b
+			}
+			wg.Go(func() {
+				for i := range perWorker {
+					ref, err := s.BeginCall(ctx, store.CallRecord{CallID: fmt.Sprintf("w%d-%d", w, i), Tool: "t", Executed: true})
+					if err == nil {
+						err = s.EndCall(ctx, ref, store.Completion{Status: warden.StatusRan})
+					}
+					if err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		for _, s := range []store.Store{a, b} {
+			recs := query(t, s, store.CallFilter{})
+			if len(recs) != workers*perWorker {
+				t.Fatalf("%d records, want %d", len(recs), workers*perWorker)
+			}
+			mustVerifyOK(t, s, 2*workers*perWorker)
+		}
+	})
+
+	t.Run("Replicas/WaitWakesOnOtherReplica", func(t *testing.T) {
+		dsn := newDSN(t)
+		a, b := openDSN(t, dsn), openDSN(t, dsn)
+		p := newPending(t, a, samplePending())
+		lag := waitWhile(t, a, p.ID, func() { approve(t, b, p.ID, store.Verdict{By: "replica-b"}) }, "replica-b")
+		if lag > 1500*time.Millisecond {
+			t.Errorf("the waiter woke %v after the other replica decided, want within about a second", lag)
+		}
+	})
+
+	t.Run("Replicas/ConsumeOnce", func(t *testing.T) {
+		dsn := newDSN(t)
+		a, b := openDSN(t, dsn), openDSN(t, dsn)
+		p := newPending(t, a, samplePending())
+		approve(t, b, p.ID, store.Verdict{By: "bob"})
+		ctx := ctxFor(t)
+		var wins atomic.Int32
+		var wg sync.WaitGroup
+		for i := range 8 {
+			s := a
+			if i%2 == 1 {
+				s = b
+			}
+			wg.Go(func() {
+				_, ok, err := s.ConsumeApproval(ctx, p.Digest, "")
+				if err != nil {
+					t.Error(err)
+				}
+				if ok {
+					wins.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		if wins.Load() != 1 {
+			t.Errorf("%d consumers in two replicas got the once approval, want exactly 1", wins.Load())
+		}
+	})
+}
+
+// waitWhile waits for decision id on s while decide runs, checks who decided, and
+// returns how long after decide returned the waiter woke.
+func waitWhile(t *testing.T, s store.Store, id string, decide func(), by string) time.Duration {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	type result struct {
+		p   store.Pending
+		err error
+		at  time.Time
+	}
+	done := make(chan result, 1)
+	go func() {
+		p, err := s.WaitDecision(ctx, id)
+		done <- result{p, err, time.Now()}
+	}()
+	time.Sleep(200 * time.Millisecond) // let the waiter settle into waiting
+	decide()
+	decided := time.Now()
+	r := <-done
+	if r.err != nil {
+		t.Fatalf("WaitDecision: %v", r.err)
+	}
+	if r.p.State != store.StateApproved || r.p.DecidedBy != by {
+		t.Fatalf("WaitDecision returned %+v, want approved by %s", r.p, by)
+	}
+	return max(0, r.at.Sub(decided))
+}
