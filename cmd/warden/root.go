@@ -50,6 +50,8 @@ Exit codes: 0 allow (or success), 1 internal error or failing tests,
 		newHookCommand(stdout, stderr),
 		newApprovalsCommand(stdout),
 		newAuditCommand(stdout),
+		newDemoCommand(stdout),
+		newRunCommand(stdout),
 	)
 	return root
 }

@@ -1,0 +1,1191 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/spf13/cobra"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/agent"
+	"github.com/wardenhq/warden/directives"
+	"github.com/wardenhq/warden/policy"
+	"github.com/wardenhq/warden/provider/anthropic"
+	"github.com/wardenhq/warden/provider/openai"
+	"github.com/wardenhq/warden/provider/scripted"
+	"github.com/wardenhq/warden/schema"
+	"github.com/wardenhq/warden/shell"
+)
+
+// `warden run` runs a real agent: a model provider, the policy file, and four built-in
+// demo tools confined to a workspace directory. Every tool call goes through the Guard.
+
+type runOptions struct {
+	config  string
+	resume  string
+	approve bool
+	decline bool
+	by      string
+	note    string
+}
+
+const runLong = `Run runs an agent on a task: the model named in agent.yaml proposes tool calls, and
+every call goes through Warden's Guard under the policy file before it runs. Progress
+is streamed: each call (→ tool args), its decision (allowed by <rule> / refused:
+<what the model read>), the size of its result, and the final answer.
+
+The agent has four built-in tools, confined to the workspace directory and without
+network access:
+
+  reader {path}                               read a file
+  editor {file_path, action: write|append, content}   write or append to a file
+  search {pattern, path}                      find lines containing pattern
+  bash   {command}                            a tiny in-process shell: ls, cat FILE,
+                                              echo ..., pwd, wc -l FILE (nothing else
+                                              runs; there is no real shell)
+
+A path that leaves the workspace (../etc/passwd, a symlink out of it) is refused.
+
+When a call needs a person (a policy escalate rule, an ask), the run pauses: it writes
+the checkpoint to <checkpoint_dir>/warden-checkpoint-<id>.json, prints the command
+that resumes it, and exits 4. Resume it, in any process, with --resume FILE and
+--approve or --decline, --by NAME and optionally --note TEXT. A checkpoint resumes
+once: the file is removed as soon as it has been resumed (a checkpoint that is refused
+as malformed or altered stays). The checkpoint holds the whole conversation; it is
+written readable by its owner only.
+
+agent.yaml (strict: unknown keys, wrong types and bad values are errors with
+file:line:column):
+
+  provider:
+    name: anthropic          # anthropic | openai | scripted
+    model: claude-sonnet-4-5
+    base_url: ...            # optional: a gateway, a proxy, an OpenAI-compatible server
+    max_tokens: 1024         # optional
+    replies: [...]           # scripted only: the model's turns, in order; each is
+                             # {text: ...} and/or {calls: [{name, args, id}]}
+  policy: policy.yaml        # required; relative paths are relative to agent.yaml
+  role: support              # optional: the policy's active role
+  directives:                # optional: prompt directives (guidance, not enforcement)
+    pack: pack.yaml
+    role: support            # default: role
+  instructions: ...          # optional: the system prompt's first part
+  max_iterations: 10         # optional
+  workspace: dir             # optional; default: a new temporary directory
+  checkpoint_dir: dir        # optional; default: the current directory
+
+API keys come from ANTHROPIC_API_KEY or OPENAI_API_KEY.
+
+Exit codes: 0 the model answered; 1 an error during the run, or the iteration limit
+was reached without an answer; 2 bad usage, a bad agent.yaml, policy or checkpoint,
+or a missing API key; 3 message middleware refused the model's input or output;
+4 the run paused for a person (the checkpoint is written); 5 a policy halted the run.`
+
+func newRunCommand(stdout io.Writer) *cobra.Command {
+	var o runOptions
+	cmd := &cobra.Command{
+		Use:   "run --config agent.yaml [--resume FILE (--approve|--decline) --by NAME [--note TEXT]] [TASK]",
+		Short: "Run an agent on a task, every tool call governed by a policy",
+		Long:  runLong,
+		Example: `  warden run --config examples/agent/agent.yaml "What do the notes say?"
+  warden run --config examples/agent/agent.yaml --resume warden-checkpoint-1a2b3c4d5e6f.json --approve --by alice`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runAgentCommand(cmd.Context(), stdout, o, strings.TrimSpace(strings.Join(args, " ")))
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.config, "config", "", "the agent configuration (YAML)")
+	f.StringVar(&o.resume, "resume", "", "resume the paused run saved in this checkpoint file")
+	f.BoolVar(&o.approve, "approve", false, "with --resume: approve the pending call")
+	f.BoolVar(&o.decline, "decline", false, "with --resume: decline the pending call")
+	f.StringVar(&o.by, "by", "", "with --resume: who decides")
+	f.StringVar(&o.note, "note", "", "with --resume: a note for the decision (a decline's note is what the model reads)")
+	_ = cmd.MarkFlagRequired("config")
+	return cmd
+}
+
+// checkFlags refuses flag combinations that make no sense.
+func (o runOptions) checkFlags(task string) error {
+	if o.resume == "" {
+		for _, f := range []struct {
+			set  bool
+			name string
+		}{{o.approve, "--approve"}, {o.decline, "--decline"}, {o.by != "", "--by"}, {o.note != "", "--note"}} {
+			if f.set {
+				return usageErrorf("%s is only for --resume", f.name)
+			}
+		}
+		if task == "" {
+			return usageErrorf("no task: write it after the flags, e.g. warden run --config agent.yaml \"summarize notes.txt\"")
+		}
+		return nil
+	}
+	switch {
+	case o.approve == o.decline:
+		return usageErrorf("--resume needs exactly one of --approve and --decline")
+	case strings.TrimSpace(o.by) == "":
+		return usageErrorf("--resume needs --by NAME: a decision names who took it")
+	case task != "":
+		return usageErrorf("a resumed run continues its own task; remove the task %q", task)
+	}
+	return nil
+}
+
+func runAgentCommand(ctx context.Context, w io.Writer, o runOptions, task string) error {
+	if err := o.checkFlags(task); err != nil {
+		return err
+	}
+	cfg, err := loadRunConfig(o.config)
+	if err != nil {
+		return configError(err)
+	}
+	var saved *runCheckpoint
+	if o.resume != "" {
+		if saved, err = readRunCheckpoint(o.resume); err != nil {
+			return configError(err)
+		}
+	}
+	rt, err := newRuntime(cfg, saved, w)
+	if err != nil {
+		return err
+	}
+	defer rt.close()
+	rt.header(task)
+
+	var res agent.Result
+	if saved == nil {
+		res, err = rt.agent.Run(ctx, task)
+	} else {
+		var answer warden.Answer = warden.Approved{By: o.by, Note: o.note}
+		verb := "approved"
+		if o.decline {
+			answer, verb = warden.Declined{By: o.by, Note: o.note}, "declined"
+		}
+		fmt.Fprintf(w, "resuming %s: %s %s by %s\n", o.resume, saved.Pending.Tool, verb, o.by)
+		res, err = rt.agent.Resume(ctx, saved.Checkpoint, answer)
+		if res.Resumed == nil {
+			// Refused before anything ran (a malformed or altered checkpoint): the file
+			// stays as it is.
+			return configError(fmt.Errorf("%s: %w", o.resume, err))
+		}
+		if r := res.Resumed; r.RevisionChanged {
+			fmt.Fprintf(w, "note: the policy changed since the pause (%s, now %s); the pending call was judged again under the current policy\n", r.CheckpointRevision, r.Revision)
+		}
+		// A checkpoint resumes once: running an approval twice would run the call twice.
+		if rerr := os.Remove(o.resume); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+			fmt.Fprintf(w, "warning: could not remove the used checkpoint %s: %v\n", o.resume, rerr)
+		}
+	}
+	return rt.finish(o, res, err)
+}
+
+// runtime is one agent built from agent.yaml.
+type runtime struct {
+	cfg       *runConfig
+	w         io.Writer
+	pol       *policy.Policy
+	ws        *workspace
+	wsCreated bool
+	agent     *agent.Agent
+}
+
+func newRuntime(cfg *runConfig, saved *runCheckpoint, w io.Writer) (*runtime, error) {
+	pol, err := policy.LoadFile(cfg.policy, &policy.LoadOptions{Role: cfg.role})
+	if err != nil {
+		return nil, configError(err)
+	}
+	var prompt string
+	if cfg.directivesPack != "" {
+		pack, err := directives.LoadPack(cfg.directivesPack)
+		if err != nil {
+			return nil, configError(err)
+		}
+		role := cfg.directivesRole
+		if role == "" {
+			role = pol.ActiveRole()
+		}
+		if _, ok := pack.PromptDirectives(role); !ok {
+			hint := "roles in the pack: " + strings.Join(pack.Roles(), ", ")
+			if role == "" {
+				hint = "name the role with directives.role or role"
+			}
+			return nil, configError(located(cfg.path, cfg.directivesNode, fmt.Sprintf("directives pack %s has no role %q", cfg.directivesPack, role), hint))
+		}
+		prompt = pack.Render(role)
+	}
+	prov, err := cfg.provider.build()
+	if err != nil {
+		return nil, configError(err)
+	}
+	rt := &runtime{cfg: cfg, w: w, pol: pol}
+	dir := cfg.workspace
+	switch {
+	case dir == "" && saved != nil:
+		dir = saved.Workspace
+	case dir == "":
+		if dir, err = os.MkdirTemp("", "warden-workspace-"); err != nil {
+			return nil, internalError(err)
+		}
+		rt.wsCreated = true
+	}
+	if rt.ws, err = openWorkspace(dir); err != nil {
+		if saved != nil && cfg.workspace == "" {
+			return nil, configError(fmt.Errorf("the paused run's workspace %s: %w", dir, err))
+		}
+		return nil, configError(located(cfg.path, cfg.workspaceNode, "workspace: "+err.Error(), "create the directory, or leave workspace out to use a new temporary one"))
+	}
+	var reg warden.Registry
+	for _, t := range rt.ws.tools() {
+		if err := reg.Register(t); err != nil {
+			rt.close()
+			return nil, internalError(err)
+		}
+	}
+	g, err := reg.Bind(warden.Config{
+		Checkers: []warden.Checker{pol},
+		Schemas:  schema.Compiler{},
+		Revision: pol.Revision(),
+		CanPause: true,
+	})
+	if err == nil && len(g.Problems()) > 0 {
+		err = errors.Join(g.Problems()...)
+	}
+	if err != nil {
+		rt.close()
+		return nil, internalError(err)
+	}
+	instructions := cfg.instructions
+	if instructions == "" {
+		instructions = defaultInstructions
+	}
+	rt.agent, err = agent.New(agent.Config{
+		Provider:      prov,
+		Guard:         g,
+		Visible:       pol.IsAllowed,
+		Instructions:  instructions,
+		Directives:    prompt,
+		MaxIterations: cfg.maxIterations,
+		Session:       "warden-run",
+		OnCall:        func(_ context.Context, rec agent.CallRecord) { rt.progress(rec) },
+	})
+	if err != nil {
+		rt.close()
+		return nil, internalError(err)
+	}
+	return rt, nil
+}
+
+const defaultInstructions = "You are an agent working in a workspace directory. Use the tools to complete the task; paths are relative to the workspace. Every tool call is checked by a policy: when one is refused, read why and continue without it, or say what you are unable to do."
+
+func (rt *runtime) close() {
+	if rt.ws != nil {
+		rt.ws.root.Close()
+	}
+}
+
+func (rt *runtime) header(task string) {
+	p := rt.cfg.provider
+	model := p.name
+	if p.model != "" {
+		model += " " + p.model
+	}
+	fmt.Fprintf(rt.w, "model:     %s\n", model)
+	rev := strings.TrimPrefix(rt.pol.Revision(), "sha256:")
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	pol := rt.pol.Source() + " (revision " + rev + ")"
+	if r := rt.pol.ActiveRole(); r != "" {
+		pol += ", role " + r
+	}
+	fmt.Fprintf(rt.w, "policy:    %s\n", pol)
+	ws := rt.ws.dir
+	if rt.wsCreated {
+		ws += " (a new temporary directory)"
+	}
+	fmt.Fprintf(rt.w, "workspace: %s\n", ws)
+	if task != "" {
+		fmt.Fprintf(rt.w, "task:      %s\n", task)
+	}
+	fmt.Fprintln(rt.w)
+}
+
+// progress prints one settled call: the call, its decision and the size of its result.
+func (rt *runtime) progress(rec agent.CallRecord) {
+	args := rec.RawArgs
+	if args == "" {
+		args = string(rec.Args.AppendJSON(nil))
+	}
+	fmt.Fprintf(rt.w, "→ %s %s\n", rec.Tool, clipLine(args, 200))
+	indented := func(label, text string) {
+		fmt.Fprintf(rt.w, "  %s%s\n", label, strings.ReplaceAll(strings.TrimRight(text, "\n"), "\n", "\n    "))
+	}
+	switch rec.Status {
+	case warden.StatusRan, warden.StatusFailed:
+		if rec.Executed {
+			fmt.Fprintf(rt.w, "  %s\n", allowedBy(rec))
+		}
+		if rec.Status == warden.StatusFailed {
+			indented("failed: ", rec.ModelText)
+			return
+		}
+		fmt.Fprintf(rt.w, "  ← %d chars\n", utf8.RuneCountInString(rec.ModelText))
+	case warden.StatusPending:
+		fmt.Fprintf(rt.w, "  paused: a person must decide (below)\n")
+	case warden.StatusHalted:
+		indented("halted: ", rec.ModelText)
+	case agent.StatusNotRun:
+		indented("", rec.ModelText)
+	default:
+		indented("refused: ", rec.ModelText)
+	}
+}
+
+// allowedBy names what let an executed call run: the person who approved it, or the
+// last rule that allowed it.
+func allowedBy(rec agent.CallRecord) string {
+	if rec.ApprovedBy != "" {
+		return "approved by " + rec.ApprovedBy
+	}
+	for i := len(rec.Checks) - 1; i >= 0; i-- {
+		if d := rec.Checks[i].Decision; d.Effect == warden.Allow && d.RuleID != "" {
+			return "allowed by " + d.RuleID
+		}
+	}
+	return "allowed"
+}
+
+// finish reports how the run ended and returns the exit code.
+func (rt *runtime) finish(o runOptions, res agent.Result, err error) error {
+	w := rt.w
+	var halt *warden.PolicyHaltError
+	var denied *warden.MessageDeniedError
+	switch {
+	case errors.As(err, &halt):
+		fmt.Fprintf(w, "\nhalted by policy: rule %s", halt.RuleID)
+		if halt.Reason != "" {
+			fmt.Fprintf(w, " (%s)", halt.Reason)
+		}
+		if halt.CheckerID != "" && !strings.HasPrefix(halt.CheckerID, "checker[") {
+			fmt.Fprintf(w, ", checker %s", halt.CheckerID)
+		}
+		fmt.Fprintf(w, "\n%s was not executed; the run ended. The model read: %s\n", halt.Proposed.Tool, halt.TellLLM)
+		return silentExit(exitHalt)
+	case errors.As(err, &denied):
+		fmt.Fprintf(w, "\nstopped: %v\n", denied)
+		return silentExit(exitDeny)
+	case err != nil:
+		return internalError(fmt.Errorf("the run failed: %w", err))
+	case res.Paused != nil:
+		return rt.pause(o, res.Paused)
+	case res.Stopped == agent.StopMaxIterations:
+		fmt.Fprintf(w, "\nstopped: the model did not answer within %d iterations (max_iterations)\n", res.Iterations)
+		return silentExit(exitInternal)
+	}
+	fmt.Fprintf(w, "\nanswer (%s, %s executed):\n%s\n", countOf(res.Iterations, "iteration", "iterations"),
+		countOf(res.Executed(), "tool call", "tool calls"), res.Answer)
+	return nil
+}
+
+// pause writes the checkpoint and prints the commands that resume it.
+func (rt *runtime) pause(o runOptions, p *agent.Paused) error {
+	id := make([]byte, 6)
+	if _, err := rand.Read(id); err != nil {
+		return internalError(err)
+	}
+	file := filepath.Join(rt.cfg.checkpointDir, "warden-checkpoint-"+hex.EncodeToString(id)+".json")
+	data, err := json.MarshalIndent(runCheckpoint{
+		Format:     runCheckpointFormat,
+		Config:     rt.cfg.path,
+		Workspace:  rt.ws.dir,
+		Pending:    p.Pending,
+		Checkpoint: json.RawMessage(p.Checkpoint),
+	}, "", "  ")
+	if err != nil {
+		return internalError(err)
+	}
+	// The checkpoint holds the whole conversation: only its owner may read it.
+	if err := os.MkdirAll(rt.cfg.checkpointDir, 0o700); err != nil {
+		return internalError(fmt.Errorf("creating the checkpoint directory: %w", err))
+	}
+	if err := os.WriteFile(file, append(data, '\n'), 0o600); err != nil {
+		return internalError(fmt.Errorf("writing the checkpoint: %w", err))
+	}
+	w := rt.w
+	fmt.Fprintf(w, "\npaused: %s needs a person.\n", p.Pending.Tool)
+	fmt.Fprintf(w, "  question:   %s\n", p.Pending.Question)
+	fmt.Fprintf(w, "  call:       %s %s\n", p.Pending.Tool, clipLine(string(p.Pending.Args.AppendJSON(nil)), 200))
+	fmt.Fprintf(w, "  checkpoint: %s\n", file)
+	base := "warden run --config " + runQuote(o.config) + " --resume " + runQuote(file)
+	fmt.Fprintf(w, "approve:  %s --approve --by NAME\n", base)
+	fmt.Fprintf(w, "decline:  %s --decline --by NAME --note 'why'\n", base)
+	return silentExit(exitAsk)
+}
+
+func clipLine(s string, max int) string {
+	s = strings.ReplaceAll(s, "\n", `\n`)
+	if utf8.RuneCountInString(s) <= max {
+		return s
+	}
+	return string([]rune(s)[:max-1]) + "…"
+}
+
+// runQuote quotes a word for a POSIX shell when it needs it.
+func runQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=+,@%") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// ---------------------------------------------------------------------------------------
+// The checkpoint file.
+
+const runCheckpointFormat = "warden.run.checkpoint/v1"
+
+// runCheckpoint is the file a paused run writes: the agent's checkpoint, the question
+// for people reading the file, and the workspace the run works in.
+type runCheckpoint struct {
+	Format     string                 `json:"format"`
+	Config     string                 `json:"config"`
+	Workspace  string                 `json:"workspace"`
+	Pending    warden.PendingDecision `json:"pending"`
+	Checkpoint json.RawMessage        `json:"checkpoint"`
+}
+
+func readRunCheckpoint(file string) (*runCheckpoint, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, &warden.ConfigError{File: file, Msg: "cannot read the checkpoint: " + errText(err), Hint: "pass the file a paused `warden run` wrote; a checkpoint is removed once it is resumed"}
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var cp runCheckpoint
+	if err := dec.Decode(&cp); err != nil {
+		return nil, &warden.ConfigError{File: file, Msg: "not a warden run checkpoint: " + err.Error(), Hint: "pass the file a paused `warden run` wrote"}
+	}
+	if cp.Format != runCheckpointFormat || len(cp.Checkpoint) == 0 {
+		return nil, &warden.ConfigError{File: file, Msg: fmt.Sprintf("not a warden run checkpoint (format %q, want %q)", cp.Format, runCheckpointFormat), Hint: "pass the file a paused `warden run` wrote"}
+	}
+	// The pending call shown at the top of the file is for people; the agent's
+	// checkpoint is what resumes. They must agree, or a person could approve one call
+	// and run another.
+	var inner struct {
+		Pending warden.PendingDecision `json:"pending"`
+	}
+	if err := json.Unmarshal(cp.Checkpoint, &inner); err != nil || inner.Pending.Digest != cp.Pending.Digest ||
+		inner.Pending.Tool != cp.Pending.Tool || inner.Pending.Question != cp.Pending.Question || !inner.Pending.Args.Equal(cp.Pending.Args) {
+		return nil, &warden.ConfigError{File: file, Msg: "the pending call shown in the file is not the one the checkpoint resumes; it was altered", Hint: "pause the run again to get a new checkpoint"}
+	}
+	return &cp, nil
+}
+
+// ---------------------------------------------------------------------------------------
+// agent.yaml
+
+type runConfig struct {
+	path           string
+	provider       providerConfig
+	policy         string
+	role           string
+	directivesPack string
+	directivesRole string
+	directivesNode *yaml.Node
+	instructions   string
+	maxIterations  int
+	workspace      string
+	workspaceNode  *yaml.Node
+	checkpointDir  string
+}
+
+type providerConfig struct {
+	name, model, baseURL string
+	maxTokens            int
+	replies              []agent.ModelResponse
+}
+
+var (
+	runConfigKeys     = []string{"description", "provider", "policy", "role", "directives", "instructions", "max_iterations", "workspace", "checkpoint_dir"}
+	runProviderKeys   = []string{"name", "model", "base_url", "max_tokens", "replies"}
+	runProviderNames  = []string{"anthropic", "openai", "scripted"}
+	runDirectivesKeys = []string{"pack", "role"}
+	runReplyKeys      = []string{"text", "calls"}
+	runCallKeys       = []string{"id", "name", "args"}
+)
+
+// runDecoder decodes agent.yaml strictly; it reuses the located-error helpers of the
+// test file decoder.
+type runDecoder struct {
+	testDecoder
+	dir string
+}
+
+func loadRunConfig(file string) (*runConfig, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, &warden.ConfigError{File: file, Msg: "cannot read the agent configuration: " + errText(err), Hint: "check the path given to --config"}
+	}
+	return parseRunConfig(file, data)
+}
+
+func parseRunConfig(file string, data []byte) (*runConfig, error) {
+	d := &runDecoder{testDecoder: testDecoder{file: file}, dir: filepath.Dir(file)}
+	root := d.runDocument(data)
+	if root == nil {
+		return nil, errors.Join(d.errs...)
+	}
+	cfg := d.decodeRunConfig(root)
+	if len(d.errs) > 0 {
+		return nil, errors.Join(d.errs...)
+	}
+	return cfg, nil
+}
+
+// runDocument parses exactly one YAML document without anchors or aliases.
+func (d *runDecoder) runDocument(data []byte) *yaml.Node {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if err == io.EOF {
+			d.errs = append(d.errs, &warden.ConfigError{File: d.file, Line: 1, Column: 1, Msg: "agent configuration is empty", Hint: "write at least `provider:` and `policy:`"})
+			return nil
+		}
+		e := &warden.ConfigError{File: d.file, Msg: "invalid YAML: " + strings.TrimPrefix(err.Error(), "yaml: "), Hint: "fix the YAML syntax"}
+		e.Line, e.Column = yamlErrorPosition(data, err)
+		d.errs = append(d.errs, e)
+		return nil
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err != io.EOF {
+		e := &warden.ConfigError{File: d.file, Msg: "more than one YAML document", Hint: "remove the '---' and what follows"}
+		if err == nil && len(extra.Content) > 0 {
+			e.Line, e.Column = extra.Content[0].Line, extra.Content[0].Column
+		}
+		d.errs = append(d.errs, e)
+		return nil
+	}
+	if len(doc.Content) == 0 {
+		d.fail(&doc, "write at least `provider:` and `policy:`", "agent configuration is empty")
+		return nil
+	}
+	if !d.runNoAliases(doc.Content[0]) {
+		return nil
+	}
+	return doc.Content[0]
+}
+
+func (d *runDecoder) runNoAliases(n *yaml.Node) bool {
+	if n.Kind == yaml.AliasNode || n.Anchor != "" {
+		d.fail(n, "write the value out in full", "YAML anchors and aliases are not allowed in the agent configuration")
+		return false
+	}
+	for _, c := range n.Content {
+		if !d.runNoAliases(c) {
+			return false
+		}
+	}
+	return true
+}
+
+// entries returns a mapping's entries, reporting unknown keys.
+func (d *runDecoder) entries(n *yaml.Node, where string, known []string) []entry {
+	var out []entry
+	for _, e := range d.mapping(n, where) {
+		if !slices.Contains(known, e.key) {
+			d.fail(e.keyNode, "known keys: "+strings.Join(known, ", "), "unknown key %q in %s", e.key, where)
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+func (d *runDecoder) nonEmpty(n *yaml.Node, where string) (string, bool) {
+	s, ok := d.str(n, where)
+	if ok && strings.TrimSpace(s) == "" {
+		d.fail(n, "give it a value or leave the key out", "%s is empty", where)
+		return "", false
+	}
+	return s, ok
+}
+
+func (d *runDecoder) integer(n *yaml.Node, where string, min int) (int, bool) {
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" {
+		d.fail(n, "write a whole number", "%s must be a whole number, got %s", where, kindName(n))
+		return 0, false
+	}
+	v, err := strconv.Atoi(n.Value)
+	if err != nil || v < min {
+		d.fail(n, fmt.Sprintf("write a whole number of at least %d", min), "%s: %s is out of range", where, n.Value)
+		return 0, false
+	}
+	return v, true
+}
+
+// path resolves a path from the file against the file's directory.
+func (d *runDecoder) path(n *yaml.Node, where string) string {
+	s, ok := d.nonEmpty(n, where)
+	if !ok {
+		return ""
+	}
+	if filepath.IsAbs(s) {
+		return filepath.Clean(s)
+	}
+	return filepath.Join(d.dir, s)
+}
+
+func (d *runDecoder) decodeRunConfig(root *yaml.Node) *runConfig {
+	cfg := &runConfig{path: d.file, checkpointDir: "."}
+	var providerNode, policyNode *yaml.Node
+	for _, e := range d.entries(root, "the agent configuration", runConfigKeys) {
+		switch e.key {
+		case "description":
+			d.str(e.value, "description")
+		case "provider":
+			providerNode = e.value
+			cfg.provider = d.decodeProvider(e.value)
+		case "policy":
+			policyNode = e.value
+			cfg.policy = d.path(e.value, "policy")
+		case "role":
+			cfg.role, _ = d.nonEmpty(e.value, "role")
+		case "directives":
+			cfg.directivesNode = e.value
+			for _, de := range d.entries(e.value, "directives", runDirectivesKeys) {
+				switch de.key {
+				case "pack":
+					cfg.directivesPack = d.path(de.value, "directives.pack")
+				case "role":
+					cfg.directivesRole, _ = d.nonEmpty(de.value, "directives.role")
+					cfg.directivesNode = de.value
+				}
+			}
+			if cfg.directivesPack == "" && e.value.Kind == yaml.MappingNode && !hasEntry(e.value, "pack") {
+				d.fail(e.value, "name the pack file: `directives: {pack: pack.yaml, role: support}`", "directives.pack is required")
+			}
+		case "instructions":
+			cfg.instructions, _ = d.str(e.value, "instructions")
+		case "max_iterations":
+			cfg.maxIterations, _ = d.integer(e.value, "max_iterations", 1)
+		case "workspace":
+			cfg.workspace, cfg.workspaceNode = d.path(e.value, "workspace"), e.value
+		case "checkpoint_dir":
+			cfg.checkpointDir = d.path(e.value, "checkpoint_dir")
+		}
+	}
+	if providerNode == nil {
+		d.fail(root, "add `provider: {name: anthropic, model: claude-sonnet-4-5}` (or openai, or scripted with replies)", "provider is required")
+	}
+	if policyNode == nil {
+		d.fail(root, "add `policy: <file>`: warden run never runs tools without a policy", "policy is required")
+	}
+	return cfg
+}
+
+func hasEntry(n *yaml.Node, key string) bool {
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return true
+		}
+	}
+	return false
+}
+
+func (d *runDecoder) decodeProvider(n *yaml.Node) providerConfig {
+	var p providerConfig
+	var nameNode, repliesNode *yaml.Node
+	for _, e := range d.entries(n, "provider", runProviderKeys) {
+		switch e.key {
+		case "name":
+			nameNode = e.value
+			if s, ok := d.str(e.value, "provider.name"); ok {
+				if !slices.Contains(runProviderNames, s) {
+					d.fail(e.value, "use anthropic, openai or scripted", "unknown provider %q", s)
+				} else {
+					p.name = s
+				}
+			}
+		case "model":
+			p.model, _ = d.nonEmpty(e.value, "provider.model")
+		case "base_url":
+			p.baseURL, _ = d.nonEmpty(e.value, "provider.base_url")
+		case "max_tokens":
+			p.maxTokens, _ = d.integer(e.value, "provider.max_tokens", 1)
+		case "replies":
+			repliesNode = e.value
+			p.replies = d.decodeReplies(e.value)
+		}
+	}
+	if n.Kind != yaml.MappingNode {
+		return p
+	}
+	switch {
+	case nameNode == nil:
+		d.fail(n, "use anthropic, openai or scripted", "provider.name is required")
+	case p.name == "scripted":
+		if repliesNode == nil || len(repliesNode.Content) == 0 {
+			d.fail(n, "list the model's turns under replies, e.g. `- text: Done.`", "the scripted provider needs replies")
+		}
+	case p.name != "":
+		if repliesNode != nil {
+			d.fail(repliesNode, "replies are for the scripted provider; remove them", "provider %s takes no replies", p.name)
+		}
+		if p.model == "" && !hasEntry(n, "model") {
+			d.fail(n, "name the model, e.g. `model: claude-sonnet-4-5` or `model: gpt-4.1`", "provider.model is required for %s", p.name)
+		}
+	}
+	return p
+}
+
+func (d *runDecoder) decodeReplies(n *yaml.Node) []agent.ModelResponse {
+	if n.Kind != yaml.SequenceNode {
+		d.fail(n, "write one `- text: ...` or `- calls: [...]` item per model turn", "provider.replies must be a list, got %s", kindName(n))
+		return nil
+	}
+	var out []agent.ModelResponse
+	for i, item := range n.Content {
+		where := fmt.Sprintf("provider.replies[%d]", i)
+		var r agent.ModelResponse
+		for _, e := range d.entries(item, where, runReplyKeys) {
+			switch e.key {
+			case "text":
+				r.Text, _ = d.str(e.value, where+".text")
+			case "calls":
+				r.ToolCalls = d.decodeCalls(e.value, where+".calls")
+			}
+		}
+		if item.Kind == yaml.MappingNode && r.Text == "" && len(r.ToolCalls) == 0 && !hasEntry(item, "calls") {
+			d.fail(item, "give the turn a text, tool calls, or both", "%s is empty", where)
+		}
+		r.StopReason = "end_turn"
+		if len(r.ToolCalls) > 0 {
+			r.StopReason = "tool_use"
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func (d *runDecoder) decodeCalls(n *yaml.Node, where string) []agent.ToolCall {
+	if n.Kind != yaml.SequenceNode || len(n.Content) == 0 {
+		d.fail(n, "write one `- name: ... args: {...}` item per call", "%s must be a non-empty list", where)
+		return nil
+	}
+	var out []agent.ToolCall
+	for i, item := range n.Content {
+		w := fmt.Sprintf("%s[%d]", where, i)
+		var c agent.ToolCall
+		args := warden.Args{}
+		for _, e := range d.entries(item, w, runCallKeys) {
+			switch e.key {
+			case "id":
+				c.ID, _ = d.nonEmpty(e.value, w+".id")
+			case "name":
+				c.Name, _ = d.nonEmpty(e.value, w+".name")
+			case "args":
+				args = d.args(e.value, w+".args")
+			}
+		}
+		if item.Kind == yaml.MappingNode && !hasEntry(item, "name") {
+			d.fail(item, "name the tool to call", "%s.name is required", w)
+		}
+		c.Args = args.AppendJSON(nil)
+		out = append(out, c)
+	}
+	return out
+}
+
+// build returns the model provider. A missing API key is the provider's own error.
+func (p providerConfig) build() (agent.Provider, error) {
+	switch p.name {
+	case "anthropic":
+		return anthropic.New(anthropic.Options{Model: p.model, BaseURL: p.baseURL, MaxTokens: p.maxTokens})
+	case "openai":
+		return openai.New(openai.Options{Model: p.model, BaseURL: p.baseURL, MaxTokens: p.maxTokens})
+	case "scripted":
+		replies := p.replies
+		// The reply for a request is picked by the number of model turns in the
+		// conversation, so a run resumed in another process goes on where it stopped.
+		return scripted.Func(func(req agent.ModelRequest) (agent.ModelResponse, error) {
+			turn := 0
+			for _, m := range req.Messages {
+				if m.Role == agent.RoleAssistant {
+					turn++
+				}
+			}
+			if turn >= len(replies) {
+				return agent.ModelResponse{}, fmt.Errorf("%w (%d scripted in the agent configuration, turn %d)", scripted.ErrNoReply, len(replies), turn+1)
+			}
+			return replies[turn], nil
+		}), nil
+	}
+	return nil, fmt.Errorf("unknown provider %q", p.name)
+}
+
+// ---------------------------------------------------------------------------------------
+// The built-in tools, confined to the workspace.
+
+// workspace is the directory the built-in tools may touch. Every path is checked
+// lexically and through symlinks before use, and every file operation goes through an
+// os.Root, which refuses to leave the directory whatever happens in between.
+type workspace struct {
+	dir  string // absolute, symlinks resolved
+	root *os.Root
+}
+
+func openWorkspace(dir string) (*workspace, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s", dir, errText(err))
+	}
+	fi, err := os.Stat(real)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("%s is not a directory", dir)
+	}
+	root, err := os.OpenRoot(real)
+	if err != nil {
+		return nil, err
+	}
+	return &workspace{dir: real, root: root}, nil
+}
+
+// maxToolFile bounds what the reader, cat and search read from one file.
+const maxToolFile = 1 << 20
+
+// maxSearchMatches bounds the lines search returns.
+const maxSearchMatches = 100
+
+// escapeError is the error for a path outside the workspace.
+func escapeError(p string) error {
+	return fmt.Errorf("path %q is outside the workspace; use a path inside it", p)
+}
+
+// resolve returns p relative to the workspace (slash-separated, for os.Root), refusing a
+// path that leaves it: lexically after filepath.Clean, or through a symlink.
+func (w *workspace) resolve(p string) (string, error) {
+	if strings.TrimSpace(p) == "" {
+		return "", errors.New("the path is empty")
+	}
+	if strings.ContainsRune(p, 0) {
+		return "", fmt.Errorf("path %q contains a NUL byte", p)
+	}
+	abs := p
+	if !filepath.IsAbs(p) {
+		abs = filepath.Join(w.dir, p)
+	}
+	abs = filepath.Clean(abs)
+	if !w.inside(abs) {
+		return "", escapeError(p)
+	}
+	// Resolve symlinks in the longest prefix that exists.
+	existing, rest := abs, ""
+	for {
+		real, err := filepath.EvalSymlinks(existing)
+		if err == nil {
+			if !w.inside(filepath.Join(real, rest)) {
+				return "", escapeError(p)
+			}
+			break
+		}
+		parent := filepath.Dir(existing)
+		if parent == existing {
+			return "", escapeError(p)
+		}
+		rest = filepath.Join(filepath.Base(existing), rest)
+		existing = parent
+	}
+	rel, err := filepath.Rel(w.dir, abs)
+	if err != nil {
+		return "", escapeError(p)
+	}
+	return filepath.ToSlash(rel), nil
+}
+
+func (w *workspace) inside(abs string) bool {
+	rel, err := filepath.Rel(w.dir, abs)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
+}
+
+// confine is a tool's own preprocessor: a path argument that leaves the workspace is
+// refused before the call can run.
+func (w *workspace) confine(key string) func(context.Context, warden.ToolCall) warden.CallOutcome {
+	return func(_ context.Context, c warden.ToolCall) warden.CallOutcome {
+		p, ok := c.Args.String(key)
+		if !ok || p == "" {
+			return warden.AllowCall()
+		}
+		if _, err := w.resolve(p); err != nil {
+			return warden.DenyCall(err.Error())
+		}
+		return warden.AllowCall()
+	}
+}
+
+func (w *workspace) readFile(p string) (string, error) {
+	rel, err := w.resolve(p)
+	if err != nil {
+		return "", err
+	}
+	fi, err := w.root.Stat(rel)
+	if err != nil {
+		return "", cleanPathError(err, p)
+	}
+	if fi.IsDir() {
+		return "", fmt.Errorf("%s is a directory", p)
+	}
+	if fi.Size() > maxToolFile {
+		return "", fmt.Errorf("%s is %d bytes, over the %d bytes these tools read", p, fi.Size(), maxToolFile)
+	}
+	b, err := w.root.ReadFile(rel)
+	if err != nil {
+		return "", cleanPathError(err, p)
+	}
+	return string(b), nil
+}
+
+// cleanPathError drops the absolute workspace path from a file error.
+func cleanPathError(err error, p string) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %v", p, pe.Err)
+	}
+	return err
+}
+
+func objectSchema(props string, required ...string) json.RawMessage {
+	req, _ := json.Marshal(required)
+	return json.RawMessage(`{"type":"object","properties":{` + props + `},"required":` + string(req) + `,"additionalProperties":false}`)
+}
+
+func (w *workspace) tools() []warden.Executable {
+	return []warden.Executable{
+		{
+			Tool: warden.Tool{
+				Name:        "reader",
+				Description: "Read a text file in the workspace.",
+				InputSchema: objectSchema(`"path":{"type":"string","description":"the file, relative to the workspace"}`, "path"),
+				Source:      "builtin",
+			},
+			Pre: w.confine("path"),
+			Run: func(_ context.Context, a warden.Args, _ *warden.Credential) (any, error) {
+				p, _ := a.String("path")
+				return w.readFile(p)
+			},
+		},
+		{
+			Tool: warden.Tool{
+				Name:        "editor",
+				Description: "Write or append text to a file in the workspace.",
+				InputSchema: objectSchema(`"file_path":{"type":"string","description":"the file, relative to the workspace"},"action":{"type":"string","enum":["write","append"]},"content":{"type":"string"}`, "file_path", "action", "content"),
+				Source:      "builtin",
+			},
+			Pre: w.confine("file_path"),
+			Run: func(_ context.Context, a warden.Args, _ *warden.Credential) (any, error) {
+				p, _ := a.String("file_path")
+				action, _ := a.String("action")
+				content, _ := a.String("content")
+				return w.edit(p, action, content)
+			},
+		},
+		{
+			Tool: warden.Tool{
+				Name:        "search",
+				Description: "Find the lines that contain a text (plain substring, case-sensitive) in the files under a path of the workspace.",
+				InputSchema: objectSchema(`"pattern":{"type":"string","minLength":1},"path":{"type":"string","description":"a file or directory, relative to the workspace (default: the whole workspace)"}`, "pattern"),
+				Source:      "builtin",
+			},
+			Pre: w.confine("path"),
+			Run: func(_ context.Context, a warden.Args, _ *warden.Credential) (any, error) {
+				pattern, _ := a.String("pattern")
+				p, ok := a.String("path")
+				if !ok || p == "" {
+					p = "."
+				}
+				return w.search(pattern, p)
+			},
+		},
+		{
+			Tool: warden.Tool{
+				Name:        "bash",
+				Description: "Run one command in the workspace. A small in-process shell: only ls [DIR], cat FILE..., echo ..., pwd and wc -l FILE... are supported, without pipes, redirections or variables.",
+				InputSchema: objectSchema(`"command":{"type":"string"}`, "command"),
+				Source:      "builtin",
+			},
+			Run: func(_ context.Context, a warden.Args, _ *warden.Credential) (any, error) {
+				c, _ := a.String("command")
+				return w.bash(c)
+			},
+		},
+	}
+}
+
+func (w *workspace) edit(p, action, content string) (string, error) {
+	rel, err := w.resolve(p)
+	if err != nil {
+		return "", err
+	}
+	if dir := path.Dir(rel); dir != "." {
+		if err := w.root.MkdirAll(dir, 0o755); err != nil {
+			return "", cleanPathError(err, p)
+		}
+	}
+	flag := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	verb := "wrote"
+	switch action {
+	case "write":
+	case "append":
+		flag, verb = os.O_WRONLY|os.O_CREATE|os.O_APPEND, "appended"
+	default:
+		return "", fmt.Errorf("unknown action %q (want write or append)", action)
+	}
+	f, err := w.root.OpenFile(rel, flag, 0o644)
+	if err != nil {
+		return "", cleanPathError(err, p)
+	}
+	_, werr := f.WriteString(content)
+	if err := errors.Join(werr, f.Close()); err != nil {
+		return "", cleanPathError(err, p)
+	}
+	return fmt.Sprintf("%s %d bytes to %s", verb, len(content), p), nil
+}
+
+func (w *workspace) search(pattern, p string) (string, error) {
+	rel, err := w.resolve(p)
+	if err != nil {
+		return "", err
+	}
+	fsys := w.root.FS()
+	var out []string
+	more := false
+	err = fs.WalkDir(fsys, rel, func(name string, de fs.DirEntry, err error) error {
+		if err != nil {
+			return nil // unreadable entries are skipped
+		}
+		if de.IsDir() || !de.Type().IsRegular() {
+			return nil
+		}
+		if fi, err := de.Info(); err != nil || fi.Size() > maxToolFile {
+			return nil
+		}
+		b, err := fs.ReadFile(fsys, name)
+		if err != nil || bytes.IndexByte(b, 0) >= 0 {
+			return nil // binary files are skipped
+		}
+		sc := bufio.NewScanner(bytes.NewReader(b))
+		sc.Buffer(make([]byte, 0, 64<<10), maxToolFile)
+		for line := 1; sc.Scan(); line++ {
+			if strings.Contains(sc.Text(), pattern) {
+				if len(out) == maxSearchMatches {
+					more = true
+					return fs.SkipAll
+				}
+				out = append(out, fmt.Sprintf("%s:%d: %s", name, line, sc.Text()))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return "", cleanPathError(err, p)
+	}
+	if len(out) == 0 {
+		return "no matches", nil
+	}
+	if more {
+		out = append(out, fmt.Sprintf("(stopped after %d matches; narrow the search)", maxSearchMatches))
+	}
+	return strings.Join(out, "\n"), nil
+}
+
+// errDemoShell is what the demo shell answers for anything it does not run.
+var errDemoShell = errors.New("this demo shell supports only ls, cat, echo, pwd, wc -l")
+
+// bash runs one command of the demo shell's tiny subset, in-process. The command is
+// parsed with package shell; anything but one simple command of literal words, and
+// anything but the supported commands, is refused without running anything.
+func (w *workspace) bash(command string) (string, error) {
+	a := shell.Analyze(command)
+	if !a.Simple {
+		return "", fmt.Errorf("%w (one simple command; this one has %s)", errDemoShell, a.Problem)
+	}
+	if len(a.Commands) != 1 {
+		return "", errDemoShell
+	}
+	argv := strings.Fields(a.Commands[0])
+	name, args := argv[0], argv[1:]
+	switch {
+	case name == "pwd" && len(args) == 0:
+		return w.dir + "\n", nil
+	case name == "echo":
+		return strings.Join(args, " ") + "\n", nil
+	case name == "ls" && len(args) <= 1:
+		dir := "."
+		if len(args) == 1 {
+			dir = args[0]
+		}
+		return w.ls(dir)
+	case name == "cat" && len(args) >= 1:
+		var b strings.Builder
+		for _, f := range args {
+			s, err := w.readFile(f)
+			if err != nil {
+				return "", fmt.Errorf("cat: %w", err)
+			}
+			b.WriteString(s)
+		}
+		return b.String(), nil
+	case name == "wc" && len(args) >= 2 && args[0] == "-l":
+		var b strings.Builder
+		for _, f := range args[1:] {
+			s, err := w.readFile(f)
+			if err != nil {
+				return "", fmt.Errorf("wc: %w", err)
+			}
+			fmt.Fprintf(&b, "%d %s\n", strings.Count(s, "\n"), f)
+		}
+		return b.String(), nil
+	}
+	return "", errDemoShell
+}
+
+func (w *workspace) ls(p string) (string, error) {
+	rel, err := w.resolve(p)
+	if err != nil {
+		return "", fmt.Errorf("ls: %w", err)
+	}
+	entries, err := fs.ReadDir(w.root.FS(), rel)
+	if err != nil {
+		return "", fmt.Errorf("ls: %w", cleanPathError(err, p))
+	}
+	var b strings.Builder
+	for _, e := range entries {
+		b.WriteString(e.Name())
+		if e.IsDir() {
+			b.WriteByte('/')
+		}
+		b.WriteByte('\n')
+	}
+	return b.String(), nil
+}

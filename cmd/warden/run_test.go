@@ -1,0 +1,666 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// runFixture copies testdata/run (agent configurations, policies, a workspace) into a
+// temporary directory, so runs may write there, and returns that directory.
+func runFixture(t *testing.T) string {
+	t.Helper()
+	dst := t.TempDir()
+	src := filepath.Join("testdata", "run")
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		target := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// execWardenEnv runs the built binary with exactly the given extra environment on top
+// of a minimal one (PATH and HOME), so that no key leaks in from the test's process.
+func execWardenEnv(t *testing.T, dir string, env []string, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(wardenBinary(t), args...)
+	cmd.Dir = dir
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}, env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	if err != nil {
+		ee, ok := err.(*exec.ExitError)
+		if !ok {
+			t.Fatalf("running warden: %v", err)
+		}
+		code = ee.ExitCode()
+	}
+	return result{stdout: stdout.String(), stderr: stderr.String(), code: code}
+}
+
+func wantContains(t *testing.T, what, got string, wants ...string) {
+	t.Helper()
+	for _, w := range wants {
+		if !strings.Contains(got, w) {
+			t.Errorf("%s lacks %q:\n%s", what, w, got)
+		}
+	}
+}
+
+func TestRunToolCallAndAnswer(t *testing.T) {
+	dir := runFixture(t)
+	r := runWarden(t, "run", "--config", filepath.Join(dir, "read.yaml"), "What do the notes say?")
+	if r.code != 0 || r.stderr != "" {
+		t.Fatalf("exit %d, stderr %q\n%s", r.code, r.stderr, r.stdout)
+	}
+	wantContains(t, "stdout", r.stdout,
+		"model:     scripted\n",
+		"workspace: "+mustEval(t, filepath.Join(dir, "workspace"))+"\n",
+		"task:      What do the notes say?\n",
+		"→ reader {\"path\":\"notes.txt\"}\n  allowed by *\n  ← 37 chars\n",
+		"answer (2 iterations, 1 tool call executed):\nThe notes say hello.\n")
+}
+
+func mustEval(t *testing.T, p string) string {
+	t.Helper()
+	r, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// The task may be written as several words; without a workspace a temporary one is
+// made and printed.
+func TestRunTemporaryWorkspace(t *testing.T) {
+	dir := runFixture(t)
+	cfg := filepath.Join(dir, "tmp.yaml")
+	writeFile(t, cfg, "provider: {name: scripted, replies: [{calls: [{name: bash, args: {command: ls}}]}, {text: empty}]}\npolicy: policy.yaml\n")
+	r := runWarden(t, "run", "--config", cfg, "list", "the", "files")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	m := regexp.MustCompile(`workspace: (\S+) \(a new temporary directory\)`).FindStringSubmatch(r.stdout)
+	if m == nil {
+		t.Fatalf("no temporary workspace printed:\n%s", r.stdout)
+	}
+	t.Cleanup(func() { os.RemoveAll(m[1]) })
+	if fi, err := os.Stat(m[1]); err != nil || !fi.IsDir() {
+		t.Errorf("workspace %s: %v", m[1], err)
+	}
+	wantContains(t, "stdout", r.stdout, "task:      list the files\n", "→ bash {\"command\":\"ls\"}\n  allowed by ls\n  ← 0 chars\n")
+}
+
+func writeFile(t *testing.T, p, content string) {
+	t.Helper()
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+var checkpointLine = regexp.MustCompile(`(?m)^  checkpoint: (\S+)$`)
+
+// pauseRun runs pause.yaml (in-process) and returns the checkpoint file it wrote.
+func pauseRun(t *testing.T, dir string) (string, result) {
+	t.Helper()
+	cfg := filepath.Join(dir, "pause.yaml")
+	r := runWarden(t, "run", "--config", cfg, "Append a line to log.txt")
+	if r.code != exitAsk {
+		t.Fatalf("exit %d, want %d (paused)\n%s%s", r.code, exitAsk, r.stdout, r.stderr)
+	}
+	m := checkpointLine.FindStringSubmatch(r.stdout)
+	if m == nil {
+		t.Fatalf("no checkpoint printed:\n%s", r.stdout)
+	}
+	file := m[1]
+	if filepath.Dir(file) != filepath.Join(dir, "checkpoints") || !regexp.MustCompile(`^warden-checkpoint-[0-9a-f]{12}\.json$`).MatchString(filepath.Base(file)) {
+		t.Errorf("checkpoint file %s", file)
+	}
+	fi, err := os.Stat(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("checkpoint mode %v, want 0600", fi.Mode().Perm())
+	}
+	wantContains(t, "stdout", r.stdout,
+		"→ editor {\"file_path\":\"log.txt\",\"action\":\"append\",\"content\":\"approved line\\n\"}\n  paused: a person must decide (below)\n",
+		"paused: editor needs a person.\n",
+		"  question:   Permission escalation for editor.append: escalate by rule: *. Allow this call?\n",
+		"approve:  warden run --config "+cfg+" --resume "+file+" --approve --by NAME\n",
+		"decline:  warden run --config "+cfg+" --resume "+file+" --decline --by NAME --note 'why'\n")
+	if _, err := os.Stat(filepath.Join(dir, "workspace", "log.txt")); !os.IsNotExist(err) {
+		t.Errorf("the paused call ran: %v", err)
+	}
+	return file, r
+}
+
+// The pause writes a checkpoint; the printed command, run in a fresh process, resumes
+// it and the tool runs once. The checkpoint is single-use.
+func TestRunPauseResumeInFreshProcess(t *testing.T) {
+	dir := runFixture(t)
+	cfg := filepath.Join(dir, "pause.yaml")
+	// The first run in a process of its own too.
+	r := execWardenEnv(t, dir, nil, "run", "--config", cfg, "Append a line to log.txt")
+	if r.code != exitAsk {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	m := regexp.MustCompile(`(?m)^approve:  warden (run .*) --approve --by NAME$`).FindStringSubmatch(r.stdout)
+	if m == nil {
+		t.Fatalf("no resume command printed:\n%s", r.stdout)
+	}
+	args := append(strings.Fields(m[1]), "--approve", "--by", "alice")
+	var cp runCheckpoint
+	file := checkpointLine.FindStringSubmatch(r.stdout)[1]
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &cp); err != nil || cp.Format != runCheckpointFormat || cp.Pending.Tool != "editor" || !json.Valid(cp.Checkpoint) {
+		t.Fatalf("checkpoint file: %v\n%s", err, data)
+	}
+
+	r = execWardenEnv(t, t.TempDir(), nil, args...)
+	if r.code != 0 {
+		t.Fatalf("resume: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	wantContains(t, "resume stdout", r.stdout,
+		"resuming "+file+": editor approved by alice\n",
+		"→ editor {\"file_path\":\"log.txt\",\"action\":\"append\",\"content\":\"approved line\\n\"}\n  approved by alice\n  ← 28 chars\n",
+		"answer (2 iterations, 1 tool call executed):\nDone.\n")
+	got, err := os.ReadFile(filepath.Join(dir, "workspace", "log.txt"))
+	if err != nil || string(got) != "approved line\n" {
+		t.Errorf("log.txt = %q, %v; want the line appended once", got, err)
+	}
+	if _, err := os.Stat(file); !os.IsNotExist(err) {
+		t.Errorf("the used checkpoint is still there: %v", err)
+	}
+
+	// A second resume of the same checkpoint runs nothing.
+	r = execWardenEnv(t, t.TempDir(), nil, args...)
+	if r.code != exitUsage || !strings.Contains(r.stderr, "cannot read the checkpoint") {
+		t.Errorf("second resume: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "workspace", "log.txt")); string(got) != "approved line\n" {
+		t.Errorf("log.txt = %q after a second resume", got)
+	}
+}
+
+func TestRunDecline(t *testing.T) {
+	dir := runFixture(t)
+	file, _ := pauseRun(t, dir)
+	r := runWarden(t, "run", "--config", filepath.Join(dir, "pause.yaml"), "--resume", file, "--decline", "--by", "bob", "--note", "not this one")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	wantContains(t, "stdout", r.stdout,
+		"resuming "+file+": editor declined by bob\n",
+		"  refused: declined by human: not this one\n",
+		"answer (2 iterations, 0 tool calls executed):\nDone.\n")
+	if _, err := os.Stat(filepath.Join(dir, "workspace", "log.txt")); !os.IsNotExist(err) {
+		t.Errorf("a declined call ran: %v", err)
+	}
+}
+
+func TestRunWorkspaceConfinement(t *testing.T) {
+	dir := runFixture(t)
+	if err := os.Symlink("/etc", filepath.Join(dir, "workspace", "link")); err != nil {
+		t.Fatal(err)
+	}
+	r := runWarden(t, "run", "--config", filepath.Join(dir, "escape.yaml"), "read the password file")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	wantContains(t, "stdout", r.stdout,
+		"→ reader {\"path\":\"../etc/passwd\"}\n  refused: path \"../etc/passwd\" is outside the workspace; use a path inside it\n",
+		"→ reader {\"path\":\"/etc/passwd\"}\n  refused: path \"/etc/passwd\" is outside the workspace; use a path inside it\n",
+		"→ bash {\"command\":\"cat ../../etc/passwd\"}\n  allowed by cat *\n  failed: Tool 'bash' failed: cat: path \"../../etc/passwd\" is outside the workspace; use a path inside it\n",
+		"→ reader {\"path\":\"link/passwd\"}\n  refused: path \"link/passwd\" is outside the workspace; use a path inside it\n",
+		"1 tool call executed")
+	if strings.Contains(r.stdout, "root:") {
+		t.Error("a file outside the workspace was read")
+	}
+}
+
+func TestRunWorkspaceResolve(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "ws", "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("sub", filepath.Join(dir, "ws", "inner")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("..", filepath.Join(dir, "ws", "up")); err != nil {
+		t.Fatal(err)
+	}
+	w, err := openWorkspace(filepath.Join(dir, "ws"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.root.Close()
+	for p, want := range map[string]string{
+		"a.txt": "a.txt", "sub/../a.txt": "a.txt", "./sub/new/file": "sub/new/file", "inner/x": "inner/x",
+		".": ".", filepath.Join(w.dir, "b"): "b",
+	} {
+		if got, err := w.resolve(p); err != nil || got != want {
+			t.Errorf("resolve(%q) = %q, %v; want %q", p, got, err, want)
+		}
+	}
+	for _, p := range []string{"..", "../x", "sub/../../x", "/etc/passwd", "up/x", "up", "", "a\x00b", filepath.Dir(w.dir)} {
+		if got, err := w.resolve(p); err == nil {
+			t.Errorf("resolve(%q) = %q, want a refusal", p, got)
+		}
+	}
+	// The editor creates directories inside, and never writes outside.
+	if _, err := w.edit("sub/deep/n.txt", "write", "x"); err != nil {
+		t.Error(err)
+	}
+	if _, err := w.edit("up/escaped.txt", "write", "x"); err == nil {
+		t.Error("wrote through a symlink out of the workspace")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "escaped.txt")); !os.IsNotExist(err) {
+		t.Error("a file was written outside the workspace")
+	}
+}
+
+func TestRunDemoShell(t *testing.T) {
+	dir := runFixture(t)
+	r := runWarden(t, "run", "--config", filepath.Join(dir, "shell.yaml"), "look around")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	wantContains(t, "stdout", r.stdout,
+		"→ bash {\"command\":\"ls\"}\n  allowed by ls\n  ← 10 chars\n",
+		"→ bash {\"command\":\"wc -l notes.txt\"}\n  allowed by wc -l *\n  ← 12 chars\n",
+		"→ bash {\"command\":\"echo 'hi there'\"}\n  allowed by echo *\n  ← 9 chars\n",
+		"→ bash {\"command\":\"date\"}\n  allowed by date\n  failed: Tool 'bash' failed: this demo shell supports only ls, cat, echo, pwd, wc -l\n",
+		"→ bash {\"command\":\"ls; rm -rf /\"}\n  refused: [permission denied: Shell control operator requires explicit approval: 'ls; rm -rf /']\n",
+		"→ search {\"pattern\":\"second\"}\n  allowed by *\n  ← 24 chars\n")
+
+	w, err := openWorkspace(filepath.Join(dir, "workspace"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.root.Close()
+	for cmd, want := range map[string]string{
+		"ls":               "notes.txt\n",
+		"cat notes.txt":    "hello from the workspace\nsecond line\n",
+		"wc -l notes.txt":  "2 notes.txt\n",
+		"echo a   b":       "a b\n",
+		"pwd":              w.dir + "\n",
+		"/bin/echo hi":     "hi\n",
+		"search-it second": "",
+	} {
+		if cmd == "search-it second" {
+			got, err := w.search("second", ".")
+			if err != nil || got != "notes.txt:2: second line" {
+				t.Errorf("search = %q, %v", got, err)
+			}
+			continue
+		}
+		got, err := w.bash(cmd)
+		if err != nil || got != want {
+			t.Errorf("bash(%q) = %q, %v; want %q", cmd, got, err, want)
+		}
+	}
+	for _, cmd := range []string{"rm notes.txt", "ls | wc -l", "echo $HOME", "cat notes.txt > x", "sudo ls", "sh -c ls", "wc notes.txt", "ls a b", "pwd x", "cat", "curl http://example.com"} {
+		if got, err := w.bash(cmd); err == nil || !strings.Contains(err.Error(), "this demo shell supports only ls, cat, echo, pwd, wc -l") {
+			t.Errorf("bash(%q) = %q, %v; want the demo shell's refusal", cmd, got, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "workspace", "notes.txt")); err != nil {
+		t.Errorf("notes.txt: %v", err)
+	}
+}
+
+func TestRunHalt(t *testing.T) {
+	dir := runFixture(t)
+	r := runWarden(t, "run", "--config", filepath.Join(dir, "halt.yaml"), "read the secrets")
+	if r.code != exitHalt {
+		t.Fatalf("exit %d, want %d\n%s%s", r.code, exitHalt, r.stdout, r.stderr)
+	}
+	wantContains(t, "stdout", r.stdout,
+		"→ reader {\"path\":\"secrets/keys.txt\"}\n  halted: That file is off limits. Stopping here and handing off.\n",
+		"→ reader {\"path\":\"notes.txt\"}\n  Not run: the run was halted by policy before this call.\n",
+		"halted by policy: rule no-secrets (security:exfiltration)\n",
+		"reader was not executed; the run ended.")
+	if strings.Contains(r.stdout, "answer") {
+		t.Error("a halted run answered")
+	}
+}
+
+func TestRunBadConfig(t *testing.T) {
+	dir := runFixture(t)
+	tests := []struct {
+		file  string
+		wants []string
+	}{
+		{"bad-keys.yaml", []string{
+			"bad-keys.yaml:3:3: unknown key \"replys\" in provider (known keys: name, model, base_url, max_tokens, replies)",
+			"bad-keys.yaml:6:17: max_iterations must be a whole number, got a string (write a whole number)",
+			"bad-keys.yaml:2:3: the scripted provider needs replies",
+		}},
+		{"bad-provider.yaml", []string{"bad-provider.yaml:2:9: unknown provider \"gemini\" (use anthropic, openai or scripted)"}},
+		{"no-policy.yaml", []string{
+			"no-policy.yaml:1:1: policy is required (add `policy: <file>`: warden run never runs tools without a policy)",
+			"no-policy.yaml:5:5: provider openai takes no replies",
+		}},
+		{"missing-policy-file.yaml", []string{"does-not-exist.yaml: cannot read policy file: no such file or directory"}},
+		{"absent.yaml", []string{"absent.yaml: cannot read the agent configuration: no such file or directory"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			r := runWarden(t, "run", "--config", filepath.Join(dir, tt.file), "task")
+			if r.code != exitUsage || r.stdout != "" {
+				t.Errorf("exit %d, stdout %q; want exit 2 and nothing on stdout", r.code, r.stdout)
+			}
+			wantContains(t, "stderr", r.stderr, tt.wants...)
+		})
+	}
+
+	more := map[string]string{
+		"empty":          "",
+		"two docs":       "provider: {name: scripted, replies: [{text: hi}]}\npolicy: policy.yaml\n---\nx: 1\n",
+		"alias":          "p: &a policy.yaml\nprovider: {name: scripted, replies: [{text: hi}]}\npolicy: *a\n",
+		"no model":       "provider: {name: anthropic}\npolicy: policy.yaml\n",
+		"empty reply":    "provider: {name: scripted, replies: [{}]}\npolicy: policy.yaml\n",
+		"call no name":   "provider: {name: scripted, replies: [{calls: [{args: {}}]}]}\npolicy: policy.yaml\n",
+		"bad iterations": "provider: {name: scripted, replies: [{text: hi}]}\npolicy: policy.yaml\nmax_iterations: 0\n",
+		"no workspace":   "provider: {name: scripted, replies: [{text: hi}]}\npolicy: policy.yaml\nworkspace: nowhere\n",
+		"bad pack":       "provider: {name: scripted, replies: [{text: hi}]}\npolicy: policy.yaml\ndirectives: {role: x}\n",
+		"bad role":       "provider: {name: scripted, replies: [{text: hi}]}\npolicy: policy.yaml\nrole: ghost\n",
+	}
+	wants := map[string]string{
+		"empty":          "agent configuration is empty",
+		"two docs":       ":4:1: more than one YAML document",
+		"alias":          ":1:4: YAML anchors and aliases are not allowed",
+		"no model":       ":1:11: provider.model is required for anthropic",
+		"empty reply":    ":1:38: provider.replies[0] is empty",
+		"call no name":   ":1:47: provider.replies[0].calls[0].name is required",
+		"bad iterations": ":3:17: max_iterations: 0 is out of range",
+		"no workspace":   ":3:12: workspace: ",
+		"bad pack":       ":3:13: directives.pack is required",
+		"bad role":       "ghost",
+	}
+	for name, content := range more {
+		t.Run(name, func(t *testing.T) {
+			cfg := filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".yaml")
+			writeFile(t, cfg, content)
+			r := runWarden(t, "run", "--config", cfg, "task")
+			if r.code != exitUsage {
+				t.Errorf("exit %d, want 2", r.code)
+			}
+			wantContains(t, "stderr", r.stderr, wants[name])
+		})
+	}
+}
+
+func TestRunUsage(t *testing.T) {
+	dir := runFixture(t)
+	cfg := filepath.Join(dir, "read.yaml")
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "task"}, `required flag(s) "config" not set`},
+		{[]string{"run", "--config", cfg}, "no task"},
+		{[]string{"run", "--config", cfg, "--approve", "task"}, "--approve is only for --resume"},
+		{[]string{"run", "--config", cfg, "--by", "a", "task"}, "--by is only for --resume"},
+		{[]string{"run", "--config", cfg, "--resume", "x.json", "--by", "a"}, "exactly one of --approve and --decline"},
+		{[]string{"run", "--config", cfg, "--resume", "x.json", "--approve", "--decline", "--by", "a"}, "exactly one of --approve and --decline"},
+		{[]string{"run", "--config", cfg, "--resume", "x.json", "--approve"}, "--resume needs --by NAME"},
+		{[]string{"run", "--config", cfg, "--resume", "x.json", "--approve", "--by", "a", "more"}, "a resumed run continues its own task"},
+		{[]string{"run", "--config", cfg, "--resume", filepath.Join(dir, "policy.yaml"), "--approve", "--by", "a"}, "not a warden run checkpoint"},
+	} {
+		r := runWarden(t, tt.args...)
+		if r.code != exitUsage || !strings.Contains(r.stderr, tt.want) {
+			t.Errorf("warden %s: exit %d, stderr %q; want 2 and %q", strings.Join(tt.args, " "), r.code, r.stderr, tt.want)
+		}
+	}
+}
+
+// A tampered checkpoint is refused and nothing runs.
+func TestRunTamperedCheckpoint(t *testing.T) {
+	dir := runFixture(t)
+	file, _ := pauseRun(t, dir)
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cp runCheckpoint
+	if err := json.Unmarshal(data, &cp); err != nil {
+		t.Fatal(err)
+	}
+	iteration := regexp.MustCompile(`"iteration":\s*1,`)
+	if !iteration.Match(cp.Checkpoint) {
+		t.Fatalf("no iteration in %s", cp.Checkpoint)
+	}
+	cp.Checkpoint = iteration.ReplaceAll(cp.Checkpoint, []byte(`"iteration": 0,`))
+	data, _ = json.Marshal(cp)
+	writeFile(t, file, string(data))
+	r := runWarden(t, "run", "--config", filepath.Join(dir, "pause.yaml"), "--resume", file, "--approve", "--by", "mallory")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "malformed checkpoint") {
+		t.Errorf("exit %d, stderr %q", r.code, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "workspace", "log.txt")); !os.IsNotExist(err) {
+		t.Error("a tampered checkpoint ran the call")
+	}
+}
+
+// anthropicServer speaks the Messages API: the first answer calls reader, the second
+// answers with text. It records the requests.
+type anthropicServer struct {
+	*httptest.Server
+	mu   sync.Mutex
+	reqs []map[string]any
+	keys []string
+}
+
+func newAnthropicServer(t *testing.T) *anthropicServer {
+	s := &anthropicServer{}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.URL.Path != "/v1/messages" {
+			http.Error(w, "not found", http.StatusNotFound)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		var req map[string]any
+		if err := json.Unmarshal(body, &req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		s.mu.Lock()
+		s.reqs = append(s.reqs, req)
+		key := r.Header.Get("X-Api-Key") // the API's header; SDK v2 sends the key as a bearer token
+		if key == "" {
+			key = strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+		}
+		s.keys = append(s.keys, key)
+		n := len(s.reqs)
+		s.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		if n == 1 {
+			io.WriteString(w, `{"id":"msg_01","type":"message","role":"assistant","model":"claude-test",
+				"content":[{"type":"text","text":"Let me read the notes."},
+				           {"type":"tool_use","id":"toolu_01","name":"reader","input":{"path":"notes.txt"}}],
+				"stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":100,"output_tokens":20}}`)
+			return
+		}
+		io.WriteString(w, `{"id":"msg_02","type":"message","role":"assistant","model":"claude-test",
+			"content":[{"type":"text","text":"The notes say hello from the workspace."}],
+			"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":150,"output_tokens":10}}`)
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func (s *anthropicServer) check(t *testing.T, key string) {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.reqs) != 2 {
+		t.Fatalf("%d requests, want 2", len(s.reqs))
+	}
+	for i, k := range s.keys {
+		if k != key {
+			t.Errorf("request %d: API key %q", i, k)
+		}
+	}
+	first := s.reqs[0]
+	if first["model"] != "claude-test" || first["max_tokens"] != float64(256) {
+		t.Errorf("first request: model %v, max_tokens %v", first["model"], first["max_tokens"])
+	}
+	var tools []string
+	for _, tl := range first["tools"].([]any) {
+		tools = append(tools, tl.(map[string]any)["name"].(string))
+	}
+	if strings.Join(tools, ",") != "reader,editor,search,bash" {
+		t.Errorf("tools offered: %v", tools)
+	}
+	// The second request carries the tool result of toolu_01 with the file's content.
+	b, _ := json.Marshal(s.reqs[1]["messages"])
+	wantContains(t, "second request", string(b), `"tool_use_id":"toolu_01"`, `hello from the workspace\nsecond line\n`)
+}
+
+func anthropicConfig(t *testing.T, dir, url string) string {
+	cfg := filepath.Join(dir, "anthropic.yaml")
+	writeFile(t, cfg, "provider:\n  name: anthropic\n  model: claude-test\n  base_url: "+url+"\n  max_tokens: 256\npolicy: policy.yaml\nworkspace: workspace\n")
+	return cfg
+}
+
+func TestRunAnthropicWire(t *testing.T) {
+	dir := runFixture(t)
+	srv := newAnthropicServer(t)
+	cfg := anthropicConfig(t, dir, srv.URL)
+	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-test-inprocess")
+	r := runWarden(t, "run", "--config", cfg, "What do the notes say?")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	wantContains(t, "stdout", r.stdout,
+		"model:     anthropic claude-test\n",
+		"→ reader {\"path\":\"notes.txt\"}\n  allowed by *\n  ← 37 chars\n",
+		"answer (2 iterations, 1 tool call executed):\nThe notes say hello from the workspace.\n")
+	srv.check(t, "sk-ant-test-inprocess")
+}
+
+// The same run in a process of its own, its environment passed explicitly.
+func TestRunAnthropicWireBinary(t *testing.T) {
+	dir := runFixture(t)
+	srv := newAnthropicServer(t)
+	cfg := anthropicConfig(t, dir, srv.URL)
+	r := execWardenEnv(t, dir, []string{"ANTHROPIC_API_KEY=sk-ant-test-subprocess"}, "run", "--config", cfg, "What do the notes say?")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	wantContains(t, "stdout", r.stdout, "The notes say hello from the workspace.")
+	srv.check(t, "sk-ant-test-subprocess")
+}
+
+func TestRunMissingAPIKey(t *testing.T) {
+	dir := runFixture(t)
+	cfg := anthropicConfig(t, dir, "http://127.0.0.1:1")
+	r := execWardenEnv(t, dir, nil, "run", "--config", cfg, "task")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "ANTHROPIC_API_KEY") {
+		t.Errorf("anthropic without a key: exit %d, stderr %q", r.code, r.stderr)
+	}
+	writeFile(t, cfg, "provider: {name: openai, model: gpt-4.1}\npolicy: policy.yaml\n")
+	r = execWardenEnv(t, dir, nil, "run", "--config", cfg, "task")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "OPENAI_API_KEY") {
+		t.Errorf("openai without a key: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// The shipped example loads: its policy, its provider settings.
+func TestRunExampleConfig(t *testing.T) {
+	cfg, err := loadRunConfig(filepath.Join("..", "..", "examples", "agent", "agent.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.provider.name != "anthropic" || cfg.provider.model == "" || cfg.workspace != "" || cfg.checkpointDir != "." {
+		t.Errorf("config %+v", cfg)
+	}
+	r := runWarden(t, "validate", cfg.policy)
+	if r.code != 0 {
+		t.Errorf("validate %s: exit %d %s", cfg.policy, r.code, r.stderr)
+	}
+	// Offline, with the scripted provider, the example's policy pauses a write.
+	dir := t.TempDir()
+	pol, _ := filepath.Abs(cfg.policy)
+	writeFile(t, filepath.Join(dir, "a.yaml"), "provider: {name: scripted, replies: [{calls: [{name: editor, args: {file_path: haiku.txt, action: write, content: x}}]}]}\npolicy: "+pol+"\nworkspace: .\n")
+	r = runWarden(t, "run", "--config", filepath.Join(dir, "a.yaml"), "write")
+	if r.code != exitAsk {
+		t.Errorf("exit %d, want 4\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// The pending call is judged again under the policy as it is at resume time.
+func TestRunResumeUnderChangedPolicy(t *testing.T) {
+	dir := runFixture(t)
+	file, _ := pauseRun(t, dir)
+	writeFile(t, filepath.Join(dir, "policy.yaml"), "version: 1\nmode: rules\nrules:\n  deny:\n    editor: [\"*\"]\n  allow:\n    reader: [\"*\"]\n")
+	r := runWarden(t, "run", "--config", filepath.Join(dir, "pause.yaml"), "--resume", file, "--approve", "--by", "alice")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	wantContains(t, "stdout", r.stdout,
+		"  refused: [permission denied: denied by rule: *]\n",
+		"note: the policy changed since the pause (sha256:",
+		"0 tool calls executed")
+	if _, err := os.Stat(filepath.Join(dir, "workspace", "log.txt")); !os.IsNotExist(err) {
+		t.Error("the call ran under a policy that now denies it")
+	}
+}
+
+// A checkpoint whose pending call was altered is refused; the file stays.
+func TestRunAlteredPendingCall(t *testing.T) {
+	dir := runFixture(t)
+	file, _ := pauseRun(t, dir)
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{1, -1} { // the copy shown to people only, then every copy
+		altered := bytes.Replace(data, []byte(`"content": "approved line\n"`), []byte(`"content": "something else\n"`), n)
+		if bytes.Equal(altered, data) {
+			t.Fatalf("nothing to alter in %s", data)
+		}
+		writeFile(t, file, string(altered))
+		r := runWarden(t, "run", "--config", filepath.Join(dir, "pause.yaml"), "--resume", file, "--approve", "--by", "mallory")
+		if r.code != exitUsage || !strings.Contains(r.stderr, "altered") {
+			t.Errorf("replacing %d: exit %d, stderr %q", n, r.code, r.stderr)
+		}
+	}
+	if _, err := os.Stat(file); err != nil {
+		t.Errorf("the refused checkpoint was removed: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "workspace", "log.txt")); !os.IsNotExist(err) {
+		t.Error("an altered checkpoint ran the call")
+	}
+}
