@@ -1,12 +1,18 @@
 // Command warden is the command-line interface of Warden, fail-closed governance for
 // AI-agent tool calls.
 //
+//	warden demo [--json] [SCENE...]
+//	warden run --config agent.yaml [--resume FILE (--approve|--decline) --by NAME --note TEXT] TASK
 //	warden check --policy FILE --tool NAME [--args JSON] [--role R] [--capability CAP]... [--json] [--explain]
 //	warden test FILE...
 //	warden validate FILE...
+//	warden approvals list|show|approve|decline [--store DSN]
+//	warden audit [filters] [--json] | warden audit verify [--store DSN]
+//	warden hook claude-code --policy FILE [--role R] [--store DSN] [--event post]
+//	warden hook claude-code install [--settings PATH] [--policy FILE] [--write]
 //
-// Exit codes: 0 allow (or success), 1 internal error or failing tests, 2 bad usage or a
-// bad policy or test file, 3 deny, 4 ask, 5 halt.
+// Each command's help lists its exit codes. check: 0 allow, 3 deny, 4 ask, 5 halt, 2 bad
+// usage or a bad policy file, 1 internal error.
 package main
 
 import (
