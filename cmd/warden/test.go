@@ -18,6 +18,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/internal/yamlstrict"
 	"github.com/wardenhq/warden/policy"
 )
 
@@ -182,19 +183,24 @@ func (tf *testFile) loadPolicies() error {
 	return nil
 }
 
+// located returns a *warden.ConfigError at n's position (none when n is nil).
 func located(file string, n *yaml.Node, msg, hint string) *warden.ConfigError {
-	e := &warden.ConfigError{File: file, Msg: msg, Hint: hint}
-	if n != nil {
-		e.Line, e.Column = n.Line, n.Column
-	}
-	return e
+	return yamlstrict.Located(file, n, msg, hint)
 }
 
 // testDecoder decodes a test file from its YAML node tree, collecting every problem as
-// a located *warden.ConfigError.
+// a located *warden.ConfigError. The schema lives here; the strict YAML reading is
+// yamlstrict's, which its methods wrap.
 type testDecoder struct {
 	file string
 	errs []error
+}
+
+// strict runs f with a yamlstrict decoder for d's file that records into d.errs.
+func (d *testDecoder) strict(f func(y *yamlstrict.Decoder)) {
+	y := yamlstrict.Decoder{File: d.file, Errs: d.errs}
+	f(&y)
+	d.errs = y.Errs
 }
 
 func (d *testDecoder) fail(n *yaml.Node, hint, format string, args ...any) {
@@ -238,72 +244,24 @@ func errText(err error) string {
 	return err.Error()
 }
 
-var yamlErrLine = regexp.MustCompile(`line (\d+)`)
+// testDoc words the document-level errors for test files.
+var testDoc = yamlstrict.Doc{
+	Name:      "test file",
+	Plural:    "test files",
+	EmptyHint: "write `policy: <file>` and a list of `cases`",
+	MultiHint: "a test file holds one document; remove the '---' and what follows, or split it into files",
+	TabHint:   "indent with spaces; YAML does not allow tabs there",
+}
 
 // document parses exactly one YAML document without anchors or aliases.
-func (d *testDecoder) document(data []byte) *yaml.Node {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil {
-		if err == io.EOF {
-			d.errs = append(d.errs, &warden.ConfigError{File: d.file, Line: 1, Column: 1, Msg: "test file is empty", Hint: "write `policy: <file>` and a list of `cases`"})
-			return nil
-		}
-		e := &warden.ConfigError{File: d.file, Msg: "invalid YAML: " + strings.TrimPrefix(err.Error(), "yaml: "), Hint: "fix the YAML syntax"}
-		e.Line, e.Column = yamlErrorPosition(data, err)
-		if e.Column > 0 {
-			e.Hint = "indent with spaces; YAML does not allow tabs there"
-		}
-		d.errs = append(d.errs, e)
-		return nil
-	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); err != io.EOF {
-		e := &warden.ConfigError{File: d.file, Msg: "more than one YAML document", Hint: "a test file holds one document; remove the '---' and what follows, or split it into files"}
-		if err == nil && len(extra.Content) > 0 {
-			e.Line, e.Column = extra.Content[0].Line, extra.Content[0].Column
-		}
-		d.errs = append(d.errs, e)
-		return nil
-	}
-	if len(doc.Content) == 0 {
-		d.fail(&doc, "write `policy: <file>` and a list of `cases`", "test file is empty")
-		return nil
-	}
-	if !d.noAliases(doc.Content[0]) {
-		return nil
-	}
-	return doc.Content[0]
+func (d *testDecoder) document(data []byte) (root *yaml.Node) {
+	d.strict(func(y *yamlstrict.Decoder) { root = y.Document(data, testDoc) })
+	return root
 }
 
-// yamlErrorPosition locates a YAML syntax error. The parser's errors carry a line but no
-// column; when that line holds a tab (the usual culprit), its column is the position.
+// yamlErrorPosition locates a YAML syntax error (see [yamlstrict.ErrorPosition]).
 func yamlErrorPosition(data []byte, err error) (line, column int) {
-	m := yamlErrLine.FindStringSubmatch(err.Error())
-	if m == nil {
-		return 0, 0
-	}
-	line, _ = strconv.Atoi(m[1])
-	text := strings.Split(string(data), "\n")
-	if line >= 1 && line <= len(text) {
-		if i := strings.IndexByte(text[line-1], '\t'); i >= 0 {
-			column = i + 1
-		}
-	}
-	return line, column
-}
-
-func (d *testDecoder) noAliases(n *yaml.Node) bool {
-	if n.Kind == yaml.AliasNode || n.Anchor != "" {
-		d.fail(n, "write the value out in full", "YAML anchors and aliases are not allowed in test files")
-		return false
-	}
-	for _, c := range n.Content {
-		if !d.noAliases(c) {
-			return false
-		}
-	}
-	return true
+	return yamlstrict.ErrorPosition(data, err)
 }
 
 // entry is one key of a mapping, with its nodes.
@@ -316,55 +274,21 @@ type entry struct {
 // mapping returns the entries of a mapping node in order, reporting a non-mapping and
 // duplicate keys.
 func (d *testDecoder) mapping(n *yaml.Node, where string) []entry {
-	if n.Kind != yaml.MappingNode {
-		d.fail(n, "write it as `key: value` lines", "%s must be a mapping, got %s", where, kindName(n))
-		return nil
-	}
-	var out []entry
-	seen := map[string]*yaml.Node{}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := n.Content[i], n.Content[i+1]
-		if k.Kind != yaml.ScalarNode {
-			d.fail(k, "use a plain string key", "%s: keys must be strings", where)
-			continue
-		}
-		if prev, dup := seen[k.Value]; dup {
-			d.fail(k, fmt.Sprintf("remove one of them; the first is at line %d", prev.Line), "duplicate key %q in %s", k.Value, where)
-			continue
-		}
-		seen[k.Value] = k
-		out = append(out, entry{key: k.Value, keyNode: k, value: v})
+	var kvs []yamlstrict.KV
+	d.strict(func(y *yamlstrict.Decoder) { kvs, _ = y.Mapping(n, where) })
+	out := make([]entry, 0, len(kvs))
+	for _, kv := range kvs {
+		out = append(out, entry{key: kv.Key, keyNode: kv.KeyNode, value: kv.Value})
 	}
 	return out
 }
 
-func kindName(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.MappingNode:
-		return "a mapping"
-	case yaml.SequenceNode:
-		return "a list"
-	case yaml.ScalarNode:
-		switch n.ShortTag() {
-		case "!!str":
-			return "a string"
-		case "!!int", "!!float":
-			return "a number"
-		case "!!bool":
-			return "a boolean"
-		case "!!null":
-			return "null"
-		}
-	}
-	return "an unsupported value"
-}
+// kindName names what a node is for messages (see [yamlstrict.KindName]).
+func kindName(n *yaml.Node) string { return yamlstrict.KindName(n) }
 
-func (d *testDecoder) str(n *yaml.Node, where string) (string, bool) {
-	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
-		d.fail(n, "quote it to make it a string", "%s must be a string, got %s", where, kindName(n))
-		return "", false
-	}
-	return n.Value, true
+func (d *testDecoder) str(n *yaml.Node, where string) (s string, ok bool) {
+	d.strict(func(y *yamlstrict.Decoder) { s, ok = y.Str(n, where) })
+	return s, ok
 }
 
 var (
