@@ -11,6 +11,7 @@ import (
 	"iter"
 	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -37,7 +38,8 @@ var ErrNotObject = errors.New("arguments must be a JSON object")
 
 // ParseArgs decodes a JSON object, keeping its key order. It refuses anything but one
 // object ([ErrNotObject]), duplicate keys at any depth (a reader that takes the first and
-// one that takes the last would judge different calls), and trailing data.
+// one that takes the last would judge different calls), keys that differ only in case
+// (Go's encoding/json would read either), and trailing data.
 func ParseArgs(data []byte) (Args, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
@@ -84,6 +86,11 @@ func decodeObject(dec *json.Decoder, path string) (Args, error) {
 		for _, f := range fields {
 			if f.Key == key {
 				return Args{}, fmt.Errorf("arguments: duplicate key %q at %s", key, pathOrRoot(path))
+			}
+			// encoding/json matches keys case-insensitively, last one wins: a policy
+			// reading "command" and a tool reading "Command" would judge different calls.
+			if strings.EqualFold(f.Key, key) {
+				return Args{}, fmt.Errorf("arguments: keys %q and %q differ only in case at %s", f.Key, key, pathOrRoot(path))
 			}
 		}
 		v, err := decodeValue(dec, path+"/"+key)

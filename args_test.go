@@ -90,7 +90,7 @@ func TestParseArgs_Refusals(t *testing.T) {
 			}
 		})
 	}
-	for _, ok := range []string{`{}`, ` {"a":1} `, "{\n}\n", `{"a":{"a":{"a":1}}}`, `{"a":1,"A":2}`} {
+	for _, ok := range []string{`{}`, ` {"a":1} `, "{\n}\n", `{"a":{"a":{"a":1}}}`} {
 		if _, err := warden.ParseArgs([]byte(ok)); err != nil {
 			t.Errorf("ParseArgs(%q): %v", ok, err)
 		}
@@ -322,4 +322,12 @@ func FuzzParseArgs(f *testing.F) {
 			t.Fatalf("round trip changed %q into %s", data, b)
 		}
 	})
+}
+
+func TestParseArgsRefusesCaseOnlyDuplicates(t *testing.T) {
+	for _, in := range []string{`{"command":"ls","Command":"rm -rf /"}`, `{"o":{"k":1,"K":2}}`} {
+		if _, err := warden.ParseArgs([]byte(in)); err == nil || !strings.Contains(err.Error(), "differ only in case") {
+			t.Errorf("ParseArgs(%s) err = %v, want a case-only duplicate error", in, err)
+		}
+	}
 }

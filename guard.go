@@ -879,6 +879,26 @@ func RenderResult(v any) string {
 // Resume does not remember approvals: resuming the same approval twice runs the call
 // twice. A durable store makes approvals single-use.
 func (g *Guard) Resume(ctx context.Context, p PendingDecision, answer Answer) (Outcome, error) {
+	return g.resume(ctx, p, answer, nil)
+}
+
+// Caller says who resumes a pending decision: the identity and session the resuming
+// program itself knows, and the calls executed so far in its run.
+type Caller struct {
+	Identity Identity
+	Session  string
+	Sequence []Step
+}
+
+// ResumeAs is [Guard.Resume] for a caller that knows who it is: a pending decision whose
+// identity or session differs from the caller's is refused before anything runs (a
+// decision edited in storage cannot borrow another principal's rights or credentials),
+// and the resumed call carries the caller's executed sequence.
+func (g *Guard) ResumeAs(ctx context.Context, p PendingDecision, answer Answer, who Caller) (Outcome, error) {
+	return g.resume(ctx, p, answer, &who)
+}
+
+func (g *Guard) resume(ctx context.Context, p PendingDecision, answer Answer, who *Caller) (Outcome, error) {
 	switch a := answer.(type) {
 	case nil:
 		return Outcome{}, &DecisionRequiredError{Got: "nil"}
@@ -905,6 +925,12 @@ func (g *Guard) Resume(ctx context.Context, p PendingDecision, answer Answer) (O
 		return Outcome{}, fmt.Errorf("warden: pending decision has an unknown kind %q", p.Kind)
 	}
 	c := Call{ID: p.CallID, Tool: p.Tool, Args: p.Original, Iteration: p.Iteration, Identity: p.Identity, Session: p.Session}
+	if who != nil {
+		if p.Identity != who.Identity || p.Session != who.Session {
+			return Outcome{}, fmt.Errorf("warden: pending decision belongs to principal %q session %q, not to the caller (principal %q session %q)", p.Identity.Principal, p.Session, who.Identity.Principal, who.Session)
+		}
+		c.Sequence = who.Sequence
+	}
 	st := g.newState(c)
 	e := st.event(EventDecisionMade)
 	e.DecisionKind, e.Digest, e.Middleware = string(p.Kind), p.Digest, p.Middleware

@@ -543,3 +543,33 @@ func TestHuman_ForgedResumePositionDoesNotSkipMiddleware(t *testing.T) {
 		})
 	}
 }
+
+// A pending decision edited to name another principal cannot borrow that principal's
+// rights: ResumeAs refuses it before anything runs, and passes the caller's sequence.
+func TestHuman_ResumeAsBindsTheCaller(t *testing.T) {
+	var p probe
+	var seen []warden.Step
+	seqChecker := warden.CheckerFunc(func(_ context.Context, r warden.Request) (warden.Decision, error) {
+		seen = r.Sequence
+		return warden.Decision{Effect: warden.Allow}, nil
+	})
+	g := mustBind(t, warden.Config{Checkers: []warden.Checker{seqChecker, escalateBash(t)}, CanPause: true}, p.tool("bash"))
+	bob := warden.Identity{Principal: "bob"}
+	out, err := g.Call(context.Background(), warden.Call{ID: "c1", Tool: "bash", Args: A(`{"command":"cargo build"}`), Identity: bob, Session: "s1"})
+	if err != nil || out.Pending == nil {
+		t.Fatalf("want pending, got %+v %v", viewOf(out), err)
+	}
+	forged := *out.Pending
+	forged.Identity = warden.Identity{Principal: "admin"}
+	if _, err := g.ResumeAs(context.Background(), forged, warden.Approved{By: "a"}, warden.Caller{Identity: bob, Session: "s1"}); err == nil || p.runs() != 0 {
+		t.Fatalf("forged identity resumed: err %v runs %d", err, p.runs())
+	}
+	seq := []warden.Step{{Tool: "reader", Args: A(`{"path":"/x"}`)}}
+	out, err = g.ResumeAs(context.Background(), *out.Pending, warden.Approved{By: "a"}, warden.Caller{Identity: bob, Session: "s1", Sequence: seq})
+	if err != nil || !out.Executed || p.runs() != 1 {
+		t.Fatalf("honest resume: %+v %v runs %d", viewOf(out), err, p.runs())
+	}
+	if len(seen) != 1 || seen[0].Tool != "reader" {
+		t.Errorf("checkers saw sequence %v on resume, want the caller's", seen)
+	}
+}

@@ -207,11 +207,42 @@ func globReach(pattern, dir string) (string, error) {
 			return "", fmt.Errorf("%q climbs with '..' after a wildcard; give the directory as path", pattern)
 		}
 	}
+	// A brace group may expand to another directory altogether ("{..,x}/etc/*",
+	// "{/etc,/root}/*"): a group holding "/", "..", "~" or another group is refused,
+	// since where it reaches cannot be judged from the text (fail closed).
+	if err := checkBraces(pattern); err != nil {
+		return "", err
+	}
 	lead := filepath.FromSlash(strings.Join(segs[:static], "/"))
 	if filepath.IsAbs(pattern) {
 		return filepath.Clean(string(filepath.Separator) + lead), nil
 	}
 	return filepath.Join(dir, lead), nil
+}
+
+// checkBraces refuses brace groups whose alternatives could leave the directory the
+// pattern names.
+func checkBraces(pattern string) error {
+	depth, start := 0, 0
+	for i, r := range pattern {
+		switch r {
+		case '{':
+			if depth > 0 {
+				return fmt.Errorf("%q nests brace groups; give the directory as path", pattern)
+			}
+			depth, start = 1, i
+		case '}':
+			if depth == 0 {
+				continue
+			}
+			depth = 0
+			group := pattern[start : i+1]
+			if strings.ContainsAny(group, "/~\\") || strings.Contains(group, "..") {
+				return fmt.Errorf("%q has a brace group %s that can leave its directory; give the directory as path", pattern, group)
+			}
+		}
+	}
+	return nil
 }
 
 // maxToolName bounds a tool name; Claude Code's are far shorter.

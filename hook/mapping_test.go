@@ -111,6 +111,10 @@ func TestMapClaudeToolRefuses(t *testing.T) {
 		{"Glob", `{"pattern":"*"}`, "", "Glob has no path and the working directory"},
 		{"Glob", `{"pattern":"*/../../etc/*"}`, "/w", `"*/../../etc/*" climbs with '..' after a wildcard`},
 		{"Glob", `{"pattern":"**/.."}`, "/w", "climbs with '..' after a wildcard"},
+		{"Glob", `{"pattern":"{..,x}/{..,x}/etc/*"}`, "/w", "can leave its directory"},
+		{"Glob", `{"pattern":"{/etc,/root}/*"}`, "/w", "can leave its directory"},
+		{"Glob", `{"pattern":"src/{..,x}"}`, "/w", "can leave its directory"},
+		{"Glob", `{"pattern":"{a,{b,c}}/*"}`, "/w", "nests brace groups"},
 		{"WebFetch", `{"prompt":"p"}`, "/w", "WebFetch tool_input has no url"},
 		{"WebSearch", `{"q":"x"}`, "/w", "WebSearch tool_input has no query"},
 	}

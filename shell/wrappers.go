@@ -145,6 +145,32 @@ func (an *analyzer) unwrap(name string, args []string, depth int) string {
 			return an.nested("in sh -c script: ", script, depth)
 		}
 		return ""
+	case "trap":
+		// trap ACTION SIGNAL... stores a script that bash runs later (on exit, on a
+		// signal): a second command the policy would never see. Only the listing forms
+		// (no arguments, -l, -p) are simple.
+		for _, a := range args {
+			if a != "-l" && a != "-p" && a != "--" {
+				return "trap action (a script bash runs later)"
+			}
+		}
+		return ""
+	case "mapfile", "readarray":
+		// -C CALLBACK runs a script for every line read.
+		for _, a := range args {
+			if strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "C") {
+				return name + " -C callback (a script bash runs per line)"
+			}
+		}
+		return ""
+	case "enable":
+		// enable -f FILE loads a shared object into bash.
+		for _, a := range args {
+			if strings.HasPrefix(a, "-") && strings.Contains(a, "f") {
+				return "enable -f (loads code into bash)"
+			}
+		}
+		return ""
 	case "eval":
 		if len(args) > 0 && args[0] == "--" {
 			args = args[1:]

@@ -142,7 +142,10 @@ func runHookPre(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, 
 		}
 	}
 	if err := out.Encode(stdout); err != nil {
-		return internalError(fmt.Errorf("writing the hook output: %w", err))
+		// Exit 2 blocks the call in Claude Code; exit 1 would let it fall back to its own
+		// prompt without a decision from Warden.
+		fmt.Fprintf(stderr, "warden: writing the hook output: %v\n", err)
+		return silentExit(exitUsage)
 	}
 	return nil
 }
