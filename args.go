@@ -186,6 +186,13 @@ func (a Args) Fields() iter.Seq2[string, any] {
 	}
 }
 
+// At returns the i-th key and value (0 <= i < Len()). It lets hot paths walk the
+// arguments without an iterator closure.
+func (a Args) At(i int) (string, any) {
+	f := a.fields[i]
+	return f.Key, f.Value
+}
+
 // Keys returns the keys in order, as a new slice.
 func (a Args) Keys() []string {
 	keys := make([]string, len(a.fields))

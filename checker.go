@@ -57,36 +57,42 @@ type Namer interface {
 // visit, when non-nil, is called after every check with the request and the decision.
 // req.Capability is ignored.
 func CheckCall(ctx context.Context, c Checker, req Request, declared []Capability, visit func(Request, Decision)) Decision {
+	return checkCall(ctx, c, req, declared, visit, nil, nil)
+}
+
+// checkCall is [CheckCall] with a second kind of visitor: the pipeline's own, called
+// statically so that the call state it refers to can stay on the caller's stack (a
+// call through a func value makes everything the callback refers to escape).
+func checkCall(ctx context.Context, c Checker, req Request, declared []Capability, visit func(Request, Decision), st *callState, pv *passVisitor) Decision {
 	var out Decision
 	var replaced *Args
-	first := true
-	ask := func(r Request) bool {
+	req.Capability = CapToolCall
+	// k == -1 is the CapToolCall check; k >= 0 walks declared. A plain loop, not a
+	// closure per check: this is on every call's path.
+	for k := -1; k < len(declared); k++ {
+		r := req
+		if k >= 0 {
+			cap := declared[k]
+			if cap == CapToolCall || !CheckerGoverns(c, cap) {
+				continue
+			}
+			r.Capability = cap
+		}
 		d := safeCheck(ctx, c, r)
-		if visit != nil {
+		if pv != nil {
+			pv.visit(st, r, d)
+		} else if visit != nil {
 			visit(r, d)
 		}
 		if d.Args != nil { // only an allow carries a replacement (safeCheck)
 			replaced = d.Args
 			req.Args = *d.Args
 		}
-		if first || d.Effect.Outranks(out.Effect) {
+		if k < 0 || d.Effect.Outranks(out.Effect) {
 			out = d
 		}
-		first = false
 		out.Args = replaced
-		return d.Effect != Deny && d.Effect != Halt
-	}
-	req.Capability = CapToolCall
-	if !ask(req) {
-		return out
-	}
-	for _, cap := range declared {
-		if cap == CapToolCall || !CheckerGoverns(c, cap) {
-			continue
-		}
-		r := req
-		r.Capability = cap
-		if !ask(r) {
+		if d.Effect == Deny || d.Effect == Halt {
 			return out
 		}
 	}

@@ -159,7 +159,7 @@ func NewAsyncSink(next Sink, buffer int) *AsyncSink {
 func (s *AsyncSink) run() {
 	defer close(s.done)
 	for e := range s.queue {
-		emitSafely(context.Background(), s.next, e)
+		emitSafely(context.Background(), s.next, &e)
 	}
 }
 
@@ -200,13 +200,19 @@ func (s *AsyncSink) Close(ctx context.Context) error {
 
 // emitSafely delivers e to s, containing a panic: a failing sink is reported through
 // slog and never reaches the call path.
-func emitSafely(ctx context.Context, s Sink, e Event) {
+func emitSafely(ctx context.Context, s Sink, e *Event) {
 	defer func() {
 		if r := recover(); r != nil {
 			slog.Default().LogAttrs(ctx, slog.LevelError, "warden: event sink panicked", slog.String("event", e.Name), slog.String("panic", fmt.Sprint(r)))
 		}
 	}()
-	s.Emit(ctx, e)
+	// A SinkFunc is called directly: through the interface, the large Event would be
+	// copied once more by SinkFunc.Emit.
+	if f, ok := s.(SinkFunc); ok {
+		f(ctx, *e)
+		return
+	}
+	s.Emit(ctx, *e)
 }
 
 // LogSink writes every event as one structured record to a slog handler (JSON lines

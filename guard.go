@@ -90,16 +90,58 @@ type callState struct {
 	now          time.Time // event clock, refreshed at stage boundaries
 	jref         JournalRef
 	begun        bool
+
+	bufs *callBufs // allocated on first use, see checksBacking
+}
+
+// callBufs backs Outcome.Checks and Outcome.Ledger of a typical call with one
+// allocation. It is separate from callState: the outcome outlives the call, and a
+// pointer into callState would move it to the heap.
+type callBufs struct {
+	checks [4]CheckRecord
+	ledger [4]LedgerRow
+}
+
+func (st *callState) buffers() *callBufs {
+	if st.bufs == nil {
+		st.bufs = new(callBufs)
+	}
+	return st.bufs
+}
+
+// checksBacking returns an empty slice with capacity n for Outcome.Checks, from
+// callBufs when n is small.
+func (st *callState) checksBacking(n int) []CheckRecord {
+	if n <= len(callBufs{}.checks) {
+		return st.buffers().checks[:0:n]
+	}
+	return make([]CheckRecord, 0, n)
+}
+
+// ledgerBacking is checksBacking for Outcome.Ledger.
+func (st *callState) ledgerBacking(n int) []LedgerRow {
+	if n <= len(callBufs{}.ledger) {
+		return st.buffers().ledger[:0:n]
+	}
+	return make([]LedgerRow, 0, n)
 }
 
 // Call runs one call through the pipeline. The returned error is non-nil only when the
 // run must stop: a halt ([*PolicyHaltError]) or the context's error (cancellation is
 // never converted into a result). Every other outcome, refusals included, is data.
 func (g *Guard) Call(ctx context.Context, c Call) (Outcome, error) {
-	return g.run(ctx, g.newState(c))
+	// The call state lives on this stack frame: nothing on the pipeline keeps a pointer
+	// to it (see callBufs), which saves an allocation per call.
+	//
+	// The pipeline returns a pointer to st.out, copied once here: an Outcome is large,
+	// and copying it up through every stage's return costs more than the rest of a stage.
+	var st callState
+	g.initState(&st, c)
+	out, err := g.run(ctx, &st)
+	return *out, err
 }
 
-func (g *Guard) run(ctx context.Context, st *callState) (Outcome, error) {
+func (g *Guard) run(ctx context.Context, st *callState) (*Outcome, error) {
 	c := st.call
 	if st.p == nil {
 		return st.refuse(ctx, StageLookup, Decision{Effect: Deny, RuleID: "unknown-tool", Rationale: "unknown tool '" + c.Tool + "'"}, ""), nil
@@ -119,36 +161,45 @@ func (g *Guard) run(ctx context.Context, st *callState) (Outcome, error) {
 	return st.fromMiddleware(ctx, 0)
 }
 
-func (g *Guard) newState(c Call) *callState {
-	st := &callState{g: g, p: g.plans[c.Tool], call: c, args: c.Args, original: c.Args, start: g.cfg.Now()}
+func (g *Guard) initState(st *callState, c Call) {
+	*st = callState{g: g, p: g.plans[c.Tool], call: c, args: c.Args, original: c.Args, start: g.cfg.Now()}
 	st.now = st.start
 	st.out = Outcome{CallID: c.ID, Tool: c.Tool, Revision: g.cfg.Revision, Args: c.Args}
-	return st
 }
 
 // tick refreshes the event clock. Events of one stage share a timestamp: reading the
-// clock per event costs more than the rest of an event.
-func (st *callState) tick() { st.now = st.g.cfg.Now() }
+// clock per event costs more than the rest of an event. st.now is read only by events,
+// so without sinks there is nothing to refresh (finish reads the clock itself).
+func (st *callState) tick() {
+	if len(st.g.cfg.Sinks) > 0 {
+		st.now = st.g.cfg.Now()
+	}
+}
 
 func (st *callState) event(name string) Event {
 	return Event{Name: name, Time: st.now, Start: st.start, Session: st.call.Session, Identity: st.call.Identity, CallID: st.call.ID, Tool: st.call.Tool, Revision: st.g.cfg.Revision}
 }
 
-func (st *callState) emit(ctx context.Context, e Event) {
+// emit delivers e to every sink.
+func (st *callState) emit(ctx context.Context, e Event) { st.send(ctx, &e) }
+
+// send is emit by pointer, for the call path: an Event is large, and each sink receives
+// its own copy anyway.
+func (st *callState) send(ctx context.Context, e *Event) {
 	for _, s := range st.g.cfg.Sinks {
 		emitSafely(ctx, s, e)
 	}
 }
 
 // finish stamps the outcome and emits warden.tool.end.
-func (st *callState) finish(ctx context.Context) Outcome {
+func (st *callState) finish(ctx context.Context) *Outcome {
 	st.out.Args = st.args
-	st.tick()
+	st.now = st.g.cfg.Now()
 	st.out.Duration = st.now.Sub(st.start)
 	e := st.event(EventToolEnd)
 	e.Executed, e.Status, e.Stage, e.Duration, e.Size = st.out.Executed, st.out.Status, st.out.Stage, st.out.Duration, utf8.RuneCountInString(st.out.ModelText)
 	e.RuleID = st.out.RuleID
-	st.emit(ctx, e)
+	st.send(ctx, &e)
 	if j := st.g.cfg.Journal; j != nil {
 		// Recording outlives the caller's cancellation: the outcome happened.
 		jctx := context.WithoutCancel(ctx)
@@ -160,10 +211,10 @@ func (st *callState) finish(ctx context.Context) Outcome {
 			st.journalFailed(jctx, "record", err)
 		}
 	}
-	return st.out
+	return &st.out
 }
 
-func (st *callState) refuse(ctx context.Context, stage Stage, d Decision, text string) Outcome {
+func (st *callState) refuse(ctx context.Context, stage Stage, d Decision, text string) *Outcome {
 	if text == "" {
 		text = d.ModelText(st.call.Tool)
 	}
@@ -172,16 +223,16 @@ func (st *callState) refuse(ctx context.Context, stage Stage, d Decision, text s
 	return st.finish(context.WithoutCancel(ctx))
 }
 
-func (st *callState) abort(ctx context.Context, stage Stage, err error) (Outcome, error) {
+func (st *callState) abort(ctx context.Context, stage Stage, err error) (*Outcome, error) {
 	st.out.Status, st.out.Stage, st.out.IsError = StatusRefused, stage, true
 	st.out.ModelText = "call cancelled: " + err.Error()
 	return st.finish(context.WithoutCancel(ctx)), err
 }
 
-func (st *callState) gate(ctx context.Context) (bool, Outcome, error) {
+func (st *callState) gate(ctx context.Context) (bool, *Outcome, error) {
 	gate := st.g.cfg.Gate
 	if gate == nil {
-		return false, Outcome{}, nil
+		return false, nil, nil
 	}
 	ok, err := func() (ok bool, err error) {
 		defer func() {
@@ -192,7 +243,7 @@ func (st *callState) gate(ctx context.Context) (bool, Outcome, error) {
 		return gate.Authorize(ctx, Invocation{Function: st.call.Tool, Args: st.args, SessionID: st.call.Session})
 	}()
 	if ok && err == nil {
-		return false, Outcome{}, nil
+		return false, nil, nil
 	}
 	if cerr := ctx.Err(); cerr != nil {
 		out, err := st.abort(ctx, StageGate, cerr)
@@ -202,7 +253,7 @@ func (st *callState) gate(ctx context.Context) (bool, Outcome, error) {
 	if err != nil {
 		e.Error = err.Error()
 	}
-	st.emit(ctx, e)
+	st.send(ctx, &e)
 	d := Decision{Effect: Deny, RuleID: "gate", Rationale: "denied by governance gate"}
 	if err != nil {
 		d.Rationale, d.Fault = "governance gate failed: "+err.Error(), true
@@ -213,8 +264,12 @@ func (st *callState) gate(ctx context.Context) (bool, Outcome, error) {
 // securityPass asks every checker about the call. In S1 an allow may replace the
 // arguments (later checks judge the replacement); in S2 a replacement fails closed. An
 // escalation is carried to the human stage; S2's answer replaces S1's.
-func (st *callState) securityPass(ctx context.Context, pass string) (bool, Outcome, error) {
-	st.tick()
+func (st *callState) securityPass(ctx context.Context, pass string) (bool, *Outcome, error) {
+	// In-process checkers answer within microseconds of the previous stage's clock
+	// reading; a checker that may block reads the clock after it answers.
+	if pass == "s2" {
+		st.tick()
+	}
 	stage := StagePermission
 	if pass == "s2" {
 		stage = StageFinalCheck
@@ -222,22 +277,17 @@ func (st *callState) securityPass(ctx context.Context, pass string) (bool, Outco
 	}
 	var ask *Decision
 	if st.out.Checks == nil {
-		st.out.Checks = make([]CheckRecord, 0, 2*len(st.g.cfg.Checkers))
+		st.out.Checks = st.checksBacking(2 * len(st.g.cfg.Checkers))
 	}
-	// One visit closure per pass (not per checker): name is updated by the loop.
-	var name string
-	visit := func(r Request, d Decision) {
-		st.out.Checks = append(st.out.Checks, CheckRecord{Pass: pass, Checker: name, Capability: r.Capability, Target: r.Target, Decision: withoutArgs(d)})
-		if len(st.g.cfg.Sinks) > 0 {
-			e := st.event(EventPermissionCheck)
-			e.Pass, e.Checker, e.Capability, e.Target, e.Effect, e.RuleID, e.Rationale, e.Reason = pass, name, r.Capability, r.Target, d.Effect, d.RuleID, d.Rationale, d.Reason
-			st.emit(ctx, e)
-		}
-	}
+	// One visitor per pass (not per checker): its name is updated by the loop. It is a
+	// stack value whose method is the visit callback, so the synchronous path allocates
+	// no closure.
+	v := passVisitor{ctx: ctx, pass: pass}
 	for i := range st.g.cfg.Checkers {
-		name = st.g.checkerNames[i]
+		v.name = st.g.checkerNames[i]
+		name := v.name
 		req := Request{Target: st.call.Tool, Args: st.args, Iteration: st.call.Iteration, Identity: st.call.Identity, Actor: st.call.Identity.Principal, Sequence: st.call.Sequence}
-		d, err := st.g.check(ctx, i, req, st.p.tool.Capabilities, visit)
+		d, err := st.check(ctx, i, req, st.p.tool.Capabilities, &v)
 		if err != nil {
 			out, err := st.abort(ctx, stage, err)
 			return true, out, err
@@ -267,7 +317,7 @@ func (st *callState) securityPass(ctx context.Context, pass string) (bool, Outco
 	if ask != nil {
 		st.carried = ask
 	}
-	return false, Outcome{}, nil
+	return false, nil, nil
 }
 
 func withoutArgs(d Decision) Decision {
@@ -275,36 +325,74 @@ func withoutArgs(d Decision) Decision {
 	return d
 }
 
-// check asks checker i about a call (see [CheckCall]) under the checker deadline.
-func (g *Guard) check(ctx context.Context, i int, req Request, declared []Capability, visit func(Request, Decision)) (Decision, error) {
-	c := g.cfg.Checkers[i]
-	if g.checkerSync[i] {
-		return CheckCall(ctx, c, req, declared, visit), nil
-	}
-	return g.bounded(ctx, i, req, visit, func(cctx context.Context, v func(Request, Decision)) Decision {
-		return CheckCall(cctx, c, req, declared, v)
-	})
+// passVisitor records the checks of one pass (the visit callback of [CheckCall]): a
+// check record on the outcome and, when sinks are configured, a permission event. It
+// does not hold the call state: escape analysis is not field-sensitive, and a
+// pointer to it here would move the call state to the heap.
+type passVisitor struct {
+	ctx  context.Context
+	pass string
+	name string
 }
 
-// bounded runs ask for checker i. A [Synchronous] checker is called directly; any other
-// runs under Config.CheckTimeout and is abandoned, as a fault denial, when it does not
-// answer in time; an answer that arrives after the deadline never counts. The caller's
-// own cancellation is returned as an error. visit sees every answer that counts.
-func (g *Guard) bounded(ctx context.Context, i int, req Request, visit func(Request, Decision), ask func(context.Context, func(Request, Decision)) Decision) (Decision, error) {
-	if g.checkerSync[i] {
-		return ask(ctx, visit), nil
+func (v *passVisitor) visit(st *callState, r Request, d Decision) {
+	st.out.Checks = append(st.out.Checks, CheckRecord{Pass: v.pass, Checker: v.name, Capability: r.Capability, Target: r.Target, Decision: withoutArgs(d)})
+	if len(st.g.cfg.Sinks) > 0 {
+		e := st.event(EventPermissionCheck)
+		e.Pass, e.Checker, e.Capability, e.Target, e.Effect, e.RuleID, e.Rationale, e.Reason = v.pass, v.name, r.Capability, r.Target, d.Effect, d.RuleID, d.Rationale, d.Reason
+		st.send(v.ctx, &e)
 	}
+}
+
+// check asks checker i about a call (see [CheckCall]) under the checker deadline; v
+// sees every answer that counts.
+func (st *callState) check(ctx context.Context, i int, req Request, declared []Capability, v *passVisitor) (Decision, error) {
+	g := st.g
+	c := g.cfg.Checkers[i]
+	if g.checkerSync[i] {
+		return checkCall(ctx, c, req, declared, nil, st, v), nil
+	}
+	return st.checkBounded(ctx, i, req, declared, v)
+}
+
+// checkBounded is check for a checker that is not [Synchronous]. It is a separate
+// function so that only this path pays for what the goroutine captures (req).
+func (st *callState) checkBounded(ctx context.Context, i int, req Request, declared []Capability, v *passVisitor) (Decision, error) {
+	c := st.g.cfg.Checkers[i]
+	d, seen, err := st.g.bounded(ctx, i, req, func(cctx context.Context, visit func(Request, Decision)) Decision {
+		return CheckCall(cctx, c, req, declared, visit)
+	})
+	st.tick() // the checker may have taken a while: its events carry the time it answered
+	for _, x := range seen {
+		v.visit(st, x.r, x.d)
+	}
+	return d, err
+}
+
+// seenCheck is one answer a checker gave under [Guard.bounded].
+type seenCheck struct {
+	r Request
+	d Decision
+}
+
+// bounded runs ask for checker i, which is not [Synchronous] (callers call those
+// directly), under Config.CheckTimeout; it is abandoned, as a fault denial, when it
+// does not answer in time, and an answer that arrives after the deadline never counts.
+// The caller's own cancellation is returned as an error. It returns every answer that
+// counts, in order, for the caller to visit: the goroutine never holds the caller's
+// visit callback, so nothing of the call state escapes through it.
+func (g *Guard) bounded(ctx context.Context, i int, req Request, ask func(context.Context, func(Request, Decision)) Decision) (Decision, []seenCheck, error) {
 	cctx, cancel := context.WithTimeout(ctx, g.cfg.CheckTimeout)
 	defer cancel()
 	type answer struct {
 		d      Decision
-		visits []func()
+		visits []seenCheck
 	}
 	done := make(chan answer, 1)
 	go func() {
 		var a answer
 		a.d = ask(cctx, func(r Request, d Decision) {
-			a.visits = append(a.visits, func() { visit(r, d) })
+			a.visits = append(a.visits, seenCheck{r, d})
 		})
 		done <- a
 	}()
@@ -314,7 +402,7 @@ func (g *Guard) bounded(ctx context.Context, i int, req Request, visit func(Requ
 	case <-cctx.Done():
 	}
 	if err := ctx.Err(); err != nil {
-		return Decision{}, err
+		return Decision{}, nil, err
 	}
 	if cctx.Err() != nil {
 		// Fail closed: the deadline passed, whatever the checker says now.
@@ -323,20 +411,16 @@ func (g *Guard) bounded(ctx context.Context, i int, req Request, visit func(Requ
 			r.Capability = CapToolCall
 		}
 		d := CheckerFault(req.Target, fmt.Errorf("did not answer within %s", g.cfg.CheckTimeout))
-		visit(r, d)
-		return d, nil
+		return d, []seenCheck{{r, d}}, nil
 	}
-	for _, v := range a.visits {
-		v()
-	}
-	return a.d, nil
+	return a.d, a.visits, nil
 }
 
-func (st *callState) halt(ctx context.Context, stage Stage, checker string, d Decision) (Outcome, error) {
+func (st *callState) halt(ctx context.Context, stage Stage, checker string, d Decision) (*Outcome, error) {
 	target := st.call.Tool
 	e := st.event(EventPermissionHalt)
 	e.Checker, e.RuleID, e.Reason, e.TellLLM, e.Rationale, e.Iteration, e.SequenceN, e.Target, e.Effect = checker, d.RuleID, d.Reason, d.TellLLM, d.Rationale, st.call.Iteration, len(st.call.Sequence), target, Halt
-	st.emit(ctx, e)
+	st.send(ctx, &e)
 	st.out.Status, st.out.Stage, st.out.Decision, st.out.RuleID = StatusHalted, stage, d, d.RuleID
 	st.out.ModelText, st.out.IsError = d.ModelText(target), true
 	out := st.finish(ctx)
@@ -352,7 +436,7 @@ func (st *callState) halt(ctx context.Context, stage Stage, checker string, d De
 }
 
 // fromMiddleware continues the pipeline at call-side link `link`.
-func (st *callState) fromMiddleware(ctx context.Context, link int) (Outcome, error) {
+func (st *callState) fromMiddleware(ctx context.Context, link int) (*Outcome, error) {
 	st.tick()
 	for i := link; i < len(st.p.calls); i++ {
 		m := st.p.calls[i]
@@ -409,7 +493,7 @@ func (st *callState) callLink(ctx context.Context, m *Middleware) (out CallOutco
 
 func (st *callState) ledger(ctx context.Context, row LedgerRow) {
 	if st.out.Ledger == nil {
-		st.out.Ledger = make([]LedgerRow, 0, len(st.p.calls)+len(st.p.results))
+		st.out.Ledger = st.ledgerBacking(len(st.p.calls) + len(st.p.results))
 	}
 	st.out.Ledger = append(st.out.Ledger, row)
 	if len(st.g.cfg.Sinks) == 0 {
@@ -417,17 +501,22 @@ func (st *callState) ledger(ctx context.Context, row LedgerRow) {
 	}
 	e := st.event(EventMiddlewareDecision)
 	e.Middleware, e.Moment, e.Outcome, e.Changed, e.Why = row.Middleware, row.Moment, row.Outcome, row.Changed, row.Why
-	st.emit(ctx, e)
+	st.send(ctx, &e)
 }
 
-func (st *callState) fromValidation(ctx context.Context) (Outcome, error) {
-	st.tick()
+func (st *callState) fromValidation(ctx context.Context) (*Outcome, error) {
+	// The clock is read here only when an event may use it before execute reads it
+	// again: the validation, skill, human and credential stages, or a journal failure
+	// (refusals read the clock in finish).
+	if st.p.validator != nil || st.call.Tool == ReadSkillTool || st.carried != nil || st.p.tool.CheckIn != nil || st.p.tool.Needs != nil || st.g.cfg.Journal != nil {
+		st.tick()
+	}
 	if v := st.p.validator; v != nil {
 		problems := safeValidate(v, st.args)
 		if len(problems) > 0 {
 			e := st.event(EventArgsInvalid)
 			e.Size = len(problems)
-			st.emit(ctx, e)
+			st.send(ctx, &e)
 			text := InvalidArgsText(st.call.Tool, problems)
 			return st.refuse(ctx, StageValidation, Decision{Effect: Deny, RuleID: "schema", Rationale: "arguments do not match the input schema"}, text), nil
 		}
@@ -449,7 +538,7 @@ func safeValidate(v ArgsValidator, args Args) (problems []ArgProblem) {
 	return v.ValidateArgs(args)
 }
 
-func (st *callState) skillGate(ctx context.Context) (bool, Outcome, error) {
+func (st *callState) skillGate(ctx context.Context) (bool, *Outcome, error) {
 	id, _ := st.args.String("id")
 	target := SkillTarget(id)
 	for i, c := range st.g.cfg.Checkers {
@@ -462,13 +551,24 @@ func (st *callState) skillGate(ctx context.Context) (bool, Outcome, error) {
 			st.out.Checks = append(st.out.Checks, CheckRecord{Pass: "skill", Checker: name, Capability: CapSkillRead, Target: target, Decision: withoutArgs(d)})
 			e := st.event(EventPermissionCheck)
 			e.Pass, e.Checker, e.Capability, e.Target, e.Effect, e.RuleID, e.Rationale, e.Reason = "skill", name, CapSkillRead, target, d.Effect, d.RuleID, d.Rationale, d.Reason
-			st.emit(ctx, e)
+			st.send(ctx, &e)
 		}
-		d, err := st.g.bounded(ctx, i, req, visit, func(cctx context.Context, v func(Request, Decision)) Decision {
-			d := safeCheck(cctx, c, req)
-			v(req, d)
-			return d
-		})
+		var d Decision
+		var err error
+		if st.g.checkerSync[i] {
+			d = safeCheck(ctx, c, req)
+			visit(req, d)
+		} else {
+			var seen []seenCheck
+			d, seen, err = st.g.bounded(ctx, i, req, func(cctx context.Context, v func(Request, Decision)) Decision {
+				d := safeCheck(cctx, c, req)
+				v(req, d)
+				return d
+			})
+			for _, x := range seen {
+				visit(x.r, x.d)
+			}
+		}
 		if err != nil {
 			out, err := st.abort(ctx, StageSkill, err)
 			return true, out, err
@@ -490,12 +590,12 @@ func (st *callState) skillGate(ctx context.Context) (bool, Outcome, error) {
 			}
 		}
 	}
-	return false, Outcome{}, nil
+	return false, nil, nil
 }
 
 // fromHuman runs the human stage: a carried escalation and the tool's check-in become
 // one question about the call as it will run.
-func (st *callState) fromHuman(ctx context.Context) (Outcome, error) {
+func (st *callState) fromHuman(ctx context.Context) (*Outcome, error) {
 	esc := st.carried
 	checkIn := st.needsCheckIn()
 	if esc != nil || checkIn {
@@ -582,14 +682,14 @@ func renderArgs(a Args) string {
 	return string(b)
 }
 
-func (st *callState) pend(ctx context.Context, p PendingDecision) Outcome {
+func (st *callState) pend(ctx context.Context, p PendingDecision) *Outcome {
 	p.Tool, p.Args, p.Digest = st.call.Tool, st.args, st.args.Digest()
 	p.Revision, p.Identity, p.Session, p.CallID, p.Iteration = st.g.cfg.Revision, st.call.Identity, st.call.Session, st.call.ID, st.call.Iteration
 	p.Created = st.g.cfg.Now().UTC()
 	p.Original = st.original
 	e := st.event(EventDecisionPending)
 	e.DecisionKind, e.Digest, e.Middleware = string(p.Kind), p.Digest, p.Middleware
-	st.emit(ctx, e)
+	st.send(ctx, &e)
 	st.out.Status, st.out.Stage, st.out.Pending = StatusPending, StageHuman, &p
 	if p.Kind == KindAsk {
 		st.out.Stage = StageMiddleware
@@ -598,7 +698,7 @@ func (st *callState) pend(ctx context.Context, p PendingDecision) Outcome {
 	return st.finish(ctx)
 }
 
-func (st *callState) fromCredentials(ctx context.Context) (Outcome, error) {
+func (st *callState) fromCredentials(ctx context.Context) (*Outcome, error) {
 	if st.approvalUsed && st.args.Digest() != st.approval.Digest {
 		// The approval authorizes exactly the call the person saw.
 		text := "approval does not apply: the arguments changed after a person approved them"
@@ -607,7 +707,7 @@ func (st *callState) fromCredentials(ctx context.Context) (Outcome, error) {
 	if n := st.p.tool.Needs; n != nil {
 		e := st.event(EventCredentialRequest)
 		e.Detail = n.Service
-		st.emit(ctx, e)
+		st.send(ctx, &e)
 		prov := st.g.cfg.Credentials
 		if prov == nil {
 			return st.credFail(ctx, n.Service, "no credential provider configured"), nil
@@ -629,15 +729,15 @@ func (st *callState) fromCredentials(ctx context.Context) (Outcome, error) {
 		st.cred = &cred
 		e = st.event(EventCredentialAcquired)
 		e.Detail = n.Service
-		st.emit(ctx, e)
+		st.send(ctx, &e)
 	}
 	return st.execute(ctx)
 }
 
-func (st *callState) credFail(ctx context.Context, service, msg string) Outcome {
+func (st *callState) credFail(ctx context.Context, service, msg string) *Outcome {
 	e := st.event(EventCredentialFailed)
 	e.Detail, e.Error = service, msg
-	st.emit(ctx, e)
+	st.send(ctx, &e)
 	text := "credential error for '" + service + "': " + msg
 	return st.refuse(ctx, StageCredentials, Decision{Effect: Deny, RuleID: "credentials", Rationale: text, Fault: true}, text)
 }
@@ -660,7 +760,7 @@ func (st *callState) scrub(s string) string {
 	return strings.ReplaceAll(s, st.cred.Token, "[redacted]")
 }
 
-func (st *callState) execute(ctx context.Context) (Outcome, error) {
+func (st *callState) execute(ctx context.Context) (*Outcome, error) {
 	if err := ctx.Err(); err != nil {
 		return st.abort(ctx, StageExecute, err)
 	}
@@ -680,7 +780,8 @@ func (st *callState) execute(ctx context.Context) (Outcome, error) {
 	}
 	st.out.Executed = true
 	st.tick()
-	st.emit(ctx, st.event(EventToolStart))
+	e := st.event(EventToolStart)
+	st.send(ctx, &e)
 	result, err := st.run(ctx)
 	if err != nil && ctx.Err() != nil {
 		st.out.Status, st.out.Stage, st.out.IsError, st.out.Err = StatusFailed, StageExecute, true, st.scrubErr(err)
@@ -696,7 +797,7 @@ func (st *callState) execute(ctx context.Context) (Outcome, error) {
 			if n := utf8.RuneCountInString(text); n > max {
 				e := st.event(EventResultRefused)
 				e.Size, e.Detail = n, "ceiling "+strconv.Itoa(max)
-				st.emit(ctx, e)
+				st.send(ctx, &e)
 				text, isErr, result = CeilingText(st.call.Tool, n, max), true, nil
 				st.out.Result, st.out.Stage = nil, StageCeiling
 			}
@@ -801,7 +902,7 @@ func (st *callState) handleError(ctx context.Context, err error) (bool, any) {
 }
 
 // capped applies the guard-wide result cap, last, and finishes the call.
-func (st *callState) capped(ctx context.Context) Outcome {
+func (st *callState) capped(ctx context.Context) *Outcome {
 	if max := st.g.cfg.MaxResultChars; max > 0 {
 		if n := utf8.RuneCountInString(st.out.ModelText); n > max {
 			st.out.ModelText = TruncationMarker(st.call.Tool, st.out.ModelText, n, max)
@@ -931,20 +1032,23 @@ func (g *Guard) resume(ctx context.Context, p PendingDecision, answer Answer, wh
 		}
 		c.Sequence = who.Sequence
 	}
-	st := g.newState(c)
+	var st0 callState
+	st := &st0
+	g.initState(st, c)
 	e := st.event(EventDecisionMade)
 	e.DecisionKind, e.Digest, e.Middleware = string(p.Kind), p.Digest, p.Middleware
 	if a, ok := answer.(Declined); ok {
 		e.By = a.By
-		st.emit(ctx, e)
+		st.send(ctx, &e)
 		st.args = p.Args
 		text := DeclinedText(a.Note)
-		return st.refuse(ctx, StageHuman, Decision{Effect: Deny, RuleID: "human", Rationale: text}, text), nil
+		return *st.refuse(ctx, StageHuman, Decision{Effect: Deny, RuleID: "human", Rationale: text}, text), nil
 	}
 	a := answer.(Approved)
 	e.By, e.Approved = a.By, true
-	st.emit(ctx, e)
+	st.send(ctx, &e)
 	st.out.ApprovedBy = a.By
 	st.approval = &p
-	return g.run(ctx, st)
+	out, err := g.run(ctx, st)
+	return *out, err
 }

@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"unsafe"
 
 	"github.com/wardenhq/warden"
@@ -49,12 +50,24 @@ func (p *RulePolicy) evaluate(tool string, args warden.Args, explain *Explanatio
 	if canonical == "bash" {
 		return p.evaluateBash(rules, args, explain)
 	}
-	subject := p.matchString(canonical, args)
+	// The match string is built in a pooled buffer: it lives only until judge returns
+	// (a Decision never holds it), so the hot path allocates nothing.
+	bp := matchBufs.Get().(*[]byte)
+	subject, buf := p.matchStringInto(canonical, args, (*bp)[:0])
 	if explain != nil {
-		explain.MatchString = subject
+		explain.MatchString = strings.Clone(subject)
 	}
-	return rules.judge(subject)
+	d := rules.judge(subject)
+	if cap(buf) <= maxPooledBuf {
+		*bp = buf[:0]
+	}
+	matchBufs.Put(bp)
+	return d
 }
+
+const maxPooledBuf = 4 << 10
+
+var matchBufs = sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b }}
 
 // judge applies deny, then allow, then escalate; no match denies.
 func (r *toolRules) judge(subject string) warden.Decision {
@@ -143,43 +156,43 @@ func (p *RulePolicy) MatchString(tool string, args warden.Args) string {
 		s, _ := args.String("command")
 		return s
 	}
-	return p.matchString(canonical, args)
+	s, _ := p.matchStringInto(canonical, args, nil)
+	return strings.Clone(s)
 }
 
-// matchString builds the match string. Single-argument tools return the argument
-// string itself (no allocation); the others build it in one new buffer, which the
-// returned string shares (one allocation).
-func (p *RulePolicy) matchString(canonical string, args warden.Args) string {
+// matchStringInto builds the match string into buf. Single-argument tools return the
+// argument string itself.
+//
+// The string may share memory with the returned buffer (it is built without copying),
+// so callers that keep it past the buffer's reuse must clone it.
+func (p *RulePolicy) matchStringInto(canonical string, args warden.Args, buf []byte) (string, []byte) {
 	if t, ok := p.templates[canonical]; ok {
-		return bytesString(t.render(args, make([]byte, 0, 64)))
+		buf = t.render(args, buf)
+		return bytesString(buf), buf
 	}
 	switch canonical {
 	case "editor":
-		return argText(args, "file_path")
+		return argText(args, "file_path"), buf
 	case "reader":
-		return argText(args, "path")
-	}
-	buf := make([]byte, 0, 128)
-	switch canonical {
+		return argText(args, "path"), buf
 	case "search":
 		buf = appendArgText(buf, args, "pattern")
 		buf = append(buf, ' ')
 		buf = appendArgText(buf, args, "path")
-		return bytesString(buf)
+		return bytesString(buf), buf
 	}
 	if s, ok := args.String("action"); ok {
 		buf = append(buf, s...)
 	}
 	buf = append(buf, ' ')
-	first := true
-	for _, v := range args.Fields() {
-		if !first {
+	for i := range args.Len() {
+		if i > 0 {
 			buf = append(buf, ' ')
 		}
-		first = false
+		_, v := args.At(i)
 		buf = appendValueText(buf, v)
 	}
-	return bytesString(buf)
+	return bytesString(buf), buf
 }
 
 func argText(args warden.Args, key string) string {
