@@ -11,12 +11,14 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/url"
 	"os"
 	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
@@ -31,6 +33,7 @@ import (
 	"github.com/wardenhq/warden/provider/scripted"
 	"github.com/wardenhq/warden/schema"
 	"github.com/wardenhq/warden/shell"
+	"github.com/wardenhq/warden/store"
 )
 
 // `warden run` runs a real agent: a model provider, the policy file, and four built-in
@@ -43,6 +46,7 @@ type runOptions struct {
 	decline bool
 	by      string
 	note    string
+	store   string
 }
 
 const runLong = `Run runs an agent on a task: the model named in agent.yaml proposes tool calls, and
@@ -70,6 +74,14 @@ once: the file is removed as soon as it has been resumed (a checkpoint that is r
 as malformed or altered stays). The checkpoint holds the whole conversation; it is
 written readable by its owner only.
 
+With a store (--store DSN, else $WARDEN_STORE, else store: in agent.yaml; DSN is
+sqlite://PATH or postgres://...), the checkpoint is kept in the store instead, under an
+id (ckpt_<id>), and no file is written: --resume ckpt_<id> resumes it in any process
+on any machine that shares the store. --resume with a store still takes a checkpoint
+file when the name is an existing file. A stored checkpoint resumes once too: once
+resumed it is replaced by a marker, and resuming it again is refused. Anyone who can
+read the store can read the checkpoint.
+
 agent.yaml (strict: unknown keys, wrong types and bad values are errors with
 file:line:column):
 
@@ -89,33 +101,38 @@ file:line:column):
   max_iterations: 10         # optional
   workspace: dir             # optional; default: a new temporary directory
   checkpoint_dir: dir        # optional; default: the current directory
+  store: DSN                 # optional: keep checkpoints in this store (see above)
 
 API keys come from ANTHROPIC_API_KEY or OPENAI_API_KEY.
 
 Exit codes: 0 the model answered; 1 an error during the run, or the iteration limit
 was reached without an answer; 2 bad usage, a bad agent.yaml, policy or checkpoint,
-or a missing API key; 3 message middleware refused the model's input or output;
+a missing API key, a store that cannot be opened, or an unknown or already resumed
+checkpoint id; 3 message middleware refused the model's input or output;
 4 the run paused for a person (the checkpoint is written); 5 a policy halted the run.`
 
 func newRunCommand(stdout io.Writer) *cobra.Command {
 	var o runOptions
 	cmd := &cobra.Command{
-		Use:   "run --config agent.yaml [--resume FILE (--approve|--decline) --by NAME [--note TEXT]] [TASK]",
+		Use:   "run --config agent.yaml [--store DSN] [--resume FILE|ID (--approve|--decline) --by NAME [--note TEXT]] [TASK]",
 		Short: "Run an agent on a task, every tool call governed by a policy",
 		Long:  runLong,
 		Example: `  warden run --config examples/agent/agent.yaml "What do the notes say?"
-  warden run --config examples/agent/agent.yaml --resume warden-checkpoint-1a2b3c4d5e6f.json --approve --by alice`,
+  warden run --config examples/agent/agent.yaml --resume warden-checkpoint-1a2b3c4d5e6f.json --approve --by alice
+  warden run --config examples/agent/agent.yaml --store sqlite:///var/lib/warden/warden.db "Tidy the notes"
+  warden run --config examples/agent/agent.yaml --store sqlite:///var/lib/warden/warden.db --resume ckpt_1a2b3c4d5e6f --approve --by alice`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runAgentCommand(cmd.Context(), stdout, o, strings.TrimSpace(strings.Join(args, " ")))
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.config, "config", "", "the agent configuration (YAML)")
-	f.StringVar(&o.resume, "resume", "", "resume the paused run saved in this checkpoint file")
+	f.StringVar(&o.resume, "resume", "", "resume the paused run saved in this checkpoint file, or (with a store) under this checkpoint id")
 	f.BoolVar(&o.approve, "approve", false, "with --resume: approve the pending call")
 	f.BoolVar(&o.decline, "decline", false, "with --resume: decline the pending call")
 	f.StringVar(&o.by, "by", "", "with --resume: who decides")
 	f.StringVar(&o.note, "note", "", "with --resume: a note for the decision (a decline's note is what the model reads)")
+	f.StringVar(&o.store, "store", "", "keep checkpoints in this store, by id: sqlite://PATH or postgres://... (default $WARDEN_STORE, else store: in agent.yaml, else checkpoint files)")
 	_ = cmd.MarkFlagRequired("config")
 	return cmd
 }
@@ -147,7 +164,7 @@ func (o runOptions) checkFlags(task string) error {
 	return nil
 }
 
-func runAgentCommand(ctx context.Context, w io.Writer, o runOptions, task string) error {
+func runAgentCommand(ctx context.Context, w io.Writer, o runOptions, task string) (err error) {
 	if err := o.checkFlags(task); err != nil {
 		return err
 	}
@@ -155,9 +172,43 @@ func runAgentCommand(ctx context.Context, w io.Writer, o runOptions, task string
 	if err != nil {
 		return configError(err)
 	}
+	// The store of checkpoints: the flag, else $WARDEN_STORE, else agent.yaml; none
+	// means checkpoint files.
+	dsn := o.store
+	if dsn == "" {
+		dsn = os.Getenv("WARDEN_STORE")
+	}
+	if dsn == "" {
+		dsn = cfg.store
+	}
+	// With a store, --resume names a checkpoint id, unless it names an existing file.
+	fromStore := false
+	if o.resume != "" && dsn != "" {
+		_, serr := os.Stat(o.resume)
+		fromStore = serr != nil
+	}
+	var st store.Store
+	if dsn != "" {
+		if st, err = openRunStore(ctx, dsn, fromStore); err != nil {
+			return err
+		}
+		defer func() {
+			if cerr := st.Close(); cerr != nil && err == nil {
+				err = internalError(fmt.Errorf("closing the store: %w", cerr))
+			}
+		}()
+	}
 	var saved *runCheckpoint
-	if o.resume != "" {
+	switch {
+	case fromStore:
+		if saved, err = getStoredCheckpoint(ctx, st, o.resume); err != nil {
+			return err
+		}
+	case o.resume != "":
 		if saved, err = readRunCheckpoint(o.resume); err != nil {
+			if _, serr := os.Stat(o.resume); serr != nil && dsn == "" && strings.HasPrefix(o.resume, storedCheckpointPrefix) {
+				return usageErrorf("%s is not a file; if it is a stored checkpoint's id, name the store with --store DSN or $WARDEN_STORE", o.resume)
+			}
 			return configError(err)
 		}
 	}
@@ -166,6 +217,7 @@ func runAgentCommand(ctx context.Context, w io.Writer, o runOptions, task string
 		return err
 	}
 	defer rt.close()
+	rt.st, rt.dsn = st, dsn
 	rt.header(task)
 
 	var res agent.Result
@@ -188,7 +240,11 @@ func runAgentCommand(ctx context.Context, w io.Writer, o runOptions, task string
 			fmt.Fprintf(w, "note: the policy changed since the pause (%s, now %s); the pending call was judged again under the current policy\n", r.CheckpointRevision, r.Revision)
 		}
 		// A checkpoint resumes once: running an approval twice would run the call twice.
-		if rerr := os.Remove(o.resume); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+		if fromStore {
+			if terr := markResumed(ctx, st, o.resume, verb, o.by); terr != nil {
+				fmt.Fprintf(w, "warning: could not mark the used checkpoint %s as resumed: %v\n", o.resume, terr)
+			}
+		} else if rerr := os.Remove(o.resume); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
 			fmt.Fprintf(w, "warning: could not remove the used checkpoint %s: %v\n", o.resume, rerr)
 		}
 	}
@@ -203,6 +259,8 @@ type runtime struct {
 	ws        *workspace
 	wsCreated bool
 	agent     *agent.Agent
+	st        store.Store // where a pause keeps its checkpoint; nil: a file
+	dsn       string      // st's DSN, for the resume command
 }
 
 func newRuntime(cfg *runConfig, saved *runCheckpoint, w io.Writer) (*runtime, error) {
@@ -409,7 +467,6 @@ func (rt *runtime) pause(o runOptions, p *agent.Paused) error {
 	if _, err := rand.Read(id); err != nil {
 		return internalError(err)
 	}
-	file := filepath.Join(rt.cfg.checkpointDir, "warden-checkpoint-"+hex.EncodeToString(id)+".json")
 	data, err := json.MarshalIndent(runCheckpoint{
 		Format:     runCheckpointFormat,
 		Config:     rt.cfg.path,
@@ -420,19 +477,39 @@ func (rt *runtime) pause(o runOptions, p *agent.Paused) error {
 	if err != nil {
 		return internalError(err)
 	}
-	// The checkpoint holds the whole conversation: only its owner may read it.
-	if err := os.MkdirAll(rt.cfg.checkpointDir, 0o700); err != nil {
-		return internalError(fmt.Errorf("creating the checkpoint directory: %w", err))
-	}
-	if err := os.WriteFile(file, append(data, '\n'), 0o600); err != nil {
-		return internalError(fmt.Errorf("writing the checkpoint: %w", err))
+	data = append(data, '\n')
+	var where, base string
+	if rt.st != nil {
+		// The same bytes as the file, kept in the store under an id.
+		ckpt := storedCheckpointPrefix + hex.EncodeToString(id)
+		ctx, cancel := context.WithTimeout(context.Background(), runStoreTimeout)
+		defer cancel()
+		if err := rt.st.PutCheckpoint(ctx, ckpt, data); err != nil {
+			return internalError(fmt.Errorf("storing the checkpoint: %w", err))
+		}
+		shown := redactDSN(rt.dsn)
+		where = ckpt + " (in the store " + shown + ")"
+		base = "warden run --config " + runQuote(o.config) + " --store " + runQuote(shown) + " --resume " + ckpt
+	} else {
+		file := filepath.Join(rt.cfg.checkpointDir, "warden-checkpoint-"+hex.EncodeToString(id)+".json")
+		// The checkpoint holds the whole conversation: only its owner may read it.
+		if err := os.MkdirAll(rt.cfg.checkpointDir, 0o700); err != nil {
+			return internalError(fmt.Errorf("creating the checkpoint directory: %w", err))
+		}
+		if err := os.WriteFile(file, data, 0o600); err != nil {
+			return internalError(fmt.Errorf("writing the checkpoint: %w", err))
+		}
+		where = file
+		base = "warden run --config " + runQuote(o.config) + " --resume " + runQuote(file)
 	}
 	w := rt.w
 	fmt.Fprintf(w, "\npaused: %s needs a person.\n", p.Pending.Tool)
 	fmt.Fprintf(w, "  question:   %s\n", p.Pending.Question)
 	fmt.Fprintf(w, "  call:       %s %s\n", p.Pending.Tool, clipLine(string(p.Pending.Args.AppendJSON(nil)), 200))
-	fmt.Fprintf(w, "  checkpoint: %s\n", file)
-	base := "warden run --config " + runQuote(o.config) + " --resume " + runQuote(file)
+	fmt.Fprintf(w, "  checkpoint: %s\n", where)
+	if rt.st != nil && redactDSN(rt.dsn) != rt.dsn {
+		fmt.Fprintf(w, "  (the store's password is not shown: put it back in --store, or pass the DSN in $WARDEN_STORE)\n")
+	}
 	fmt.Fprintf(w, "approve:  %s --approve --by NAME\n", base)
 	fmt.Fprintf(w, "decline:  %s --decline --by NAME --note 'why'\n", base)
 	return silentExit(exitAsk)
@@ -474,6 +551,12 @@ func readRunCheckpoint(file string) (*runCheckpoint, error) {
 	if err != nil {
 		return nil, &warden.ConfigError{File: file, Msg: "cannot read the checkpoint: " + errText(err), Hint: "pass the file a paused `warden run` wrote; a checkpoint is removed once it is resumed"}
 	}
+	return parseRunCheckpoint(file, data)
+}
+
+// parseRunCheckpoint decodes and checks a checkpoint; file names it in errors (a file
+// or a stored checkpoint's id).
+func parseRunCheckpoint(file string, data []byte) (*runCheckpoint, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	var cp runCheckpoint
@@ -497,6 +580,94 @@ func readRunCheckpoint(file string) (*runCheckpoint, error) {
 }
 
 // ---------------------------------------------------------------------------------------
+// Checkpoints in a store.
+
+// storedCheckpointPrefix starts the id of a checkpoint kept in a store.
+const storedCheckpointPrefix = "ckpt_"
+
+// runStoreTimeout bounds one store operation of warden run.
+const runStoreTimeout = 30 * time.Second
+
+// resumedCheckpoint replaces a stored checkpoint once it has been resumed, so that an
+// approval runs its call once.
+type resumedCheckpoint struct {
+	Resumed  bool      `json:"resumed"`
+	Decision string    `json:"decision,omitempty"`
+	By       string    `json:"by,omitempty"`
+	At       time.Time `json:"at,omitzero"`
+}
+
+// openRunStore opens the store of checkpoints. Resuming from it reads what exists, so
+// it uses openStore (a SQLite file that does not exist is an error); a run that may
+// pause creates the store if needed, as the hook does. Either failure is exit 2.
+func openRunStore(ctx context.Context, dsn string, resume bool) (store.Store, error) {
+	ctx, cancel := context.WithTimeout(ctx, runStoreTimeout)
+	defer cancel()
+	if resume {
+		return openStore(ctx, dsn)
+	}
+	st, err := openHookStore(ctx, dsn)
+	if err != nil {
+		return nil, cmdError(exitUsage, "%w", err)
+	}
+	return st, nil
+}
+
+// getStoredCheckpoint reads the checkpoint stored under id and checks it as a file's
+// would be. An unknown id and a checkpoint already resumed are exit 2.
+func getStoredCheckpoint(ctx context.Context, st store.Store, id string) (*runCheckpoint, error) {
+	ctx, cancel := context.WithTimeout(ctx, runStoreTimeout)
+	defer cancel()
+	data, err := st.GetCheckpoint(ctx, id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil, cmdError(exitUsage, "no checkpoint %s in the store: pass the id (or the file) a paused `warden run` printed, with the store it paused with", id)
+	case err != nil:
+		return nil, internalError(fmt.Errorf("reading checkpoint %s from the store: %w", id, err))
+	}
+	var done resumedCheckpoint
+	if json.Unmarshal(data, &done) == nil && done.Resumed {
+		how := ""
+		if done.Decision != "" && done.By != "" {
+			how = fmt.Sprintf(" (%s by %s", done.Decision, done.By)
+			if !done.At.IsZero() {
+				how += " at " + done.At.UTC().Format(time.RFC3339)
+			}
+			how += ")"
+		}
+		return nil, cmdError(exitUsage, "checkpoint %s was already resumed%s; a checkpoint resumes once", id, how)
+	}
+	cp, err := parseRunCheckpoint(id, data)
+	if err != nil {
+		return nil, configError(err)
+	}
+	return cp, nil
+}
+
+// markResumed replaces the stored checkpoint with a marker: the approval is used.
+func markResumed(ctx context.Context, st store.Store, id, verb, by string) error {
+	data, err := json.Marshal(resumedCheckpoint{Resumed: true, Decision: verb, By: by, At: time.Now().UTC()})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), runStoreTimeout)
+	defer cancel()
+	return st.PutCheckpoint(ctx, id, data)
+}
+
+// redactDSN hides a password in a DSN printed in the resume command.
+func redactDSN(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil || u.User == nil {
+		return dsn
+	}
+	if _, ok := u.User.Password(); !ok {
+		return dsn
+	}
+	return u.Redacted()
+}
+
+// ---------------------------------------------------------------------------------------
 // agent.yaml
 
 type runConfig struct {
@@ -512,6 +683,7 @@ type runConfig struct {
 	workspace      string
 	workspaceNode  *yaml.Node
 	checkpointDir  string
+	store          string
 }
 
 type providerConfig struct {
@@ -521,7 +693,7 @@ type providerConfig struct {
 }
 
 var (
-	runConfigKeys     = []string{"description", "provider", "policy", "role", "directives", "instructions", "max_iterations", "workspace", "checkpoint_dir"}
+	runConfigKeys     = []string{"description", "provider", "policy", "role", "directives", "instructions", "max_iterations", "workspace", "checkpoint_dir", "store"}
 	runProviderKeys   = []string{"name", "model", "base_url", "max_tokens", "replies"}
 	runProviderNames  = []string{"anthropic", "openai", "scripted"}
 	runDirectivesKeys = []string{"pack", "role"}
@@ -687,6 +859,8 @@ func (d *runDecoder) decodeRunConfig(root *yaml.Node) *runConfig {
 			cfg.workspace, cfg.workspaceNode = d.path(e.value, "workspace"), e.value
 		case "checkpoint_dir":
 			cfg.checkpointDir = d.path(e.value, "checkpoint_dir")
+		case "store":
+			cfg.store, _ = d.nonEmpty(e.value, "store")
 		}
 	}
 	if providerNode == nil {

@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"io/fs"
 	"net/http"
@@ -14,6 +16,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/wardenhq/warden/store"
 )
 
 // runFixture copies testdata/run (agent configurations, policies, a workspace) into a
@@ -662,5 +667,273 @@ func TestRunAlteredPendingCall(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "workspace", "log.txt")); !os.IsNotExist(err) {
 		t.Error("an altered checkpoint ran the call")
+	}
+}
+
+// shellWords splits a command line printed with runQuote: words separated by spaces,
+// single-quoted parts taken literally.
+func shellWords(t *testing.T, line string) []string {
+	t.Helper()
+	var words []string
+	var cur strings.Builder
+	inWord, quoted := false, false
+	for _, r := range line {
+		switch {
+		case r == '\'':
+			quoted, inWord = !quoted, true
+		case r == ' ' && !quoted:
+			if inWord {
+				words = append(words, cur.String())
+				cur.Reset()
+			}
+			inWord = false
+		default:
+			cur.WriteRune(r)
+			inWord = true
+		}
+	}
+	if quoted {
+		t.Fatalf("unbalanced quotes in %q", line)
+	}
+	if inWord {
+		words = append(words, cur.String())
+	}
+	return words
+}
+
+var storedCheckpointLine = regexp.MustCompile(`(?m)^  checkpoint: (ckpt_[0-9a-f]{12}) \(in the store (\S+)\)$`)
+
+// storedCheckpoint reads what the store holds under id.
+func storedCheckpoint(t *testing.T, dsn, id string) ([]byte, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := store.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	return st.GetCheckpoint(ctx, id)
+}
+
+func putStoredCheckpoint(t *testing.T, dsn, id string, data []byte) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := store.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.PutCheckpoint(ctx, id, data); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// With a store, a pause keeps its checkpoint there by id (no file); the printed command
+// resumes it in a fresh process, elsewhere, and the tool runs once; a second resume and
+// an unknown id are refused. SQLite always; PostgreSQL when WARDEN_TEST_POSTGRES_DSN is
+// set (each test in a schema of its own).
+func TestRunStoreCheckpointAcrossProcesses(t *testing.T) {
+	for _, k := range testStores() {
+		t.Run(k.name, func(t *testing.T) {
+			dsn := k.dsn(t)
+			dir := runFixture(t)
+			cfg := filepath.Join(dir, "pause.yaml")
+			r := execWardenEnv(t, dir, nil, "run", "--config", cfg, "--store", dsn, "Append a line to log.txt")
+			if r.code != exitAsk {
+				t.Fatalf("pause: exit %d, want %d\n%s%s", r.code, exitAsk, r.stdout, r.stderr)
+			}
+			m := storedCheckpointLine.FindStringSubmatch(r.stdout)
+			if m == nil {
+				t.Fatalf("no stored checkpoint printed:\n%s", r.stdout)
+			}
+			id := m[1]
+			base := "warden run --config " + runQuote(cfg) + " --store " + runQuote(dsn) + " --resume " + id
+			wantContains(t, "pause stdout", r.stdout,
+				"paused: editor needs a person.\n",
+				"approve:  "+base+" --approve --by NAME\n",
+				"decline:  "+base+" --decline --by NAME --note 'why'\n")
+			if _, err := os.Stat(filepath.Join(dir, "checkpoints")); !os.IsNotExist(err) {
+				t.Errorf("a checkpoint file was written too: %v", err)
+			}
+			data, err := storedCheckpoint(t, dsn, id)
+			if err != nil {
+				t.Fatalf("GetCheckpoint(%s): %v", id, err)
+			}
+			var cp runCheckpoint
+			if err := json.Unmarshal(data, &cp); err != nil || cp.Format != runCheckpointFormat || cp.Pending.Tool != "editor" || !json.Valid(cp.Checkpoint) {
+				t.Fatalf("stored checkpoint: %v\n%s", err, data)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "workspace", "log.txt")); !os.IsNotExist(err) {
+				t.Errorf("the paused call ran: %v", err)
+			}
+
+			// The printed command, in a fresh process in another directory.
+			line := regexp.MustCompile(`(?m)^approve:  warden (run .*) --approve --by NAME$`).FindStringSubmatch(r.stdout)
+			if line == nil {
+				t.Fatalf("no resume command printed:\n%s", r.stdout)
+			}
+			args := append(shellWords(t, line[1]), "--approve", "--by", "alice")
+			r = execWardenEnv(t, t.TempDir(), nil, args...)
+			if r.code != 0 {
+				t.Fatalf("resume: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+			}
+			wantContains(t, "resume stdout", r.stdout,
+				"resuming "+id+": editor approved by alice\n",
+				"→ editor {\"file_path\":\"log.txt\",\"action\":\"append\",\"content\":\"approved line\\n\"}\n  approved by alice\n  ← 28 chars\n",
+				"answer (2 iterations, 1 tool call executed):\nDone.\n")
+			got, err := os.ReadFile(filepath.Join(dir, "workspace", "log.txt"))
+			if err != nil || string(got) != "approved line\n" {
+				t.Errorf("log.txt = %q, %v; want the line appended once", got, err)
+			}
+
+			// Single use: a second resume, approve or decline, is refused and runs nothing.
+			for _, verdict := range []string{"--approve", "--decline"} {
+				r = execWardenEnv(t, t.TempDir(), nil, "run", "--config", cfg, "--store", dsn, "--resume", id, verdict, "--by", "mallory")
+				if r.code != exitUsage || !strings.Contains(r.stderr, "checkpoint "+id+" was already resumed (approved by alice at ") {
+					t.Errorf("second resume %s: exit %d, stderr %q", verdict, r.code, r.stderr)
+				}
+			}
+			if got, _ := os.ReadFile(filepath.Join(dir, "workspace", "log.txt")); string(got) != "approved line\n" {
+				t.Errorf("log.txt = %q after a second resume", got)
+			}
+
+			// An unknown id.
+			r = execWardenEnv(t, t.TempDir(), nil, "run", "--config", cfg, "--store", dsn, "--resume", "ckpt_000000000000", "--approve", "--by", "alice")
+			if r.code != exitUsage || !strings.Contains(r.stderr, "no checkpoint ckpt_000000000000 in the store") {
+				t.Errorf("unknown id: exit %d, stderr %q", r.code, r.stderr)
+			}
+		})
+	}
+}
+
+// pauseToStore runs pause.yaml in-process with the store given as args and returns the
+// checkpoint id.
+func pauseToStore(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	r := runWarden(t, append([]string{"run", "--config", filepath.Join(dir, "pause.yaml")}, append(args, "Append a line to log.txt")...)...)
+	if r.code != exitAsk {
+		t.Fatalf("exit %d, want %d\n%s%s", r.code, exitAsk, r.stdout, r.stderr)
+	}
+	m := storedCheckpointLine.FindStringSubmatch(r.stdout)
+	if m == nil {
+		t.Fatalf("no stored checkpoint printed:\n%s", r.stdout)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "checkpoints")); !os.IsNotExist(err) {
+		t.Errorf("a checkpoint file was written too: %v", err)
+	}
+	return m[1]
+}
+
+// The store comes from --store, else $WARDEN_STORE, else store: in agent.yaml; without
+// any, checkpoints are files.
+func TestRunStoreSources(t *testing.T) {
+	dir := runFixture(t)
+	flagDSN := "sqlite://" + filepath.Join(t.TempDir(), "flag.db")
+	envDSN := "sqlite://" + filepath.Join(t.TempDir(), "env.db")
+	yamlDSN := "sqlite://" + filepath.Join(t.TempDir(), "yaml.db")
+
+	t.Setenv("WARDEN_STORE", "")
+	if file, _ := pauseRun(t, dir); !strings.HasSuffix(file, ".json") {
+		t.Errorf("without a store: checkpoint %s", file)
+	}
+	os.RemoveAll(filepath.Join(dir, "checkpoints"))
+
+	data, err := os.ReadFile(filepath.Join(dir, "pause.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "pause.yaml"), string(data)+"store: "+yamlDSN+"\n")
+	if id := pauseToStore(t, dir); !storeHas(t, yamlDSN, id) {
+		t.Errorf("store: in agent.yaml: %s not in %s", id, yamlDSN)
+	}
+	t.Setenv("WARDEN_STORE", envDSN)
+	if id := pauseToStore(t, dir); !storeHas(t, envDSN, id) {
+		t.Errorf("$WARDEN_STORE: %s not in %s", id, envDSN)
+	}
+	if id := pauseToStore(t, dir, "--store", flagDSN); !storeHas(t, flagDSN, id) || storeHas(t, envDSN, id) || storeHas(t, yamlDSN, id) {
+		t.Errorf("--store: %s not in %s alone", id, flagDSN)
+	}
+}
+
+func storeHas(t *testing.T, dsn, id string) bool {
+	t.Helper()
+	_, err := storedCheckpoint(t, dsn, id)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		t.Fatal(err)
+	}
+	return err == nil
+}
+
+// A stored checkpoint gets the file's checks: an altered one is refused and stays; a
+// changed policy is noted. A checkpoint file still resumes with a store set; an id
+// without a store, or with a store file that does not exist, is exit 2.
+func TestRunStoreCheckpointChecks(t *testing.T) {
+	t.Setenv("WARDEN_STORE", "")
+	dir := runFixture(t)
+	cfg := filepath.Join(dir, "pause.yaml")
+	dsn := "sqlite://" + filepath.Join(t.TempDir(), "w.db")
+	id := pauseToStore(t, dir, "--store", dsn)
+	data, err := storedCheckpoint(t, dsn, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	altered := bytes.Replace(data, []byte(`"content": "approved line\n"`), []byte(`"content": "something else\n"`), 1)
+	if bytes.Equal(altered, data) {
+		t.Fatalf("nothing to alter in %s", data)
+	}
+	putStoredCheckpoint(t, dsn, id, altered)
+	r := runWarden(t, "run", "--config", cfg, "--store", dsn, "--resume", id, "--approve", "--by", "mallory")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "altered") || !strings.Contains(r.stderr, id) {
+		t.Errorf("altered: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if got, err := storedCheckpoint(t, dsn, id); err != nil || !bytes.Equal(got, altered) {
+		t.Errorf("the refused checkpoint changed: %v\n%s", err, got)
+	}
+
+	// Restored, and resumed under a policy that changed since the pause.
+	putStoredCheckpoint(t, dsn, id, data)
+	writeFile(t, filepath.Join(dir, "policy.yaml"), "version: 1\nmode: rules\nrules:\n  deny:\n    editor: [\"*\"]\n  allow:\n    reader: [\"*\"]\n")
+	r = runWarden(t, "run", "--config", cfg, "--store", dsn, "--resume", id, "--approve", "--by", "alice")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	wantContains(t, "stdout", r.stdout, "note: the policy changed since the pause (sha256:", "0 tool calls executed")
+	if _, err := os.Stat(filepath.Join(dir, "workspace", "log.txt")); !os.IsNotExist(err) {
+		t.Error("the call ran under a policy that now denies it")
+	}
+	if got, _ := storedCheckpoint(t, dsn, id); !strings.Contains(string(got), `"resumed":true`) {
+		t.Errorf("the used checkpoint was not marked resumed: %s", got)
+	}
+
+	// A checkpoint file resumes as before even with a store, and is removed.
+	writeFile(t, filepath.Join(dir, "policy.yaml"), "version: 1\nmode: rules\nrules:\n  escalate:\n    editor: [\"*\"]\n")
+	file, _ := pauseRun(t, dir)
+	r = runWarden(t, "run", "--config", cfg, "--store", dsn, "--resume", file, "--decline", "--by", "bob")
+	if r.code != 0 || !strings.Contains(r.stdout, "resuming "+file+": editor declined by bob\n") {
+		t.Errorf("file with a store: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if _, err := os.Stat(file); !os.IsNotExist(err) {
+		t.Errorf("the used checkpoint file is still there: %v", err)
+	}
+
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--resume", id}, "is not a file; if it is a stored checkpoint's id, name the store with --store DSN or $WARDEN_STORE"},
+		{[]string{"--store", "sqlite://" + filepath.Join(t.TempDir(), "none.db"), "--resume", id}, "no store at"},
+		{[]string{"--store", "nowhere", "--resume", id}, "the DSN has no scheme"},
+		{[]string{"--store", "nowhere", "task"}, "the DSN has no scheme"},
+	} {
+		args := append([]string{"run", "--config", cfg}, tt.args...)
+		if tt.args[len(tt.args)-1] != "task" {
+			args = append(args, "--approve", "--by", "alice")
+		}
+		r := runWarden(t, args...)
+		if r.code != exitUsage || !strings.Contains(r.stderr, tt.want) {
+			t.Errorf("warden %s: exit %d, stderr %q; want 2 and %q", strings.Join(args, " "), r.code, r.stderr, tt.want)
+		}
 	}
 }
