@@ -6,9 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
@@ -17,6 +15,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
 
 	"github.com/wardenhq/warden/agent"
+	"github.com/wardenhq/warden/provider/internal/common"
 	"github.com/wardenhq/warden/provider/internal/jsonargs"
 	"github.com/wardenhq/warden/provider/internal/retry"
 )
@@ -28,8 +27,8 @@ const EnvAPIKey = "ANTHROPIC_API_KEY"
 // Defaults for [Options] fields left zero.
 const (
 	DefaultMaxTokens      = 1024
-	DefaultMaxRetries     = 3
-	DefaultRetryBaseDelay = 500 * time.Millisecond
+	DefaultMaxRetries     = retry.DefaultMaxRetries
+	DefaultRetryBaseDelay = retry.DefaultBaseDelay
 )
 
 // APIError is the error Complete returns for an HTTP error answer of the API, after
@@ -72,33 +71,19 @@ var _ agent.Provider = (*Provider)(nil)
 
 // New returns a provider for opts. It fails when the model or the API key is missing.
 func New(opts Options) (*Provider, error) {
-	if strings.TrimSpace(opts.Model) == "" {
-		return nil, errors.New("anthropic: Options.Model is required (a model name such as \"claude-sonnet-4-5\")")
+	if err := common.CheckModel("anthropic", opts.Model, "claude-sonnet-4-5"); err != nil {
+		return nil, err
 	}
-	key := opts.APIKey
+	key := common.APIKey(opts.APIKey, EnvAPIKey)
 	if key == "" {
-		key = os.Getenv(EnvAPIKey)
+		return nil, common.NoAPIKey("anthropic", EnvAPIKey, "")
 	}
-	if key == "" {
-		return nil, fmt.Errorf("anthropic: no API key: set %s or Options.APIKey", EnvAPIKey)
-	}
-	if opts.MaxTokens < 0 {
-		return nil, fmt.Errorf("anthropic: Options.MaxTokens is negative (%d)", opts.MaxTokens)
+	if err := common.CheckMaxTokens("anthropic", opts.MaxTokens); err != nil {
+		return nil, err
 	}
 	maxTokens := opts.MaxTokens
 	if maxTokens == 0 {
 		maxTokens = DefaultMaxTokens
-	}
-	retries := opts.MaxRetries
-	switch {
-	case retries == 0:
-		retries = DefaultMaxRetries
-	case retries < 0:
-		retries = 0
-	}
-	base := opts.RetryBaseDelay
-	if base <= 0 {
-		base = DefaultRetryBaseDelay
 	}
 
 	// The SDK's own retries are off: retry.Do retries, with a backoff tests can shorten.
@@ -120,7 +105,7 @@ func New(opts Options) (*Provider, error) {
 		model:     opts.Model,
 		maxTokens: maxTokens,
 		apiKey:    key,
-		policy:    retry.Policy{MaxRetries: retries, BaseDelay: base},
+		policy:    retry.FromOptions(opts.MaxRetries, opts.RetryBaseDelay),
 	}, nil
 }
 
@@ -131,7 +116,7 @@ func (p *Provider) Complete(ctx context.Context, req agent.ModelRequest) (agent.
 	if err != nil {
 		return agent.ModelResponse{}, err
 	}
-	msg, err := retry.Do(ctx, p.policy, func(ctx context.Context) (*sdk.Message, error) {
+	msg, err := retry.Call(ctx, p.policy, "anthropic", func(ctx context.Context) (*sdk.Message, error) {
 		var res *http.Response
 		m, err := p.client.Messages.New(ctx, params, option.WithResponseInto(&res))
 		if err != nil {
@@ -140,11 +125,7 @@ func (p *Provider) Complete(ctx context.Context, req agent.ModelRequest) (agent.
 		return m, nil
 	})
 	if err != nil {
-		var apiErr *APIError
-		if errors.As(err, &apiErr) && err == error(apiErr) {
-			return agent.ModelResponse{}, err
-		}
-		return agent.ModelResponse{}, fmt.Errorf("anthropic: %w", err)
+		return agent.ModelResponse{}, err
 	}
 	if msg == nil {
 		return agent.ModelResponse{}, errors.New("anthropic: empty response")
@@ -295,13 +276,7 @@ func (p *Provider) apiError(err error, res *http.Response) error {
 	if !isSDK && (res == nil || res.StatusCode < 400) {
 		return err
 	}
-	e := &APIError{Provider: "anthropic", Err: err}
-	var h http.Header
-	if res != nil {
-		h = res.Header
-		e.StatusCode = res.StatusCode
-		e.RequestID = h.Get("Request-Id")
-	}
+	e := retry.NewAPIError("anthropic", err, res, "Request-Id")
 	var body []byte
 	if isSDK {
 		e.StatusCode = sdkErr.StatusCode
@@ -309,16 +284,8 @@ func (p *Provider) apiError(err error, res *http.Response) error {
 		e.Message = sdkErr.Message
 		e.RequestID = sdkErr.RequestID
 		body = []byte(sdkErr.RawJSON())
-	} else if res != nil && res.Body != nil {
-		// The SDK put the body it read back into the response.
-		body, _ = io.ReadAll(io.LimitReader(res.Body, 64<<10))
-		res.Body = io.NopCloser(bytes.NewReader(body))
+	} else {
+		body = retry.ResponseBody(res)
 	}
-	e.Retryable = retry.RetryableStatus(e.StatusCode, h)
-	e.RetryAfter, e.HasRetryAfter = retry.RetryAfter(h, time.Now())
-	if e.Message == "" {
-		e.Message = retry.BodyMessage(body, e.StatusCode)
-	}
-	e.Message = retry.Redact(e.Message, p.apiKey)
-	return e
+	return e.Finish(res, func() []byte { return body }, p.apiKey)
 }

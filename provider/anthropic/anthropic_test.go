@@ -67,24 +67,6 @@ func newProvider(t *testing.T, srv *fakeapi.Server, mod func(*anthropic.Options)
 	return p
 }
 
-func ctx(t *testing.T) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	t.Cleanup(cancel)
-	return c
-}
-
-// assertJSON compares a request body with the expected JSON, as values.
-func assertJSON(t *testing.T, r fakeapi.Request, want string) {
-	t.Helper()
-	var w any
-	if err := json.Unmarshal([]byte(want), &w); err != nil {
-		t.Fatalf("bad expected JSON: %v", err)
-	}
-	if diff := cmp.Diff(w, r.JSON(t)); diff != "" {
-		t.Errorf("request body mismatch (-want +got):\n%s\nbody: %s", diff, r.Body)
-	}
-}
-
 func TestToolCallAndMultiTurn(t *testing.T) {
 	srv := fakeapi.New(t, fakeapi.Response{Body: toolUseReply}, fakeapi.Response{Body: textReply})
 	p := newProvider(t, srv, nil)
@@ -98,7 +80,7 @@ func TestToolCallAndMultiTurn(t *testing.T) {
 		Messages: []agent.Message{{Role: agent.RoleUser, Text: "What is in notes.txt?"}},
 		Tools:    tools,
 	}
-	resp, err := p.Complete(ctx(t), req)
+	resp, err := p.Complete(fakeapi.Context(t), req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +112,7 @@ func TestToolCallAndMultiTurn(t *testing.T) {
 			{CallID: "toolu_02", Content: "denied by policy: list_dir is not allowed", IsError: true},
 		}, Text: "Be brief."},
 	)
-	resp, err = p.Complete(ctx(t), req)
+	resp, err = p.Complete(fakeapi.Context(t), req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,14 +146,14 @@ func TestToolCallAndMultiTurn(t *testing.T) {
 	  {"name":"read_file","description":"Read a file.","input_schema":{"type":"object","properties":{"path":{"type":"string"},"encoding":{"type":"string"}},"required":["path"],"additionalProperties":false}},
 	  {"name":"list_dir","input_schema":{"type":"object","properties":{}}}
 	]`
-	assertJSON(t, reqs[0], `{
+	fakeapi.AssertJSON(t, reqs[0], `{
 	  "model": "claude-sonnet-4-5",
 	  "max_tokens": 1024,
 	  "system": [{"type":"text","text":"You are careful."}],
 	  "messages": [{"role":"user","content":[{"type":"text","text":"What is in notes.txt?"}]}],
 	  "tools": `+toolsJSON+`
 	}`)
-	assertJSON(t, reqs[1], `{
+	fakeapi.AssertJSON(t, reqs[1], `{
 	  "model": "claude-sonnet-4-5",
 	  "max_tokens": 1024,
 	  "system": [{"type":"text","text":"You are careful."}],
@@ -205,7 +187,7 @@ func TestToolCallAndMultiTurn(t *testing.T) {
 func TestTextOnly(t *testing.T) {
 	srv := fakeapi.New(t, fakeapi.Response{Body: textReply})
 	p := newProvider(t, srv, func(o *anthropic.Options) { o.MaxTokens = 300 })
-	resp, err := p.Complete(ctx(t), agent.ModelRequest{Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}})
+	resp, err := p.Complete(fakeapi.Context(t), agent.ModelRequest{Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,10 +195,10 @@ func TestTextOnly(t *testing.T) {
 		t.Errorf("response = %+v", resp)
 	}
 	// No system prompt, no tools: neither key is sent. Options.MaxTokens applies.
-	assertJSON(t, srv.Requests()[0], `{"model":"claude-sonnet-4-5","max_tokens":300,"messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}]}`)
+	fakeapi.AssertJSON(t, srv.Requests()[0], `{"model":"claude-sonnet-4-5","max_tokens":300,"messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}]}`)
 
 	// The request's MaxTokens wins over the option.
-	if _, err := p.Complete(ctx(t), agent.ModelRequest{MaxTokens: 77, Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}}); err != nil {
+	if _, err := p.Complete(fakeapi.Context(t), agent.ModelRequest{MaxTokens: 77, Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := srv.Requests()[1].JSON(t).(map[string]any)["max_tokens"]; got != 77.0 {
@@ -227,7 +209,7 @@ func TestTextOnly(t *testing.T) {
 func TestAPIError400(t *testing.T) {
 	srv := fakeapi.New(t, fakeapi.Response{Status: 400, Header: map[string]string{"Request-Id": "req_011CSHoEeqs5C35K2UUqR7Fy"}, Body: badRequest})
 	p := newProvider(t, srv, nil)
-	_, err := p.Complete(ctx(t), agent.ModelRequest{Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}})
+	_, err := p.Complete(fakeapi.Context(t), agent.ModelRequest{Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}})
 	want := `anthropic: API error 400: messages.1.content.0.tool_use.id: String should match pattern '^[a-zA-Z0-9_-]+$'`
 	if err == nil || err.Error() != want {
 		t.Fatalf("err = %v\nwant %s", err, want)
@@ -252,7 +234,7 @@ func TestRateLimitedThenSuccess(t *testing.T) {
 	)
 	p := newProvider(t, srv, nil)
 	start := time.Now()
-	resp, err := p.Complete(ctx(t), agent.ModelRequest{Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}})
+	resp, err := p.Complete(fakeapi.Context(t), agent.ModelRequest{Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +260,7 @@ func TestRateLimitedThenSuccess(t *testing.T) {
 func TestRateLimitedForever(t *testing.T) {
 	srv := fakeapi.New(t, fakeapi.Response{Status: 429, Body: rateLimited})
 	p := newProvider(t, srv, nil)
-	_, err := p.Complete(ctx(t), agent.ModelRequest{Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}})
+	_, err := p.Complete(fakeapi.Context(t), agent.ModelRequest{Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}})
 	want := "anthropic: rate limited (429) after 3 retries: Number of request tokens has exceeded your per-minute rate limit"
 	if err == nil || err.Error() != want {
 		t.Fatalf("err = %v\nwant %s", err, want)
@@ -295,7 +277,7 @@ func TestRateLimitedForever(t *testing.T) {
 func TestMaxRetriesOption(t *testing.T) {
 	srv := fakeapi.New(t, fakeapi.Response{Status: 429, Body: rateLimited})
 	p := newProvider(t, srv, func(o *anthropic.Options) { o.MaxRetries = 1 })
-	_, err := p.Complete(ctx(t), agent.ModelRequest{Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}})
+	_, err := p.Complete(fakeapi.Context(t), agent.ModelRequest{Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}})
 	if err == nil || !strings.Contains(err.Error(), "rate limited (429) after 1 retry:") {
 		t.Fatalf("err = %v", err)
 	}
@@ -305,7 +287,7 @@ func TestMaxRetriesOption(t *testing.T) {
 
 	srv = fakeapi.New(t, fakeapi.Response{Status: 429, Body: rateLimited})
 	p = newProvider(t, srv, func(o *anthropic.Options) { o.MaxRetries = -1 })
-	_, err = p.Complete(ctx(t), agent.ModelRequest{Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}})
+	_, err = p.Complete(fakeapi.Context(t), agent.ModelRequest{Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}})
 	if err == nil || err.Error() != "anthropic: rate limited (429): Number of request tokens has exceeded your per-minute rate limit" {
 		t.Fatalf("err = %v", err)
 	}
@@ -322,7 +304,7 @@ func TestOverloadedAndServerErrors(t *testing.T) {
 			fakeapi.Response{Body: textReply},
 		)
 		p := newProvider(t, srv, nil)
-		if _, err := p.Complete(ctx(t), agent.ModelRequest{Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}}); err != nil {
+		if _, err := p.Complete(fakeapi.Context(t), agent.ModelRequest{Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}}); err != nil {
 			t.Fatal(err)
 		}
 		if n := len(srv.Requests()); n != 3 {
@@ -332,7 +314,7 @@ func TestOverloadedAndServerErrors(t *testing.T) {
 	t.Run("529 forever", func(t *testing.T) {
 		srv := fakeapi.New(t, fakeapi.Response{Status: 529, Body: overloaded})
 		p := newProvider(t, srv, nil)
-		_, err := p.Complete(ctx(t), agent.ModelRequest{Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}})
+		_, err := p.Complete(fakeapi.Context(t), agent.ModelRequest{Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}})
 		if err == nil || err.Error() != "anthropic: overloaded (529) after 3 retries: Overloaded" {
 			t.Fatalf("err = %v", err)
 		}
@@ -340,7 +322,7 @@ func TestOverloadedAndServerErrors(t *testing.T) {
 	t.Run("503 forever", func(t *testing.T) {
 		srv := fakeapi.New(t, fakeapi.Response{Status: 503, Body: unavailable})
 		p := newProvider(t, srv, nil)
-		_, err := p.Complete(ctx(t), agent.ModelRequest{Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}})
+		_, err := p.Complete(fakeapi.Context(t), agent.ModelRequest{Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}})
 		if err == nil || err.Error() != "anthropic: API error 503 after 3 retries: Service unavailable" {
 			t.Fatalf("err = %v", err)
 		}
@@ -351,7 +333,7 @@ func TestOverloadedAndServerErrors(t *testing.T) {
 	t.Run("x-should-retry false", func(t *testing.T) {
 		srv := fakeapi.New(t, fakeapi.Response{Status: 500, Header: map[string]string{"X-Should-Retry": "false"}, Body: unavailable})
 		p := newProvider(t, srv, nil)
-		_, err := p.Complete(ctx(t), agent.ModelRequest{Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}})
+		_, err := p.Complete(fakeapi.Context(t), agent.ModelRequest{Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}})
 		if err == nil || err.Error() != "anthropic: API error 500: Service unavailable" {
 			t.Fatalf("err = %v", err)
 		}
@@ -362,7 +344,7 @@ func TestOverloadedAndServerErrors(t *testing.T) {
 	t.Run("non-JSON body", func(t *testing.T) {
 		srv := fakeapi.New(t, fakeapi.Response{Status: 502, Header: map[string]string{"Content-Type": "text/html"}, Body: "<html>Bad Gateway</html>"})
 		p := newProvider(t, srv, func(o *anthropic.Options) { o.MaxRetries = -1 })
-		_, err := p.Complete(ctx(t), agent.ModelRequest{Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}})
+		_, err := p.Complete(fakeapi.Context(t), agent.ModelRequest{Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}})
 		if err == nil || err.Error() != "anthropic: API error 502: <html>Bad Gateway</html>" {
 			t.Fatalf("err = %v", err)
 		}
@@ -372,7 +354,7 @@ func TestOverloadedAndServerErrors(t *testing.T) {
 func TestRetryAfterTooLong(t *testing.T) {
 	srv := fakeapi.New(t, fakeapi.Response{Status: 429, Header: map[string]string{"Retry-After": "3600"}, Body: rateLimited})
 	p := newProvider(t, srv, nil)
-	_, err := p.Complete(ctx(t), agent.ModelRequest{Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}})
+	_, err := p.Complete(fakeapi.Context(t), agent.ModelRequest{Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}})
 	if err == nil || !strings.HasPrefix(err.Error(), "anthropic: rate limited (429): Number of request tokens") || !strings.Contains(err.Error(), "asked to wait 1h0m0s") {
 		t.Fatalf("err = %v", err)
 	}
@@ -454,7 +436,7 @@ func TestAPIKeyFromEnvironment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Complete(ctx(t), agent.ModelRequest{Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}}); err != nil {
+	if _, err := p.Complete(fakeapi.Context(t), agent.ModelRequest{Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := srv.Requests()[0].Header.Get("Authorization"); got != "Bearer sk-ant-from-env" {
@@ -473,7 +455,7 @@ func TestAPIKeyNotInErrors(t *testing.T) {
 	body := `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key ` + testKey + `"}}`
 	srv := fakeapi.New(t, fakeapi.Response{Status: 401, Body: body})
 	p := newProvider(t, srv, nil)
-	_, err := p.Complete(ctx(t), agent.ModelRequest{Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}})
+	_, err := p.Complete(fakeapi.Context(t), agent.ModelRequest{Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}})
 	if err == nil || strings.Contains(err.Error(), testKey) {
 		t.Fatalf("err = %v", err)
 	}
@@ -488,7 +470,7 @@ func TestInvalidToolInputFromAPI(t *testing.T) {
 	  "stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":1,"output_tokens":1}}`
 	srv := fakeapi.New(t, fakeapi.Response{Body: reply})
 	p := newProvider(t, srv, nil)
-	resp, err := p.Complete(ctx(t), agent.ModelRequest{Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}})
+	resp, err := p.Complete(fakeapi.Context(t), agent.ModelRequest{Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -537,7 +519,7 @@ func TestRequestMappingErrors(t *testing.T) {
 		}, "a tool without a name"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := p.Complete(ctx(t), tc.req)
+			_, err := p.Complete(fakeapi.Context(t), tc.req)
 			if err == nil || !strings.HasPrefix(err.Error(), "anthropic: ") || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("err = %v, want %q", err, tc.want)
 			}
@@ -551,7 +533,7 @@ func TestRequestMappingErrors(t *testing.T) {
 func TestToolDefaultsAndEmptyArgs(t *testing.T) {
 	srv := fakeapi.New(t, fakeapi.Response{Body: textReply})
 	p := newProvider(t, srv, nil)
-	_, err := p.Complete(ctx(t), agent.ModelRequest{
+	_, err := p.Complete(fakeapi.Context(t), agent.ModelRequest{
 		Messages: []agent.Message{
 			{Role: agent.RoleUser, Text: "x"},
 			{Role: agent.RoleAssistant, ToolCalls: []agent.ToolCall{{ID: "toolu_1", Name: "now"}}},
@@ -562,7 +544,7 @@ func TestToolDefaultsAndEmptyArgs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	assertJSON(t, srv.Requests()[0], `{
+	fakeapi.AssertJSON(t, srv.Requests()[0], `{
 	  "model":"claude-sonnet-4-5","max_tokens":1024,
 	  "messages":[
 	    {"role":"user","content":[{"type":"text","text":"x"}]},
@@ -587,7 +569,7 @@ func TestOddErrorBodies(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			srv := fakeapi.New(t, fakeapi.Response{Status: tc.status, Header: map[string]string{"Content-Type": tc.contentType}, Body: tc.body})
 			p := newProvider(t, srv, nil)
-			_, err := p.Complete(ctx(t), agent.ModelRequest{Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}})
+			_, err := p.Complete(fakeapi.Context(t), agent.ModelRequest{Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}})
 			var apiErr *anthropic.APIError
 			if err == nil || err.Error() != tc.want || !errors.As(err, &apiErr) || apiErr.StatusCode != tc.status {
 				t.Errorf("err = %v\nwant %s", err, tc.want)

@@ -8,10 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"os"
-	"strings"
 	"time"
 
 	sdk "github.com/openai/openai-go/v3"
@@ -20,6 +17,7 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/wardenhq/warden/agent"
+	"github.com/wardenhq/warden/provider/internal/common"
 	"github.com/wardenhq/warden/provider/internal/jsonargs"
 	"github.com/wardenhq/warden/provider/internal/retry"
 )
@@ -33,8 +31,8 @@ const DefaultBaseURL = "https://api.openai.com/v1/"
 
 // Defaults for [Options] fields left zero.
 const (
-	DefaultMaxRetries     = 3
-	DefaultRetryBaseDelay = 500 * time.Millisecond
+	DefaultMaxRetries     = retry.DefaultMaxRetries
+	DefaultRetryBaseDelay = retry.DefaultBaseDelay
 )
 
 // InvalidArgumentsKey is the key of the object that stands in for tool arguments the
@@ -91,29 +89,15 @@ var _ agent.Provider = (*Provider)(nil)
 // New returns a provider for opts. It fails when the model is missing, or the API key
 // is missing and BaseURL is not set.
 func New(opts Options) (*Provider, error) {
-	if strings.TrimSpace(opts.Model) == "" {
-		return nil, errors.New("openai: Options.Model is required (a model name such as \"gpt-4.1\")")
+	if err := common.CheckModel("openai", opts.Model, "gpt-4.1"); err != nil {
+		return nil, err
 	}
-	key := opts.APIKey
-	if key == "" {
-		key = os.Getenv(EnvAPIKey)
-	}
+	key := common.APIKey(opts.APIKey, EnvAPIKey)
 	if key == "" && opts.BaseURL == "" {
-		return nil, fmt.Errorf("openai: no API key: set %s or Options.APIKey (a key may be omitted only with Options.BaseURL, for a local OpenAI-compatible server)", EnvAPIKey)
+		return nil, common.NoAPIKey("openai", EnvAPIKey, "a key may be omitted only with Options.BaseURL, for a local OpenAI-compatible server")
 	}
-	if opts.MaxTokens < 0 {
-		return nil, fmt.Errorf("openai: Options.MaxTokens is negative (%d)", opts.MaxTokens)
-	}
-	retries := opts.MaxRetries
-	switch {
-	case retries == 0:
-		retries = DefaultMaxRetries
-	case retries < 0:
-		retries = 0
-	}
-	base := opts.RetryBaseDelay
-	if base <= 0 {
-		base = DefaultRetryBaseDelay
+	if err := common.CheckMaxTokens("openai", opts.MaxTokens); err != nil {
+		return nil, err
 	}
 	baseURL := opts.BaseURL
 	if baseURL == "" {
@@ -141,7 +125,7 @@ func New(opts Options) (*Provider, error) {
 		maxTokens:   opts.MaxTokens,
 		legacyLimit: opts.BaseURL != "",
 		apiKey:      key,
-		policy:      retry.Policy{MaxRetries: retries, BaseDelay: base},
+		policy:      retry.FromOptions(opts.MaxRetries, opts.RetryBaseDelay),
 	}, nil
 }
 
@@ -161,7 +145,7 @@ func (p *Provider) Complete(ctx context.Context, req agent.ModelRequest) (agent.
 	if err != nil {
 		return agent.ModelResponse{}, err
 	}
-	cc, err := retry.Do(ctx, p.policy, func(ctx context.Context) (*sdk.ChatCompletion, error) {
+	cc, err := retry.Call(ctx, p.policy, "openai", func(ctx context.Context) (*sdk.ChatCompletion, error) {
 		var res *http.Response
 		c, err := p.chat.New(ctx, params, option.WithResponseInto(&res))
 		if err != nil {
@@ -170,11 +154,7 @@ func (p *Provider) Complete(ctx context.Context, req agent.ModelRequest) (agent.
 		return c, nil
 	})
 	if err != nil {
-		var apiErr *APIError
-		if errors.As(err, &apiErr) && err == error(apiErr) {
-			return agent.ModelResponse{}, err
-		}
-		return agent.ModelResponse{}, fmt.Errorf("openai: %w", err)
+		return agent.ModelResponse{}, err
 	}
 	if cc == nil || len(cc.Choices) == 0 {
 		return agent.ModelResponse{}, errors.New("openai: the response has no choices")
@@ -367,29 +347,11 @@ func (p *Provider) apiError(err error, res *http.Response) error {
 	if !isSDK && (res == nil || res.StatusCode < 400) {
 		return err
 	}
-	e := &APIError{Provider: "openai", Err: err}
-	var h http.Header
-	if res != nil {
-		h = res.Header
-		e.StatusCode = res.StatusCode
-		e.RequestID = h.Get("X-Request-Id")
-	}
+	e := retry.NewAPIError("openai", err, res, "X-Request-Id")
 	if isSDK {
 		e.StatusCode = sdkErr.StatusCode
 		e.Type = sdkErr.Type
 		e.Message = sdkErr.Message
 	}
-	e.Retryable = retry.RetryableStatus(e.StatusCode, h)
-	e.RetryAfter, e.HasRetryAfter = retry.RetryAfter(h, time.Now())
-	if e.Message == "" {
-		var body []byte
-		if res != nil && res.Body != nil {
-			// The SDK put the body it read back into the response.
-			body, _ = io.ReadAll(io.LimitReader(res.Body, 64<<10))
-			res.Body = io.NopCloser(bytes.NewReader(body))
-		}
-		e.Message = retry.BodyMessage(body, e.StatusCode)
-	}
-	e.Message = retry.Redact(e.Message, p.apiKey)
-	return e
+	return e.Finish(res, func() []byte { return retry.ResponseBody(res) }, p.apiKey)
 }

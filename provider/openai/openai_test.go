@@ -78,25 +78,8 @@ func newProvider(t *testing.T, srv *fakeapi.Server, mod func(*openai.Options)) *
 	return p
 }
 
-func ctx(t *testing.T) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	t.Cleanup(cancel)
-	return c
-}
-
 func hi() agent.ModelRequest {
 	return agent.ModelRequest{Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}}
-}
-
-func assertJSON(t *testing.T, r fakeapi.Request, want string) {
-	t.Helper()
-	var w any
-	if err := json.Unmarshal([]byte(want), &w); err != nil {
-		t.Fatalf("bad expected JSON: %v", err)
-	}
-	if diff := cmp.Diff(w, r.JSON(t)); diff != "" {
-		t.Errorf("request body mismatch (-want +got):\n%s\nbody: %s", diff, r.Body)
-	}
 }
 
 func TestToolCallAndMultiTurn(t *testing.T) {
@@ -112,7 +95,7 @@ func TestToolCallAndMultiTurn(t *testing.T) {
 		Messages: []agent.Message{{Role: agent.RoleUser, Text: "What is in notes.txt?"}},
 		Tools:    tools,
 	}
-	resp, err := p.Complete(ctx(t), req)
+	resp, err := p.Complete(fakeapi.Context(t), req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +121,7 @@ func TestToolCallAndMultiTurn(t *testing.T) {
 			{CallID: "call_8fLmx0RkQz", Content: "denied by policy: list_dir is not allowed", IsError: true},
 		}},
 	)
-	resp, err = p.Complete(ctx(t), req)
+	resp, err = p.Complete(fakeapi.Context(t), req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +149,7 @@ func TestToolCallAndMultiTurn(t *testing.T) {
 	  {"type":"function","function":{"name":"list_dir","parameters":{"type":"object","properties":{}}}}
 	]`
 	// A BaseURL is set, so the limit would go as max_tokens; none is set here.
-	assertJSON(t, reqs[0], `{
+	fakeapi.AssertJSON(t, reqs[0], `{
 	  "model": "gpt-4.1",
 	  "messages": [
 	    {"role":"system","content":"You are careful."},
@@ -174,7 +157,7 @@ func TestToolCallAndMultiTurn(t *testing.T) {
 	  ],
 	  "tools": `+toolsJSON+`
 	}`)
-	assertJSON(t, reqs[1], `{
+	fakeapi.AssertJSON(t, reqs[1], `{
 	  "model": "gpt-4.1",
 	  "messages": [
 	    {"role":"system","content":"You are careful."},
@@ -198,7 +181,7 @@ func TestToolCallAndMultiTurn(t *testing.T) {
 func TestTextOnlyAndMaxTokens(t *testing.T) {
 	srv := fakeapi.New(t, fakeapi.Response{Body: textReply})
 	p := newProvider(t, srv, func(o *openai.Options) { o.MaxTokens = 300 })
-	resp, err := p.Complete(ctx(t), hi())
+	resp, err := p.Complete(fakeapi.Context(t), hi())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,14 +189,14 @@ func TestTextOnlyAndMaxTokens(t *testing.T) {
 		t.Errorf("response = %+v", resp)
 	}
 	// With a BaseURL (an OpenAI-compatible server) the limit is sent as max_tokens.
-	assertJSON(t, srv.Requests()[0], `{"model":"gpt-4.1","max_tokens":300,"messages":[{"role":"user","content":"hi"}]}`)
+	fakeapi.AssertJSON(t, srv.Requests()[0], `{"model":"gpt-4.1","max_tokens":300,"messages":[{"role":"user","content":"hi"}]}`)
 
 	req := hi()
 	req.MaxTokens = 77
-	if _, err := p.Complete(ctx(t), req); err != nil {
+	if _, err := p.Complete(fakeapi.Context(t), req); err != nil {
 		t.Fatal(err)
 	}
-	assertJSON(t, srv.Requests()[1], `{"model":"gpt-4.1","max_tokens":77,"messages":[{"role":"user","content":"hi"}]}`)
+	fakeapi.AssertJSON(t, srv.Requests()[1], `{"model":"gpt-4.1","max_tokens":77,"messages":[{"role":"user","content":"hi"}]}`)
 }
 
 // redirect sends every request to the test server, whatever its URL.
@@ -235,14 +218,14 @@ func TestOpenAIDefaultsMaxCompletionTokens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Complete(ctx(t), hi()); err != nil {
+	if _, err := p.Complete(fakeapi.Context(t), hi()); err != nil {
 		t.Fatal(err)
 	}
 	r := srv.Requests()[0]
 	if r.Path != "/v1/chat/completions" {
 		t.Errorf("path = %s", r.Path)
 	}
-	assertJSON(t, r, `{"model":"gpt-4.1","max_completion_tokens":500,"messages":[{"role":"user","content":"hi"}]}`)
+	fakeapi.AssertJSON(t, r, `{"model":"gpt-4.1","max_completion_tokens":500,"messages":[{"role":"user","content":"hi"}]}`)
 }
 
 func TestInvalidArguments(t *testing.T) {
@@ -256,7 +239,7 @@ func TestInvalidArguments(t *testing.T) {
 	  "usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`
 	srv := fakeapi.New(t, fakeapi.Response{Body: reply})
 	p := newProvider(t, srv, nil)
-	resp, err := p.Complete(ctx(t), hi())
+	resp, err := p.Complete(fakeapi.Context(t), hi())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,7 +268,7 @@ func TestRefusal(t *testing.T) {
 	  "usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`
 	srv := fakeapi.New(t, fakeapi.Response{Body: reply})
 	p := newProvider(t, srv, nil)
-	resp, err := p.Complete(ctx(t), hi())
+	resp, err := p.Complete(fakeapi.Context(t), hi())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,7 +280,7 @@ func TestRefusal(t *testing.T) {
 func TestNoChoices(t *testing.T) {
 	srv := fakeapi.New(t, fakeapi.Response{Body: `{"id":"chatcmpl-3","object":"chat.completion","created":1,"model":"gpt-4.1","choices":[]}`})
 	p := newProvider(t, srv, nil)
-	if _, err := p.Complete(ctx(t), hi()); err == nil || err.Error() != "openai: the response has no choices" {
+	if _, err := p.Complete(fakeapi.Context(t), hi()); err == nil || err.Error() != "openai: the response has no choices" {
 		t.Fatalf("err = %v", err)
 	}
 }
@@ -305,7 +288,7 @@ func TestNoChoices(t *testing.T) {
 func TestAPIError400(t *testing.T) {
 	srv := fakeapi.New(t, fakeapi.Response{Status: 400, Header: map[string]string{"X-Request-Id": "req_8f2b"}, Body: badRequest})
 	p := newProvider(t, srv, nil)
-	_, err := p.Complete(ctx(t), hi())
+	_, err := p.Complete(fakeapi.Context(t), hi())
 	want := "openai: API error 400: Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'."
 	if err == nil || err.Error() != want {
 		t.Fatalf("err = %v\nwant %s", err, want)
@@ -325,7 +308,7 @@ func TestAPIError400(t *testing.T) {
 func TestNonJSONErrorBody(t *testing.T) {
 	srv := fakeapi.New(t, fakeapi.Response{Status: 404, Header: map[string]string{"Content-Type": "text/plain"}, Body: "404 page not found"})
 	p := newProvider(t, srv, nil)
-	_, err := p.Complete(ctx(t), hi())
+	_, err := p.Complete(fakeapi.Context(t), hi())
 	var apiErr *openai.APIError
 	if !errors.As(err, &apiErr) || apiErr.StatusCode != 404 || !strings.HasPrefix(err.Error(), "openai: API error 404") {
 		t.Fatalf("err = %v", err)
@@ -339,7 +322,7 @@ func TestRateLimitedThenSuccess(t *testing.T) {
 		fakeapi.Response{Body: textReply},
 	)
 	p := newProvider(t, srv, nil)
-	resp, err := p.Complete(ctx(t), hi())
+	resp, err := p.Complete(fakeapi.Context(t), hi())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -354,7 +337,7 @@ func TestRateLimitedThenSuccess(t *testing.T) {
 func TestRateLimitedForever(t *testing.T) {
 	srv := fakeapi.New(t, fakeapi.Response{Status: 429, Body: rateLimited})
 	p := newProvider(t, srv, nil)
-	_, err := p.Complete(ctx(t), hi())
+	_, err := p.Complete(fakeapi.Context(t), hi())
 	want := "openai: rate limited (429) after 3 retries: Rate limit reached for gpt-4.1 on tokens per min (TPM): Limit 30000, Used 29949, Requested 512. Please try again in 922ms."
 	if err == nil || err.Error() != want {
 		t.Fatalf("err = %v\nwant %s", err, want)
@@ -368,7 +351,7 @@ func TestServerErrors(t *testing.T) {
 	t.Run("503 then success", func(t *testing.T) {
 		srv := fakeapi.New(t, fakeapi.Response{Status: 503, Body: overloaded}, fakeapi.Response{Body: textReply})
 		p := newProvider(t, srv, nil)
-		if _, err := p.Complete(ctx(t), hi()); err != nil {
+		if _, err := p.Complete(fakeapi.Context(t), hi()); err != nil {
 			t.Fatal(err)
 		}
 		if n := len(srv.Requests()); n != 2 {
@@ -378,7 +361,7 @@ func TestServerErrors(t *testing.T) {
 	t.Run("503 forever", func(t *testing.T) {
 		srv := fakeapi.New(t, fakeapi.Response{Status: 503, Body: overloaded})
 		p := newProvider(t, srv, func(o *openai.Options) { o.MaxRetries = 2 })
-		_, err := p.Complete(ctx(t), hi())
+		_, err := p.Complete(fakeapi.Context(t), hi())
 		if err == nil || err.Error() != "openai: API error 503 after 2 retries: The engine is currently overloaded, please try again later." {
 			t.Fatalf("err = %v", err)
 		}
@@ -436,7 +419,7 @@ func TestCompatibleServerWithoutKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Complete(ctx(t), hi()); err != nil {
+	if _, err := p.Complete(fakeapi.Context(t), hi()); err != nil {
 		t.Fatal(err)
 	}
 	r := srv.Requests()[0]
@@ -455,7 +438,7 @@ func TestAPIKeyFromEnvironment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Complete(ctx(t), hi()); err != nil {
+	if _, err := p.Complete(fakeapi.Context(t), hi()); err != nil {
 		t.Fatal(err)
 	}
 	if got := srv.Requests()[0].Header.Get("Authorization"); got != "Bearer sk-from-env" {
@@ -473,7 +456,7 @@ func TestAPIKeyNotInErrors(t *testing.T) {
 	body := `{"error":{"message":"Incorrect API key provided: ` + testKey + `. You can find your API key at https://platform.openai.com/account/api-keys.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`
 	srv := fakeapi.New(t, fakeapi.Response{Status: 401, Body: body})
 	p := newProvider(t, srv, nil)
-	_, err := p.Complete(ctx(t), hi())
+	_, err := p.Complete(fakeapi.Context(t), hi())
 	if err == nil || strings.Contains(err.Error(), testKey) || !strings.Contains(err.Error(), "Incorrect API key provided: [redacted].") {
 		t.Fatalf("err = %v", err)
 	}
@@ -500,7 +483,7 @@ func TestRequestMappingErrors(t *testing.T) {
 		}, `tool "t": input schema is not a JSON object`},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := p.Complete(ctx(t), tc.req)
+			_, err := p.Complete(fakeapi.Context(t), tc.req)
 			if err == nil || !strings.HasPrefix(err.Error(), "openai: ") || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("err = %v, want %q", err, tc.want)
 			}
@@ -514,7 +497,7 @@ func TestRequestMappingErrors(t *testing.T) {
 func TestToolDefaultsAndEmptyResult(t *testing.T) {
 	srv := fakeapi.New(t, fakeapi.Response{Body: textReply})
 	p := newProvider(t, srv, nil)
-	_, err := p.Complete(ctx(t), agent.ModelRequest{
+	_, err := p.Complete(fakeapi.Context(t), agent.ModelRequest{
 		Messages: []agent.Message{
 			{Role: agent.RoleUser, Text: "x"},
 			{Role: agent.RoleAssistant, ToolCalls: []agent.ToolCall{{ID: "call_1", Name: "now"}}},
@@ -525,7 +508,7 @@ func TestToolDefaultsAndEmptyResult(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	assertJSON(t, srv.Requests()[0], `{
+	fakeapi.AssertJSON(t, srv.Requests()[0], `{
 	  "model":"gpt-4.1",
 	  "messages":[
 	    {"role":"user","content":"x"},
@@ -552,7 +535,7 @@ func TestCompatibleServerErrorBodies(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			srv := fakeapi.New(t, fakeapi.Response{Status: tc.status, Header: map[string]string{"Content-Type": tc.contentType}, Body: tc.body})
 			p := newProvider(t, srv, nil)
-			_, err := p.Complete(ctx(t), hi())
+			_, err := p.Complete(fakeapi.Context(t), hi())
 			if err == nil || err.Error() != tc.want {
 				t.Errorf("err = %v\nwant %s", err, tc.want)
 			}

@@ -3,12 +3,16 @@
 package fakeapi
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // Response is one canned answer.
@@ -35,6 +39,25 @@ func (r Request) JSON(t testing.TB) any {
 		t.Fatalf("request body is not JSON: %v\n%s", err, r.Body)
 	}
 	return v
+}
+
+// AssertJSON compares the body of r with the expected JSON, as values.
+func AssertJSON(t testing.TB, r Request, want string) {
+	t.Helper()
+	var w any
+	if err := json.Unmarshal([]byte(want), &w); err != nil {
+		t.Fatalf("bad expected JSON: %v", err)
+	}
+	if diff := cmp.Diff(w, r.JSON(t)); diff != "" {
+		t.Errorf("request body mismatch (-want +got):\n%s\nbody: %s", diff, r.Body)
+	}
+}
+
+// Context is a context that ends after 5 seconds or when the test ends.
+func Context(t testing.TB) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	t.Cleanup(cancel)
+	return c
 }
 
 // Server answers the i-th request with responses[i], and every request after the last

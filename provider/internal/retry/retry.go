@@ -4,10 +4,12 @@
 package retry
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -271,4 +273,79 @@ func BodyMessage(body []byte, status int) string {
 		text = strings.ToValidUTF8(text[:limit], "") + "..."
 	}
 	return text
+}
+
+// DefaultMaxRetries is the number of retries a provider makes when its options leave
+// MaxRetries zero.
+const DefaultMaxRetries = 3
+
+// FromOptions is the policy for a provider's MaxRetries and RetryBaseDelay options:
+// MaxRetries 0 means DefaultMaxRetries and a negative value no retries; a RetryBaseDelay
+// of zero or less means DefaultBaseDelay.
+func FromOptions(maxRetries int, baseDelay time.Duration) Policy {
+	switch {
+	case maxRetries == 0:
+		maxRetries = DefaultMaxRetries
+	case maxRetries < 0:
+		maxRetries = 0
+	}
+	if baseDelay <= 0 {
+		baseDelay = DefaultBaseDelay
+	}
+	return Policy{MaxRetries: maxRetries, BaseDelay: baseDelay}
+}
+
+// Call runs attempt under [Do] and shapes its error for a provider's Complete: an
+// [*APIError] is returned as it is (it names the provider already), any other error is
+// prefixed with "<provider>: ".
+func Call[T any](ctx context.Context, p Policy, provider string, attempt func(context.Context) (T, error)) (T, error) {
+	v, err := Do(ctx, p, attempt)
+	if err != nil {
+		var apiErr *APIError
+		if errors.As(err, &apiErr) && err == error(apiErr) {
+			return v, err
+		}
+		return v, fmt.Errorf("%s: %w", provider, err)
+	}
+	return v, nil
+}
+
+// NewAPIError starts the APIError for err, an error answer of provider's API: the status
+// of res and its request id, read from the header named requestIDHeader, when res is
+// not nil. The provider then fills in what its SDK's error says and calls [APIError.Finish].
+func NewAPIError(provider string, err error, res *http.Response, requestIDHeader string) *APIError {
+	e := &APIError{Provider: provider, Err: err}
+	if res != nil {
+		e.StatusCode = res.StatusCode
+		e.RequestID = res.Header.Get(requestIDHeader)
+	}
+	return e
+}
+
+// Finish completes e from the headers of res (whether to retry, how long the API asks to
+// wait) and, when e has no message yet, from the error body that body returns; then
+// removes secret from the message.
+func (e *APIError) Finish(res *http.Response, body func() []byte, secret string) *APIError {
+	var h http.Header
+	if res != nil {
+		h = res.Header
+	}
+	e.Retryable = RetryableStatus(e.StatusCode, h)
+	e.RetryAfter, e.HasRetryAfter = RetryAfter(h, time.Now())
+	if e.Message == "" {
+		e.Message = BodyMessage(body(), e.StatusCode)
+	}
+	e.Message = Redact(e.Message, secret)
+	return e
+}
+
+// ResponseBody reads the body the SDK put back into res (at most 64 KiB) and puts what it
+// read back again. It returns nil when res or its body is nil.
+func ResponseBody(res *http.Response) []byte {
+	if res == nil || res.Body == nil {
+		return nil
+	}
+	body, _ := io.ReadAll(io.LimitReader(res.Body, 64<<10))
+	res.Body = io.NopCloser(bytes.NewReader(body))
+	return body
 }
