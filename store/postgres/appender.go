@@ -7,46 +7,37 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/wardenhq/warden/store"
+	"github.com/wardenhq/warden/store/internal/core"
 )
 
 // maxBatch bounds how many entries share one transaction.
 const maxBatch = 256
 
 // appendOp is one caller's entry. The appender seals it (numbers and hashes it) and
-// sends the result on done.
-type appendOp struct {
-	ctx  context.Context // the caller's: an op whose caller gave up is skipped
-	e    *store.Entry
-	done chan error // buffered: the appender never blocks on a caller
-}
+// sends the result on Done.
+type appendOp = core.Op[*store.Entry]
 
-// appender owns the audit appends of one Store. mu guards closed and the send side of
-// ops.
+// appender owns the audit appends of one Store.
 type appender struct {
-	pool     *pgxpool.Pool
-	ops      chan *appendOp
-	finished chan struct{} // closed when run returns
+	pool *pgxpool.Pool
+	q    *core.Queue[*store.Entry]
 
-	// The chain head as of this process's last append; only the run goroutine uses
+	// The chain head as of this process's last append; only the queue's goroutine uses
 	// it. It lets a batch try the one-round-trip path (see writeFast).
 	headKnown bool
 	headSeq   int64
 	headHash  string
-
-	mu     sync.RWMutex
-	closed bool // guarded by mu
 }
 
 func newAppender(pool *pgxpool.Pool) *appender {
-	a := &appender{pool: pool, ops: make(chan *appendOp, 4*maxBatch), finished: make(chan struct{})}
-	go a.run()
+	a := &appender{pool: pool}
+	a.q = core.StartQueue(maxBatch, a.commit)
 	return a
 }
 
@@ -54,61 +45,12 @@ func newAppender(pool *pgxpool.Pool) *appender {
 // first it returns ctx.Err(); the entry may still be committed later unless the
 // appender sees the cancellation first.
 func (a *appender) append(ctx context.Context, e *store.Entry) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	o := &appendOp{ctx: ctx, e: e, done: make(chan error, 1)}
-	a.mu.RLock()
-	if a.closed {
-		a.mu.RUnlock()
-		return store.ErrClosed
-	}
-	select {
-	case a.ops <- o:
-		a.mu.RUnlock()
-	case <-ctx.Done():
-		a.mu.RUnlock()
-		return ctx.Err()
-	}
-	select {
-	case err := <-o.done:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return a.q.Do(ctx, e)
 }
 
 // close stops accepting appends and waits for the queued ones.
 func (a *appender) close() {
-	a.mu.Lock()
-	if !a.closed {
-		a.closed = true
-		close(a.ops) // no sender holds mu.RLock now, so no send can follow
-	}
-	a.mu.Unlock()
-	<-a.finished
-}
-
-func (a *appender) run() {
-	defer close(a.finished)
-	batch := make([]*appendOp, 0, maxBatch)
-	for first := range a.ops {
-		batch = append(batch[:0], first)
-	fill:
-		for len(batch) < maxBatch {
-			select {
-			case o, ok := <-a.ops:
-				if !ok {
-					break fill
-				}
-				batch = append(batch, o)
-			default:
-				break fill
-			}
-		}
-		a.commit(batch)
-		clear(batch)
-	}
+	a.q.Close()
 }
 
 // commit writes a batch in one transaction. When that fails before COMMIT was sent
@@ -116,14 +58,7 @@ func (a *appender) run() {
 // one bad entry cannot fail the others. A failed COMMIT is ambiguous (it may have
 // committed), so it is reported, never retried.
 func (a *appender) commit(batch []*appendOp) {
-	live := make([]*appendOp, 0, len(batch))
-	for _, o := range batch {
-		if err := o.ctx.Err(); err != nil {
-			o.done <- err // the caller gave up, and nothing of this entry is written
-			continue
-		}
-		live = append(live, o)
-	}
+	live := core.Live(batch)
 	if len(live) == 0 {
 		return
 	}
@@ -134,13 +69,7 @@ func (a *appender) commit(batch []*appendOp) {
 		}
 		return
 	}
-	for i, o := range live {
-		if results != nil && results[i] != nil {
-			o.done <- results[i]
-		} else {
-			o.done <- err
-		}
-	}
+	core.Answer(live, results, err)
 }
 
 const (
@@ -208,7 +137,7 @@ func (a *appender) writeFast(ops []*appendOp) (ok, committed bool, err error) {
 	)
 	seq, hash := a.headSeq, a.headHash
 	for i, o := range ops {
-		e := o.e
+		e := o.Arg
 		e.Seal(seq+1, hash)
 		seq, hash = e.Seq, e.Hash
 		seqs[i], kinds[i], refs[i], ats[i] = e.Seq, string(e.Kind), e.Ref, e.Time
@@ -255,8 +184,8 @@ func (a *appender) writeLocked(ops []*appendOp) (results []error, committed bool
 
 	var refs []int64
 	for _, o := range ops {
-		if o.e.Kind == store.EntryComplete {
-			refs = append(refs, o.e.Ref)
+		if o.Arg.Kind == store.EntryComplete {
+			refs = append(refs, o.Arg.Ref)
 		}
 	}
 	b := &pgx.Batch{}
@@ -298,7 +227,7 @@ func (a *appender) writeLocked(ops []*appendOp) (results []error, committed bool
 	results = make([]error, len(ops))
 	ins := &pgx.Batch{}
 	for i, o := range ops {
-		e := o.e
+		e := o.Arg
 		if e.Kind == store.EntryComplete {
 			st, ok := states[e.Ref]
 			switch {

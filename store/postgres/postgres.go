@@ -37,10 +37,6 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
-	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -145,27 +141,9 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 	)`); err != nil {
 		return fmt.Errorf("creating warden_schema_migrations: %w", err)
 	}
-	names, err := fs.Glob(migrations, "migrations/*.sql")
-	if err != nil {
-		return err
-	}
-	slices.Sort(names)
-	for _, name := range names {
-		base := strings.TrimPrefix(name, "migrations/")
-		digits, _, _ := strings.Cut(base, "_")
-		version, err := strconv.Atoi(digits)
-		if err != nil {
-			return fmt.Errorf("migration %s: name must start with a version number", base)
-		}
-		body, err := migrations.ReadFile(name)
-		if err != nil {
-			return err
-		}
-		if err := applyMigration(ctx, conn.Conn(), version, base, string(body)); err != nil {
-			return fmt.Errorf("migration %s: %w", base, err)
-		}
-	}
-	return nil
+	return core.EachMigration(migrations, func(version int, name, body string) error {
+		return applyMigration(ctx, conn.Conn(), version, name, body)
+	})
 }
 
 func applyMigration(ctx context.Context, conn *pgx.Conn, version int, name, body string) error {

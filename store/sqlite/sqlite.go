@@ -39,7 +39,6 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/url"
 	"runtime"
 	"slices"
@@ -233,27 +232,9 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	) STRICT`); err != nil {
 		return fmt.Errorf("creating schema_migrations: %w", err)
 	}
-	names, err := fs.Glob(migrations, "migrations/*.sql")
-	if err != nil {
-		return err
-	}
-	slices.Sort(names)
-	for _, name := range names {
-		base := strings.TrimPrefix(name, "migrations/")
-		digits, _, _ := strings.Cut(base, "_")
-		version, err := strconv.Atoi(digits)
-		if err != nil {
-			return fmt.Errorf("migration %s: name must start with a version number", base)
-		}
-		body, err := migrations.ReadFile(name)
-		if err != nil {
-			return err
-		}
-		if err := applyMigration(ctx, db, version, base, string(body)); err != nil {
-			return fmt.Errorf("migration %s: %w", base, err)
-		}
-	}
-	return nil
+	return core.EachMigration(migrations, func(version int, name, body string) error {
+		return applyMigration(ctx, db, version, name, body)
+	})
 }
 
 func applyMigration(ctx context.Context, db *sql.DB, version int, name, body string) error {

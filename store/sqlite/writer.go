@@ -9,36 +9,27 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 
 	"github.com/wardenhq/warden/store"
+	"github.com/wardenhq/warden/store/internal/core"
 )
 
 // maxBatch bounds how many queued writes share one transaction, so one commit cannot
 // delay the first caller of a long queue for long.
 const maxBatch = 256
 
-// op is one caller's write. fn runs inside the writer's transaction and may run more
-// than once (see writer.commit), so it must compute everything it writes inside. Before
-// writing, it may fail with a verdict (see isVerdict). Its error (or the commit's) is
-// sent on done.
-type op struct {
-	ctx  context.Context // the caller's: an op whose caller gave up is skipped
-	fn   func(t *wtx) error
-	done chan error // buffered: the writer never blocks on a caller
-}
+// op is one caller's write. Its Arg runs inside the writer's transaction and may run
+// more than once (see writer.commit), so it must compute everything it writes inside.
+// Before writing, it may fail with a verdict (see isVerdict). Its error (or the
+// commit's) is sent on Done.
+type op = core.Op[func(t *wtx) error]
 
-// writer owns the write connection. Its fields are set at construction; mu guards
-// closed and the send side of ops.
+// writer owns the write connection. Its fields are set at construction.
 type writer struct {
-	db       *sql.DB // SetMaxOpenConns(1), BEGIN IMMEDIATE
-	ops      chan *op
-	finished chan struct{} // closed when run returns
+	db *sql.DB // SetMaxOpenConns(1), BEGIN IMMEDIATE
+	q  *core.Queue[func(t *wtx) error]
 
 	stmts map[string]*sql.Stmt // hotSQL, prepared; read-only after newWriter
-
-	mu     sync.RWMutex
-	closed bool // ops is closed; guarded by mu
 }
 
 // hotSQL lists the statements of the audit path. They are prepared when the writer
@@ -59,7 +50,7 @@ const (
 )
 
 func newWriter(ctx context.Context, db *sql.DB) (*writer, error) {
-	w := &writer{db: db, ops: make(chan *op, 4*maxBatch), finished: make(chan struct{}), stmts: map[string]*sql.Stmt{}}
+	w := &writer{db: db, stmts: map[string]*sql.Stmt{}}
 	for _, q := range hotSQL {
 		st, err := db.PrepareContext(ctx, q)
 		if err != nil {
@@ -70,76 +61,26 @@ func newWriter(ctx context.Context, db *sql.DB) (*writer, error) {
 		}
 		w.stmts[q] = st
 	}
-	go w.run()
+	w.q = core.StartQueue(maxBatch, w.commit)
 	return w, nil
 }
 
 // do queues fn and waits for its result. When ctx ends first, do returns ctx.Err();
 // fn may still run (and commit) later unless the writer sees the cancellation first.
 func (w *writer) do(ctx context.Context, fn func(t *wtx) error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	o := &op{ctx: ctx, fn: fn, done: make(chan error, 1)}
-	w.mu.RLock()
-	if w.closed {
-		w.mu.RUnlock()
-		return store.ErrClosed
-	}
-	select {
-	case w.ops <- o:
-		w.mu.RUnlock()
-	case <-ctx.Done():
-		w.mu.RUnlock()
-		return ctx.Err()
-	}
-	select {
-	case err := <-o.done:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return w.q.Do(ctx, fn)
 }
 
 // close stops accepting writes, lets the queued ones finish, and closes the database.
 func (w *writer) close() error {
-	w.mu.Lock()
-	if w.closed {
-		w.mu.Unlock()
-		<-w.finished
+	if !w.q.Close() {
 		return nil
 	}
-	w.closed = true
-	close(w.ops) // no sender holds mu.RLock now, so no send can follow
-	w.mu.Unlock()
-	<-w.finished
 	var errs []error
 	for _, st := range w.stmts {
 		errs = append(errs, st.Close())
 	}
 	return errors.Join(append(errs, w.db.Close())...)
-}
-
-func (w *writer) run() {
-	defer close(w.finished)
-	batch := make([]*op, 0, maxBatch)
-	for first := range w.ops {
-		batch = append(batch[:0], first)
-	fill:
-		for len(batch) < maxBatch {
-			select {
-			case o, ok := <-w.ops:
-				if !ok {
-					break fill
-				}
-				batch = append(batch, o)
-			default:
-				break fill
-			}
-		}
-		w.commit(batch)
-		clear(batch) // drop references to finished ops
-	}
 }
 
 // wtx is the writer's open transaction, handed to each op.
@@ -176,30 +117,23 @@ func (w *writer) commit(batch []*op) {
 // attempt runs ops in one transaction. It answers every op it settles and returns the
 // ops to run again.
 func (w *writer) attempt(ops []*op) (again []*op) {
-	live := make([]*op, 0, len(ops))
-	for _, o := range ops {
-		if err := o.ctx.Err(); err != nil {
-			o.done <- err // the caller gave up, and nothing of this op is written
-			continue
-		}
-		live = append(live, o)
-	}
+	live := core.Live(ops)
 	if len(live) == 0 {
 		return nil
 	}
 	ctx := context.Background()
 	tx, err := w.db.BeginTx(ctx, nil)
 	if err != nil {
-		answer(live, nil, fmt.Errorf("sqlite: begin: %w", err))
+		core.Answer(live, nil, fmt.Errorf("sqlite: begin: %w", err))
 		return nil
 	}
 	t := &wtx{ctx: ctx, tx: tx, w: w}
 	results := make([]error, len(live))
 	for i, o := range live {
-		err := o.fn(t)
+		err := o.Arg(t)
 		if err != nil && !isVerdict(err) {
 			tx.Rollback()
-			o.done <- err
+			o.Done <- err
 			return slices.Concat(live[:i], live[i+1:])
 		}
 		results[i] = err
@@ -207,28 +141,17 @@ func (w *writer) attempt(ops []*op) (again []*op) {
 	if t.headMoved {
 		if _, err := t.exec(sqlSetHead, t.headSeq, t.headHash); err != nil {
 			tx.Rollback()
-			answer(live, results, fmt.Errorf("sqlite: moving the audit head to %d: %w", t.headSeq, err))
+			core.Answer(live, results, fmt.Errorf("sqlite: moving the audit head to %d: %w", t.headSeq, err))
 			return nil
 		}
 	}
 	if err := tx.Commit(); err != nil {
 		tx.Rollback()
-		answer(live, results, fmt.Errorf("sqlite: commit: %w", err))
+		core.Answer(live, results, fmt.Errorf("sqlite: commit: %w", err))
 		return nil
 	}
-	answer(live, results, nil)
+	core.Answer(live, results, nil)
 	return nil
-}
-
-// answer sends each op its own error if it has one, else commitErr.
-func answer(ops []*op, results []error, commitErr error) {
-	for i, o := range ops {
-		err := commitErr
-		if results != nil && results[i] != nil {
-			err = results[i]
-		}
-		o.done <- err
-	}
 }
 
 // errExists reports an insert of an ID that is taken; ops return it before writing.

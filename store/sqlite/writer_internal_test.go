@@ -21,9 +21,9 @@ func TestBatchFailureIsolation(t *testing.T) {
 	errBoom := errors.New("boom")
 	appendOp := func(tool string) *op {
 		e := store.RecordEntry(store.CallRecord{Tool: tool})
-		return &op{ctx: ctx, done: make(chan error, 1), fn: func(t *wtx) error { return t.appendEntry(&e) }}
+		return &op{Ctx: ctx, Done: make(chan error, 1), Arg: func(t *wtx) error { return t.appendEntry(&e) }}
 	}
-	failing := &op{ctx: ctx, done: make(chan error, 1), fn: func(t *wtx) error {
+	failing := &op{Ctx: ctx, Done: make(chan error, 1), Arg: func(t *wtx) error {
 		e := store.RecordEntry(store.CallRecord{Tool: "half-written"})
 		if err := t.appendEntry(&e); err != nil {
 			return err
@@ -33,17 +33,17 @@ func TestBatchFailureIsolation(t *testing.T) {
 		}
 		return errBoom
 	}}
-	verdict := &op{ctx: ctx, done: make(chan error, 1), fn: func(*wtx) error { return store.ErrNotFound }}
+	verdict := &op{Ctx: ctx, Done: make(chan error, 1), Arg: func(*wtx) error { return store.ErrNotFound }}
 	canceledCtx, cancel := context.WithCancel(ctx)
 	cancel()
 	abandoned := appendOp("abandoned")
-	abandoned.ctx = canceledCtx
+	abandoned.Ctx = canceledCtx
 
 	batch := []*op{appendOp("a"), failing, appendOp("b"), verdict, abandoned, appendOp("c")}
 	s.w.commit(batch) // the writer goroutine is idle: the test is the writer here
 	want := []error{nil, errBoom, nil, store.ErrNotFound, context.Canceled, nil}
 	for i, o := range batch {
-		if err := <-o.done; !errors.Is(err, want[i]) || (want[i] == nil && err != nil) {
+		if err := <-o.Done; !errors.Is(err, want[i]) || (want[i] == nil && err != nil) {
 			t.Errorf("op %d: %v, want %v", i, err, want[i])
 		}
 	}
