@@ -52,6 +52,8 @@ Exit codes: 0 allow (or success), 1 internal error or failing tests,
 		newAuditCommand(stdout),
 		newDemoCommand(stdout),
 		newRunCommand(stdout),
+		newServeCommand(stdout, stderr),
+		newPinsCommand(stdout),
 	)
 	return root
 }

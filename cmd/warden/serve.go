@@ -1,0 +1,273 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"strings"
+	"syscall"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+
+	"github.com/wardenhq/warden/inbox"
+	"github.com/wardenhq/warden/mcp"
+	"github.com/wardenhq/warden/store"
+)
+
+type serveOptions struct {
+	config string
+	stdio  bool
+}
+
+func newServeCommand(stdout, stderr io.Writer) *cobra.Command {
+	var o serveOptions
+	cmd := &cobra.Command{
+		Use:   "serve -c gateway.yaml",
+		Short: "Run the MCP gateway: upstream servers' tools, governed, over HTTP and/or stdio",
+		Long: `Run the MCP gateway.
+
+Upstream MCP servers named in the config are admitted by the transport policy,
+their tools are discovered and pinned, and every call from an MCP client runs
+through the policy, human approvals and the audit log.
+
+The HTTP front (listen:) authenticates clients with bearer tokens. With --stdio
+the gateway also speaks MCP on stdin/stdout as the config's stdio identity, for
+clients that start it as a subprocess; logs then go to stderr only.
+
+SIGHUP, or a change to the config or policy file, reloads both: the new revision
+applies to new calls; a bad file keeps the old revision and the log says why.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.config == "" {
+				return usageErrorf("name the gateway config with -c FILE (see examples/gateway/gateway.yaml)")
+			}
+			return runServe(cmd.Context(), o, cmd.InOrStdin(), stdout, stderr)
+		},
+	}
+	cmd.Flags().StringVarP(&o.config, "config", "c", "", "the gateway config file")
+	cmd.Flags().BoolVar(&o.stdio, "stdio", false, "also serve MCP on stdin/stdout (as the config's stdio identity)")
+	cmd.AddCommand(&cobra.Command{
+		Use:   "hash-token",
+		Short: "Print the token_sha256 value for a token read from stdin",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			line, err := bufio.NewReader(cmd.InOrStdin()).ReadString('\n')
+			if err != nil && !errors.Is(err, io.EOF) {
+				return internalError(err)
+			}
+			tok := strings.TrimRight(line, "\r\n")
+			if len(tok) < 16 {
+				return usageErrorf("the token on stdin is %d characters; use a random token of at least 16 (e.g. openssl rand -hex 32)", len(tok))
+			}
+			fmt.Fprintln(stdout, mcp.HashToken(tok))
+			return nil
+		},
+	})
+	return cmd
+}
+
+func runServe(ctx context.Context, o serveOptions, stdin io.Reader, stdout, stderr io.Writer) error {
+	if os.Getenv("GOGC") == "" {
+		// The MCP SDK allocates heavily per call; trade memory for fewer collections.
+		debug.SetGCPercent(400)
+	}
+	cfg, err := mcp.LoadConfig(o.config)
+	if err != nil {
+		return configError(err)
+	}
+	if cfg.Listen == "" && !o.stdio {
+		return usageErrorf("%s sets no listen address: add `listen: 127.0.0.1:8080`, or pass --stdio", o.config)
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	// SIGHUP reloads; catch it before anything can see the gateway up (its default
+	// action would end the process).
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+
+	st, err := store.Open(ctx, cfg.Store)
+	if err != nil {
+		return configError(fmt.Errorf("%s: opening the store %s: %w", cfg.File, redactDSN(cfg.Store), err))
+	}
+	defer st.Close()
+	gw, err := mcp.NewGateway(ctx, cfg, mcp.GatewayOptions{Store: st, Logger: log, Version: version()})
+	if err != nil {
+		return configError(err)
+	}
+
+	var srv *http.Server
+	var ib *inbox.Inbox
+	serveErr := make(chan error, 2)
+	if cfg.Listen != "" {
+		mux := http.NewServeMux()
+		mux.Handle(cfg.Path, gw.MCPHandler())
+		health := gw.HealthHandler()
+		mux.Handle("/healthz", health)
+		mux.Handle("/readyz", health)
+		if len(cfg.Operators) > 0 {
+			ops := make([]inbox.Operator, len(cfg.Operators))
+			for i, op := range cfg.Operators {
+				ops[i] = inbox.Operator{Name: op.Name, TokenHash: op.TokenHash}
+			}
+			ib, err = inbox.New(inbox.Options{Store: st, Operators: ops, Path: cfg.UIPath, Events: gw.Events().ForCall, Logger: log})
+			if err != nil {
+				gw.Close()
+				return configError(fmt.Errorf("%s: web inbox: %w", cfg.File, err))
+			}
+			mux.Handle(cfg.UIPath, ib)
+		}
+		ln, err := net.Listen("tcp", cfg.Listen)
+		if err != nil {
+			gw.Close()
+			return configError(fmt.Errorf("%s: listen %s: %w", cfg.File, cfg.Listen, err))
+		}
+		srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+		log.Info("warden gateway listening", "mcp", "http://"+ln.Addr().String()+cfg.Path, "inbox", inboxURL(ln, cfg, ib != nil))
+		go func() { serveErr <- srv.Serve(ln) }()
+	}
+	if o.stdio {
+		go func() {
+			err := gw.ServeStdio(ctx, &sdk.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}})
+			if err == nil || errors.Is(err, io.EOF) {
+				err = errStdioClosed
+			}
+			serveErr <- err
+		}()
+	}
+
+	reload := func(why string) {
+		next, err := mcp.LoadConfig(o.config)
+		if err == nil {
+			err = gw.Reload(ctx, next)
+		}
+		if err != nil {
+			log.Error("reload refused; the previous configuration stays in force", "trigger", why, "error", err)
+			return
+		}
+		log.Info("configuration reloaded", "trigger", why)
+	}
+	watch := newFileWatch(o.config, cfg.Policy)
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+
+	var runErr error
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			break loop
+		case <-hup:
+			reload("SIGHUP")
+			watch.reset(o.config, gw.Config().Policy)
+		case <-tick.C:
+			if watch.changed() {
+				reload("file change")
+				watch.reset(o.config, gw.Config().Policy)
+			}
+		case err := <-serveErr:
+			if !errors.Is(err, errStdioClosed) {
+				runErr = internalError(err)
+			}
+			break loop
+		}
+	}
+	log.Info("shutting down: finishing calls in flight")
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	// Stop accepting connections, then wait for the calls in flight. HTTP requests
+	// that never end by themselves (every session's standalone SSE stream) would hold
+	// srv.Shutdown until the deadline, so they are cut once the calls are done and
+	// their responses had a moment to be written.
+	httpDone := make(chan struct{})
+	if srv != nil {
+		go func() { srv.Shutdown(sctx); close(httpDone) }()
+	} else {
+		close(httpDone)
+	}
+	if ib != nil {
+		ib.Close() // ends the operators' event streams
+	}
+	if err := gw.Shutdown(sctx); err != nil {
+		log.Warn("shutdown", "error", err)
+	}
+	if srv != nil {
+		select {
+		case <-httpDone:
+		case <-time.After(responseGrace):
+		case <-sctx.Done():
+		}
+		srv.Close()
+		<-httpDone
+	}
+	return runErr
+}
+
+// responseGrace is how long a shutting-down gateway lets HTTP responses of finished
+// calls be written before it closes the remaining connections.
+const responseGrace = 2 * time.Second
+
+var errStdioClosed = errors.New("stdio client disconnected")
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+func inboxURL(ln net.Listener, cfg *mcp.Config, on bool) string {
+	if !on {
+		return "off (no operators configured)"
+	}
+	return "http://" + ln.Addr().String() + cfg.UIPath
+}
+
+// fileWatch notices changes to the config and policy files by size and time.
+type fileWatch struct{ stamps map[string]string }
+
+func newFileWatch(files ...string) *fileWatch {
+	w := &fileWatch{}
+	w.reset(files...)
+	return w
+}
+
+func (w *fileWatch) reset(files ...string) {
+	w.stamps = map[string]string{}
+	for _, f := range files {
+		w.stamps[f] = stamp(f)
+	}
+}
+
+func (w *fileWatch) changed() bool {
+	for f, s := range w.stamps {
+		if stamp(f) != s {
+			return true
+		}
+	}
+	return false
+}
+
+func stamp(file string) string {
+	fi, err := os.Stat(file)
+	if err != nil {
+		return "missing"
+	}
+	return fmt.Sprint(fi.Size(), fi.ModTime().UnixNano())
+}
+
+// version is the module version the binary was built from ("dev" for a work tree).
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}

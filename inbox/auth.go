@@ -1,0 +1,378 @@
+// Sign-in, sessions, CSRF tokens and the failed-sign-in limit.
+
+package inbox
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"net"
+	"net/http"
+	"net/url"
+	"path"
+	"strings"
+	"sync"
+	"time"
+)
+
+const (
+	cookieName             = "warden_inbox"
+	loginFailuresPerMinute = 10
+	maxFormBytes           = 64 << 10
+	sessionIDBytes         = 32
+)
+
+// flash is a one-time message shown on the next page an operator sees.
+type flash struct {
+	Kind string // "ok", "error" or "info"
+	Text string
+}
+
+// session is one signed-in operator. Handlers get a copy; the flash lives in the map.
+type session struct {
+	key      [sha256.Size]byte // SHA-256 of the cookie value: the map key
+	Operator string
+	CSRF     string
+	Expires  time.Time
+	flash    *flash
+}
+
+// sessions is the in-memory session table. The map is keyed by the hash of the cookie
+// value, so the table never holds a usable cookie.
+type sessions struct {
+	mu        sync.Mutex
+	m         map[[sha256.Size]byte]*session // guarded by mu
+	lastSweep time.Time                      // guarded by mu
+}
+
+func newSessions() *sessions {
+	return &sessions{m: make(map[[sha256.Size]byte]*session)}
+}
+
+func randomToken() string {
+	b := make([]byte, sessionIDBytes)
+	rand.Read(b) // never fails (crypto/rand panics on broken entropy sources)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// create starts a session and returns its cookie value.
+func (s *sessions) create(operator string, now, expires time.Time) (string, session) {
+	id := randomToken()
+	ss := &session{key: sha256.Sum256([]byte(id)), Operator: operator, CSRF: randomToken(), Expires: expires}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if now.Sub(s.lastSweep) > time.Minute {
+		s.lastSweep = now
+		for k, v := range s.m {
+			if !now.Before(v.Expires) {
+				delete(s.m, k)
+			}
+		}
+	}
+	s.m[ss.key] = ss
+	return id, *ss
+}
+
+// get returns the live session for a cookie value. An expired session is removed.
+func (s *sessions) get(id string, now time.Time) (session, bool) {
+	if id == "" || len(id) > 128 {
+		return session{}, false
+	}
+	key := sha256.Sum256([]byte(id))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss, ok := s.m[key]
+	if !ok {
+		return session{}, false
+	}
+	if !now.Before(ss.Expires) {
+		delete(s.m, key)
+		return session{}, false
+	}
+	return *ss, true
+}
+
+// alive reports whether the session with this key still exists and has not expired.
+func (s *sessions) alive(key [sha256.Size]byte, now time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss, ok := s.m[key]
+	return ok && now.Before(ss.Expires)
+}
+
+func (s *sessions) remove(key [sha256.Size]byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.m, key)
+}
+
+func (s *sessions) setFlash(key [sha256.Size]byte, f flash) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ss, ok := s.m[key]; ok {
+		ss.flash = &f
+	}
+}
+
+func (s *sessions) takeFlash(key [sha256.Size]byte) *flash {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss, ok := s.m[key]
+	if !ok {
+		return nil
+	}
+	f := ss.flash
+	ss.flash = nil
+	return f
+}
+
+// limiter counts failed sign-ins per remote host in fixed windows.
+type limiter struct {
+	max    int
+	window time.Duration
+
+	mu sync.Mutex
+	m  map[string]*bucket // guarded by mu
+}
+
+type bucket struct {
+	start time.Time
+	n     int
+}
+
+func newLimiter(max int, window time.Duration) *limiter {
+	return &limiter{max: max, window: window, m: make(map[string]*bucket)}
+}
+
+// blocked reports whether host used up its failures in the current window.
+func (l *limiter) blocked(host string, now time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b, ok := l.m[host]
+	return ok && now.Sub(b.start) < l.window && b.n >= l.max
+}
+
+// fail counts one failed sign-in from host.
+func (l *limiter) fail(host string, now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.m) > 10000 {
+		for k, b := range l.m {
+			if now.Sub(b.start) >= l.window {
+				delete(l.m, k)
+			}
+		}
+	}
+	b, ok := l.m[host]
+	if !ok || now.Sub(b.start) >= l.window {
+		b = &bucket{start: now}
+		l.m[host] = b
+	}
+	b.n++
+}
+
+func remoteHost(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// operatorFor returns the operator whose hash is the token's. Every configured hash is
+// compared, in constant time, whatever matches.
+func (ib *Inbox) operatorFor(token string) (Operator, bool) {
+	if token == "" {
+		return Operator{}, false
+	}
+	h := []byte(HashToken(token))
+	found := -1
+	for i, op := range ib.operators {
+		if subtle.ConstantTimeCompare(h, []byte(op.TokenHash)) == 1 {
+			found = i
+		}
+	}
+	if found < 0 {
+		return Operator{}, false
+	}
+	return ib.operators[found], true
+}
+
+// currentSession returns the session named by r's cookie, if it is live.
+func (ib *Inbox) currentSession(r *http.Request) (session, bool) {
+	c, err := r.Cookie(cookieName)
+	if err != nil {
+		return session{}, false
+	}
+	return ib.sessions.get(c.Value, ib.now())
+}
+
+// safeNext returns where to go after signing in: next when it is a local path under
+// the inbox's prefix (and not the login page), else the pending page. It never returns
+// a URL with a scheme or host, so the login form cannot redirect elsewhere.
+func (ib *Inbox) safeNext(next string) string {
+	def := ib.path + "pending"
+	if next == "" || !strings.HasPrefix(next, ib.path) || strings.ContainsAny(next, "\\\x00\r\n\t") {
+		return def
+	}
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" {
+		return def
+	}
+	clean := path.Clean(u.Path)
+	if !strings.HasPrefix(clean+"/", ib.path) || clean == ib.path+"login" || clean == ib.path+"logout" ||
+		clean == ib.path+"events" || strings.HasPrefix(clean, ib.path+"static/") {
+		return def
+	}
+	out := &url.URL{Path: clean, RawQuery: u.RawQuery}
+	if strings.HasSuffix(u.Path, "/") && !strings.HasSuffix(clean, "/") {
+		out.Path += "/"
+	}
+	return out.String()
+}
+
+// sessionHandler is a handler that runs for a signed-in operator.
+type sessionHandler func(w http.ResponseWriter, r *http.Request, s session)
+
+// authed wraps h so that it only runs for a signed-in operator. Without a session a
+// GET or HEAD is redirected (303) to the login page, keeping the wanted path in
+// "next", and anything else is refused with 403 before the body is read. For a
+// non-safe method the form must carry the session's CSRF token, or the request is
+// refused with 403: fail closed, nothing is done.
+func (ib *Inbox) authed(h sessionHandler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		s, ok := ib.currentSession(r)
+		safe := r.Method == http.MethodGet || r.Method == http.MethodHead
+		if !ok {
+			if safe {
+				q := url.Values{"next": {r.URL.RequestURI()}}
+				if _, err := r.Cookie(cookieName); err == nil {
+					q.Set("expired", "1")
+				}
+				http.Redirect(w, r, ib.path+"login?"+q.Encode(), http.StatusSeeOther)
+				return
+			}
+			ib.renderError(w, r, nil, http.StatusForbidden, "Not signed in",
+				"Your session has ended or you never signed in. Nothing was changed.")
+			return
+		}
+		if !safe {
+			r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+			if err := r.ParseForm(); err != nil {
+				ib.renderError(w, r, &s, http.StatusBadRequest, "Bad form", "The form could not be read. Nothing was changed.")
+				return
+			}
+			got := r.PostForm.Get("csrf")
+			if subtle.ConstantTimeCompare([]byte(got), []byte(s.CSRF)) != 1 {
+				ib.log.Warn("inbox: form without a valid CSRF token refused", "operator", s.Operator, "path", r.URL.Path)
+				ib.renderError(w, r, &s, http.StatusForbidden, "Form refused",
+					"This form was stale or did not come from your session. Nothing was changed. Reload the page and try again.")
+				return
+			}
+		}
+		h(w, r, s)
+	}
+}
+
+// authedStream is authed for the event stream: without a session it answers 401 in
+// plain text (an EventSource cannot follow a redirect to a login page).
+func (ib *Inbox) authedStream(h sessionHandler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		s, ok := ib.currentSession(r)
+		if !ok {
+			http.Error(w, "not signed in", http.StatusUnauthorized)
+			return
+		}
+		h(w, r, s)
+	}
+}
+
+type loginData struct {
+	Next   string
+	Error  string
+	Notice string
+}
+
+func (ib *Inbox) loginPage(w http.ResponseWriter, r *http.Request) {
+	next := ib.safeNext(r.URL.Query().Get("next"))
+	if _, ok := ib.currentSession(r); ok {
+		http.Redirect(w, r, next, http.StatusSeeOther)
+		return
+	}
+	d := loginData{Next: next}
+	switch {
+	case r.URL.Query().Get("signedout") != "":
+		d.Notice = "You have signed out."
+	case r.URL.Query().Get("expired") != "":
+		d.Notice = "Your session has ended. Sign in again."
+	}
+	ib.render(w, r, http.StatusOK, "login", &page{Title: "Sign in", Data: d})
+}
+
+func (ib *Inbox) login(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+	if err := r.ParseForm(); err != nil {
+		ib.render(w, r, http.StatusBadRequest, "login", &page{Title: "Sign in", Data: loginData{
+			Next: ib.path + "pending", Error: "The form could not be read."}})
+		return
+	}
+	next := ib.safeNext(r.PostForm.Get("next"))
+	host := remoteHost(r)
+	now := ib.now()
+	if ib.limiter.blocked(host, now) {
+		ib.log.Warn("inbox: sign-in refused: too many failures", "remote", host)
+		ib.render(w, r, http.StatusTooManyRequests, "login", &page{Title: "Sign in", Data: loginData{
+			Next: next, Error: "Too many failed sign-ins from your address. Wait a minute and try again."}})
+		return
+	}
+	op, ok := ib.operatorFor(r.PostForm.Get("token"))
+	if !ok {
+		ib.limiter.fail(host, now)
+		ib.log.Warn("inbox: sign-in with an unknown token", "remote", host)
+		// A constant pause after every failure slows guessing; it is the same whatever
+		// the token was, so it tells nothing about it.
+		t := time.NewTimer(ib.failDelay)
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			t.Stop()
+			return
+		}
+		ib.render(w, r, http.StatusUnauthorized, "login", &page{Title: "Sign in", Data: loginData{
+			Next: next, Error: "That token is not an operator token for this inbox."}})
+		return
+	}
+	if old, ok := ib.currentSession(r); ok {
+		ib.sessions.remove(old.key)
+	}
+	expires := now.Add(ib.ttl)
+	id, _ := ib.sessions.create(op.Name, now, expires)
+	http.SetCookie(w, &http.Cookie{
+		Name:     cookieName,
+		Value:    id,
+		Path:     ib.path,
+		Expires:  expires,
+		MaxAge:   int(ib.ttl / time.Second),
+		HttpOnly: true,
+		Secure:   r.TLS != nil,
+		SameSite: http.SameSiteStrictMode,
+	})
+	ib.log.Info("inbox: operator signed in", "operator", op.Name, "remote", host)
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+func (ib *Inbox) logout(w http.ResponseWriter, r *http.Request, s session) {
+	ib.sessions.remove(s.key)
+	http.SetCookie(w, &http.Cookie{
+		Name:     cookieName,
+		Value:    "",
+		Path:     ib.path,
+		MaxAge:   -1,
+		HttpOnly: true,
+		Secure:   r.TLS != nil,
+		SameSite: http.SameSiteStrictMode,
+	})
+	ib.log.Info("inbox: operator signed out", "operator", s.Operator)
+	http.Redirect(w, r, ib.path+"login?signedout=1", http.StatusSeeOther)
+}

@@ -1,0 +1,644 @@
+package mcp
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/internal/yamlstrict"
+)
+
+// Config is a gateway configuration file, decoded and checked. Paths in it are
+// absolute (resolved against the file's directory).
+type Config struct {
+	// File is the configuration file's path.
+	File string
+	// Policy is the policy file every call is checked against.
+	Policy string
+	// Store is the store DSN (sqlite://..., postgres://...).
+	Store string
+	// Transport decides which servers may start or be connected to.
+	Transport TransportPolicy
+	// Servers are the upstream servers, sorted by name. Servers from a trusted
+	// project file come after those named in the file (a name in both is an error).
+	Servers []ServerConfig
+	// ProjectFile, when set, names a project file of server definitions
+	// (".mcp.json" format) and whether it is trusted.
+	ProjectFile      string
+	TrustProjectFile bool
+
+	// Listen is the HTTP front's address ("" = no HTTP front); Path the MCP endpoint.
+	Listen string
+	Path   string
+	// Stdio is the identity of the stdio front.
+	Stdio Client
+	// Clients are the HTTP clients, by token hash.
+	Clients []Client
+	// Operators may log in to the web inbox (UIPath) and decide.
+	Operators []Operator
+	UIPath    string
+
+	// ApprovalWait is how long a call waits for an operator; ApprovalExpiry how long a
+	// pending decision can still be decided; Elicitation whether the client's user
+	// may approve by MCP elicitation.
+	ApprovalWait   time.Duration
+	ApprovalExpiry time.Duration
+	Elicitation    bool
+
+	// MaxRequestBytes bounds an HTTP request body; CallTimeout one upstream call;
+	// SessionIdle closes HTTP sessions idle this long.
+	MaxRequestBytes int64
+	CallTimeout     time.Duration
+	SessionIdle     time.Duration
+	// RedactArgs leaves arguments out of the audit log (their digest is kept).
+	RedactArgs bool
+}
+
+// Client is an identity the gateway serves: a principal with a role, and for HTTP
+// clients the SHA-256 hash of its bearer token.
+type Client struct {
+	Principal string
+	Tenant    string
+	Role      string
+	TokenHash string
+}
+
+// Operator is a person who may decide pending calls in the web inbox.
+type Operator struct {
+	Name      string
+	TokenHash string
+}
+
+// Defaults of a gateway configuration.
+const (
+	DefaultApprovalWait    = 30 * time.Second
+	DefaultApprovalExpiry  = 24 * time.Hour
+	DefaultMaxRequestBytes = 4 << 20
+	DefaultCallTimeout     = 2 * time.Minute
+	DefaultSessionIdle     = 30 * time.Minute
+	DefaultPath            = "/mcp"
+	DefaultUIPath          = "/ui/"
+)
+
+// HashToken returns the form in which a gateway configuration stores a token:
+// "sha256:" followed by the lower-case hex SHA-256 of the token.
+func HashToken(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+var tokenHashPattern = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+
+// LoadConfig reads and checks a gateway configuration file. Every problem is a
+// located *warden.ConfigError (joined when there are several). Tokens named by
+// token_env are read from the environment now; a missing or short one is an error.
+func LoadConfig(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &warden.ConfigError{File: path, Msg: "cannot read gateway config: " + err.Error(), Hint: "check the path (warden serve -c FILE)"}
+	}
+	return ParseConfig(path, data, os.Getenv)
+}
+
+var configDoc = yamlstrict.Doc{
+	Name:      "gateway config",
+	Plural:    "gateway configs",
+	EmptyHint: "start with `policy: policy.yaml` and a `servers:` mapping",
+	MultiHint: "a gateway config holds one YAML document",
+}
+
+// ParseConfig checks a gateway configuration's contents; file names it in errors and
+// anchors relative paths; getenv reads token_env variables.
+func ParseConfig(file string, data []byte, getenv func(string) string) (*Config, error) {
+	d := &configDecoder{Decoder: yamlstrict.Decoder{File: file, StringKeys: true}, getenv: getenv}
+	if len(data) > 1<<20 {
+		d.Fail(nil, "split it or remove data", "gateway config is %d bytes, over the 1 MiB limit", len(data))
+		return nil, d.Err()
+	}
+	root := d.Document(data, configDoc)
+	if root == nil {
+		return nil, d.Err()
+	}
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		abs = file
+	}
+	d.dir = filepath.Dir(abs)
+	c := &Config{
+		File: abs, Path: DefaultPath, UIPath: DefaultUIPath, Elicitation: true,
+		ApprovalWait: DefaultApprovalWait, ApprovalExpiry: DefaultApprovalExpiry,
+		MaxRequestBytes: DefaultMaxRequestBytes, CallTimeout: DefaultCallTimeout, SessionIdle: DefaultSessionIdle,
+	}
+	d.top(root, c)
+	if len(d.Errs) > 0 {
+		return nil, d.Err()
+	}
+	return c, nil
+}
+
+type configDecoder struct {
+	yamlstrict.Decoder
+	dir    string
+	getenv func(string) string
+	hashes map[string]string // token hash -> who holds it
+}
+
+var topKeys = []string{"policy", "store", "transport", "servers", "project_file", "listen", "path", "stdio", "clients", "operators", "ui", "approvals", "limits", "audit"}
+
+func (d *configDecoder) top(root *yaml.Node, c *Config) {
+	kvs, ok := d.MappingHint(root, "the top level", "a gateway config is a mapping of "+strings.Join(topKeys, ", "))
+	if !ok {
+		return
+	}
+	seen := map[string]bool{}
+	for _, kv := range kvs {
+		seen[kv.Key] = true
+		switch kv.Key {
+		case "policy":
+			c.Policy = d.path(kv.Value, "policy")
+		case "store":
+			if s, ok := d.nonEmpty(kv.Value, "store"); ok {
+				c.Store = d.storeDSN(s)
+			}
+		case "transport":
+			d.transport(kv.Value, &c.Transport)
+		case "servers":
+			c.Servers = d.servers(kv.Value)
+		case "project_file":
+			d.projectFile(kv.Value, c)
+		case "listen":
+			if s, ok := d.nonEmpty(kv.Value, "listen"); ok {
+				if _, _, err := net.SplitHostPort(s); err != nil {
+					d.Fail(kv.Value, "write host:port, e.g. 127.0.0.1:8080", "listen %q is not host:port", s)
+				}
+				c.Listen = s
+			}
+		case "path":
+			if s, ok := d.nonEmpty(kv.Value, "path"); ok {
+				if !strings.HasPrefix(s, "/") || strings.ContainsAny(s, " ?#") {
+					d.Fail(kv.Value, "write an absolute URL path such as /mcp", "path %q is not a URL path", s)
+				}
+				c.Path = s
+			}
+		case "stdio":
+			c.Stdio = d.client(kv.Value, "stdio", false)
+		case "clients":
+			c.Clients = d.clients(kv.Value)
+		case "operators":
+			c.Operators = d.operators(kv.Value)
+		case "ui":
+			d.ui(kv.Value, c)
+		case "approvals":
+			d.approvals(kv.Value, c)
+		case "limits":
+			d.limits(kv.Value, c)
+		case "audit":
+			d.audit(kv.Value, c)
+		default:
+			d.Fail(kv.KeyNode, "known keys: "+strings.Join(topKeys, ", ")+yamlstrict.Suggest(kv.Key, topKeys), "unknown key %q", kv.Key)
+		}
+	}
+	if !seen["policy"] {
+		d.Fail(root, "name the policy file every call is checked against, e.g. `policy: policy.yaml`", "policy is required")
+	}
+	if c.Store == "" {
+		c.Store = "sqlite://" + filepath.Join(d.dir, "warden.db")
+	}
+	if c.Listen == "" && len(c.Clients) > 0 {
+		d.Fail(root, "add `listen: 127.0.0.1:8080` or remove clients", "clients are HTTP clients, but no listen address is set")
+	}
+	if c.Listen != "" && len(c.Clients) == 0 {
+		d.Fail(root, "add a client with a token (token_env or token_sha256); the HTTP front refuses every request without one", "listen is set but no clients are configured")
+	}
+	if c.Stdio.Principal == "" {
+		c.Stdio.Principal = "stdio"
+	}
+	if c.Stdio.Role == "" && c.Stdio.Principal == "stdio" {
+		// The default stdio identity takes the policy's active role.
+		c.Stdio.Role = ""
+	}
+	for i := range c.Servers {
+		for j := i + 1; j < len(c.Servers); j++ {
+			if c.Servers[i].Name == c.Servers[j].Name {
+				d.Fail(root, "rename one of them", "server %q is defined twice (in servers and in the project file)", c.Servers[i].Name)
+			}
+		}
+	}
+}
+
+func (d *configDecoder) nonEmpty(n *yaml.Node, where string) (string, bool) {
+	s, ok := d.Str(n, where)
+	if ok && strings.TrimSpace(s) == "" {
+		d.Fail(n, "remove the key or give a value", "%s is empty", where)
+		return "", false
+	}
+	return s, ok
+}
+
+func (d *configDecoder) path(n *yaml.Node, where string) string {
+	s, ok := d.nonEmpty(n, where)
+	if !ok {
+		return ""
+	}
+	if !filepath.IsAbs(s) {
+		s = filepath.Join(d.dir, s)
+	}
+	return s
+}
+
+func (d *configDecoder) storeDSN(s string) string {
+	if rest, ok := strings.CutPrefix(s, "sqlite://"); ok && rest != "" && !filepath.IsAbs(rest) && !strings.HasPrefix(rest, ":memory:") {
+		return "sqlite://" + filepath.Join(d.dir, rest)
+	}
+	return s
+}
+
+func (d *configDecoder) boolean(n *yaml.Node, where string) bool {
+	if n.Kind != yaml.ScalarNode || n.Tag != "!!bool" {
+		d.Fail(n, "write true or false", "%s must be true or false, not %s", where, yamlstrict.KindName(n))
+		return false
+	}
+	v, _ := strconv.ParseBool(n.Value)
+	return v
+}
+
+func (d *configDecoder) integer(n *yaml.Node, where string, min int64) int64 {
+	if n.Kind != yaml.ScalarNode || n.Tag != "!!int" {
+		d.Fail(n, "write a whole number", "%s must be a whole number, not %s", where, yamlstrict.KindName(n))
+		return 0
+	}
+	v, err := strconv.ParseInt(n.Value, 0, 64)
+	if err != nil || v < min {
+		d.Fail(n, fmt.Sprintf("use a number of at least %d", min), "%s %q is out of range", where, n.Value)
+		return 0
+	}
+	return v
+}
+
+func (d *configDecoder) duration(n *yaml.Node, where string) time.Duration {
+	s, ok := d.nonEmpty(n, where)
+	if !ok {
+		return 0
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil || v <= 0 {
+		d.Fail(n, "write a positive Go duration such as 30s, 5m or 24h", "%s %q is not a positive duration", where, s)
+		return 0
+	}
+	return v
+}
+
+func (d *configDecoder) size(n *yaml.Node, where string) int64 {
+	s, ok := d.nonEmpty(n, where)
+	if !ok {
+		return 0
+	}
+	mult := int64(1)
+	num := s
+	for _, u := range []struct {
+		suffix string
+		m      int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}} {
+		if v, ok := strings.CutSuffix(s, u.suffix); ok {
+			num, mult = strings.TrimSpace(v), u.m
+			break
+		}
+	}
+	v, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || v <= 0 || v > (1<<40)/mult {
+		d.Fail(n, "write a positive size in bytes or with KiB, MiB or GiB, e.g. 4MiB", "%s %q is not a size", where, s)
+		return 0
+	}
+	return v * mult
+}
+
+func (d *configDecoder) entries(n *yaml.Node, where string, known []string) []yamlstrict.KV {
+	kvs, ok := d.Mapping(n, where)
+	if !ok {
+		return nil
+	}
+	out := kvs[:0:0]
+	for _, kv := range kvs {
+		found := false
+		for _, k := range known {
+			if k == kv.Key {
+				found = true
+			}
+		}
+		if !found {
+			d.Fail(kv.KeyNode, "known keys in "+where+": "+strings.Join(known, ", ")+yamlstrict.Suggest(kv.Key, known), "unknown key %q in %s", kv.Key, where)
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+var transportKeys = []string{"allow_commands", "commands", "allow_urls", "hosts", "allow_insecure_loopback", "keep_secret_env", "env_deny", "max_connections_per_server"}
+
+func (d *configDecoder) transport(n *yaml.Node, t *TransportPolicy) {
+	for _, kv := range d.entries(n, "transport", transportKeys) {
+		where := "transport." + kv.Key
+		switch kv.Key {
+		case "allow_commands":
+			t.AllowCommands = d.boolean(kv.Value, where)
+		case "commands":
+			t.Commands, _ = d.StrList(kv.Value, where)
+		case "allow_urls":
+			t.AllowURLs = d.boolean(kv.Value, where)
+		case "hosts":
+			t.Hosts, _ = d.StrList(kv.Value, where)
+		case "allow_insecure_loopback":
+			t.AllowInsecureLoopback = d.boolean(kv.Value, where)
+		case "keep_secret_env":
+			t.KeepSecretEnv = d.boolean(kv.Value, where)
+		case "env_deny":
+			t.EnvDeny, _ = d.StrList(kv.Value, where)
+		case "max_connections_per_server":
+			t.MaxConnectionsPerServer = int(d.integer(kv.Value, where, 1))
+		}
+	}
+	if err := t.Validate(); err != nil {
+		d.Fail(n, "fix the transport section", "transport: %v", err)
+	}
+}
+
+var serverKeys = []string{"command", "args", "env", "dir", "url", "headers", "prefix"}
+
+func (d *configDecoder) servers(n *yaml.Node) []ServerConfig {
+	kvs, ok := d.MappingHint(n, "servers", "servers maps a name to {command, args, env} or {url, headers}")
+	if !ok {
+		return nil
+	}
+	var out []ServerConfig
+	for _, kv := range kvs {
+		s := ServerConfig{Name: kv.Key}
+		where := "servers." + kv.Key
+		for _, e := range d.entries(kv.Value, where, serverKeys) {
+			w := where + "." + e.Key
+			switch e.Key {
+			case "command":
+				s.Command, _ = d.nonEmpty(e.Value, w)
+			case "args":
+				s.Args, _ = d.StrList(e.Value, w)
+			case "env":
+				s.Env = d.StrMap(e.Value, w)
+			case "dir":
+				s.Dir = d.path(e.Value, w)
+			case "url":
+				s.URL, _ = d.nonEmpty(e.Value, w)
+			case "headers":
+				s.Headers = d.headers(e.Value, w)
+			case "prefix":
+				p, _ := d.Str(e.Value, w)
+				s.Prefix = &p
+			}
+		}
+		if err := s.Validate(); err != nil {
+			d.Fail(kv.KeyNode, "see the servers section of examples/gateway/gateway.yaml", "%v", err)
+			continue
+		}
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+
+// headers decodes header values, expanding ${VAR} from the environment so that
+// secrets stay out of the file. A missing variable is an error.
+func (d *configDecoder) headers(n *yaml.Node, where string) map[string]string {
+	m := d.StrMap(n, where)
+	for k, v := range m {
+		var missing []string
+		m[k] = envRef.ReplaceAllStringFunc(v, func(ref string) string {
+			name := envRef.FindStringSubmatch(ref)[1]
+			val := d.getenv(name)
+			if val == "" {
+				missing = append(missing, name)
+			}
+			return val
+		})
+		if len(missing) > 0 {
+			d.Fail(n, "export the variable before starting the gateway", "%s.%s names ${%s}, which is not set", where, k, missing[0])
+		}
+	}
+	return m
+}
+
+func (d *configDecoder) projectFile(n *yaml.Node, c *Config) {
+	for _, kv := range d.entries(n, "project_file", []string{"path", "trust"}) {
+		switch kv.Key {
+		case "path":
+			c.ProjectFile = d.path(kv.Value, "project_file.path")
+		case "trust":
+			c.TrustProjectFile = d.boolean(kv.Value, "project_file.trust")
+		}
+	}
+	if c.ProjectFile == "" {
+		d.Fail(n, "add `path: .mcp.json`", "project_file.path is required")
+		return
+	}
+	servers, err := LoadProjectServers(c.ProjectFile, c.TrustProjectFile)
+	if err != nil {
+		d.Fail(n, "set project_file.trust: true only for a file you have read and trust", "%v", err)
+		return
+	}
+	c.Servers = append(c.Servers, servers...)
+}
+
+var clientKeys = []string{"principal", "tenant", "role", "token_env", "token_sha256"}
+
+func (d *configDecoder) client(n *yaml.Node, where string, needToken bool) Client {
+	var c Client
+	var tokenNode *yaml.Node
+	for _, kv := range d.entries(n, where, clientKeys) {
+		w := where + "." + kv.Key
+		switch kv.Key {
+		case "principal":
+			c.Principal, _ = d.nonEmpty(kv.Value, w)
+		case "tenant":
+			c.Tenant, _ = d.nonEmpty(kv.Value, w)
+		case "role":
+			c.Role, _ = d.nonEmpty(kv.Value, w)
+		case "token_env", "token_sha256":
+			if !needToken {
+				d.Fail(kv.KeyNode, "the stdio front has no token: whoever starts the process is this identity", "%s: stdio takes no token", w)
+				continue
+			}
+			if tokenNode != nil {
+				d.Fail(kv.KeyNode, "give either token_env or token_sha256", "%s: two tokens", where)
+				continue
+			}
+			tokenNode = kv.Value
+			c.TokenHash = d.token(kv.Key, kv.Value, w)
+		}
+	}
+	if needToken && c.Principal == "" {
+		d.Fail(n, "name who this client is, e.g. `principal: alice`", "%s: principal is required", where)
+	}
+	if needToken && tokenNode == nil {
+		d.Fail(n, "add token_env: VAR (the token is read from that variable) or token_sha256: sha256:<hex> (from `warden serve hash-token`)", "%s: a token is required", where)
+	}
+	return c
+}
+
+func (d *configDecoder) token(key string, n *yaml.Node, where string) string {
+	s, ok := d.nonEmpty(n, where)
+	if !ok {
+		return ""
+	}
+	if key == "token_sha256" {
+		if !tokenHashPattern.MatchString(s) {
+			d.Fail(n, "write sha256: followed by 64 lower-case hex digits (warden serve hash-token prints it)", "%s is not a token hash", where)
+			return ""
+		}
+		return s
+	}
+	tok := d.getenv(s)
+	switch {
+	case tok == "":
+		d.Fail(n, "export "+s+" before starting the gateway", "%s names %s, which is not set", where, s)
+		return ""
+	case len(tok) < 16:
+		d.Fail(n, "use a random token of at least 16 characters, e.g. `openssl rand -hex 32`", "%s: the token in %s is too short (%d characters)", where, s, len(tok))
+		return ""
+	}
+	return HashToken(tok)
+}
+
+// remember refuses a token hash used twice: an operator token that is also a client
+// token would let an agent decide its own approvals.
+func (d *configDecoder) remember(n *yaml.Node, hash, who string) {
+	if hash == "" {
+		return
+	}
+	if d.hashes == nil {
+		d.hashes = map[string]string{}
+	}
+	if prev, ok := d.hashes[hash]; ok {
+		d.Fail(n, "give every client and operator its own token", "%s uses the same token as %s", who, prev)
+		return
+	}
+	d.hashes[hash] = who
+}
+
+func (d *configDecoder) clients(n *yaml.Node) []Client {
+	if n.Kind != yaml.SequenceNode {
+		d.Fail(n, "clients is a list of {principal, role, token_env | token_sha256}", "clients must be a list, not %s", yamlstrict.KindName(n))
+		return nil
+	}
+	var out []Client
+	for i, item := range n.Content {
+		where := fmt.Sprintf("clients[%d]", i)
+		c := d.client(item, where, true)
+		d.remember(item, c.TokenHash, "client "+c.Principal)
+		out = append(out, c)
+	}
+	return out
+}
+
+func (d *configDecoder) operators(n *yaml.Node) []Operator {
+	if n.Kind != yaml.SequenceNode {
+		d.Fail(n, "operators is a list of {name, token_env | token_sha256}", "operators must be a list, not %s", yamlstrict.KindName(n))
+		return nil
+	}
+	var out []Operator
+	names := map[string]bool{}
+	for i, item := range n.Content {
+		where := fmt.Sprintf("operators[%d]", i)
+		var o Operator
+		var tokenNode *yaml.Node
+		for _, kv := range d.entries(item, where, []string{"name", "token_env", "token_sha256"}) {
+			w := where + "." + kv.Key
+			if kv.Key == "name" {
+				o.Name, _ = d.nonEmpty(kv.Value, w)
+				continue
+			}
+			if tokenNode != nil {
+				d.Fail(kv.KeyNode, "give either token_env or token_sha256", "%s: two tokens", where)
+				continue
+			}
+			tokenNode = kv.Value
+			o.TokenHash = d.token(kv.Key, kv.Value, w)
+		}
+		switch {
+		case o.Name == "":
+			d.Fail(item, "name the operator; decisions are recorded under this name", "%s: name is required", where)
+		case names[o.Name]:
+			d.Fail(item, "give every operator a different name", "%s: operator %q is listed twice", where, o.Name)
+		case tokenNode == nil:
+			d.Fail(item, "add token_env: VAR or token_sha256: sha256:<hex>", "%s: a token is required", where)
+		}
+		names[o.Name] = true
+		d.remember(item, o.TokenHash, "operator "+o.Name)
+		out = append(out, o)
+	}
+	return out
+}
+
+func (d *configDecoder) ui(n *yaml.Node, c *Config) {
+	for _, kv := range d.entries(n, "ui", []string{"path"}) {
+		s, ok := d.nonEmpty(kv.Value, "ui.path")
+		if ok && (!strings.HasPrefix(s, "/") || !strings.HasSuffix(s, "/") || len(s) < 3) {
+			d.Fail(kv.Value, "write a path that starts and ends with /, e.g. /ui/", "ui.path %q must start and end with /", s)
+		}
+		c.UIPath = s
+	}
+}
+
+func (d *configDecoder) approvals(n *yaml.Node, c *Config) {
+	for _, kv := range d.entries(n, "approvals", []string{"wait", "expires", "elicitation"}) {
+		switch kv.Key {
+		case "wait":
+			c.ApprovalWait = d.duration(kv.Value, "approvals.wait")
+		case "expires":
+			c.ApprovalExpiry = d.duration(kv.Value, "approvals.expires")
+		case "elicitation":
+			s, _ := d.Str(kv.Value, "approvals.elicitation")
+			switch s {
+			case "allow":
+				c.Elicitation = true
+			case "never":
+				c.Elicitation = false
+			default:
+				d.Fail(kv.Value, "write allow (the client's user may approve their own calls) or never (only operators decide)", "approvals.elicitation %q must be allow or never", s)
+			}
+		}
+	}
+}
+
+func (d *configDecoder) limits(n *yaml.Node, c *Config) {
+	for _, kv := range d.entries(n, "limits", []string{"max_request_bytes", "call_timeout", "session_idle"}) {
+		switch kv.Key {
+		case "max_request_bytes":
+			if kv.Value.Tag == "!!int" {
+				c.MaxRequestBytes = d.integer(kv.Value, "limits.max_request_bytes", 1024)
+			} else {
+				c.MaxRequestBytes = d.size(kv.Value, "limits.max_request_bytes")
+			}
+		case "call_timeout":
+			c.CallTimeout = d.duration(kv.Value, "limits.call_timeout")
+		case "session_idle":
+			c.SessionIdle = d.duration(kv.Value, "limits.session_idle")
+		}
+	}
+}
+
+func (d *configDecoder) audit(n *yaml.Node, c *Config) {
+	for _, kv := range d.entries(n, "audit", []string{"redact_args"}) {
+		c.RedactArgs = d.boolean(kv.Value, "audit.redact_args")
+	}
+}

@@ -1,0 +1,205 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/wardenhq/warden/store"
+)
+
+// front is one way clients reach the gateway: the HTTP front (bearer tokens, one
+// identity per token) or the stdio front (one configured identity). Each has its own
+// SDK server holding every governed tool; tools/list is filtered per caller.
+type front struct {
+	g      *Gateway
+	kind   string // "http" or "stdio"
+	server *sdk.Server
+	// stdioSession names the stdio front's single session (the transport has no id).
+	stdioSession string
+}
+
+// Protocol versions the fronts speak. The gateway asks people mid-call by
+// elicitation, a server-to-client request that protocol versions from 2026-07-28 on
+// no longer allow inside a call, so it serves the session-based versions.
+var frontProtocolVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+
+func (g *Gateway) newFront(kind, version string) *front {
+	f := &front{g: g, kind: kind, stdioSession: newID("stdio")}
+	f.server = sdk.NewServer(&sdk.Implementation{Name: "warden-gateway", Title: "Warden gateway", Version: version}, &sdk.ServerOptions{
+		Instructions:              "Tools served through Warden. Every call is checked against a policy; a refused call returns a tool error that says why. Some calls wait for a person to approve them.",
+		PageSize:                  1000,
+		Capabilities:              &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{ListChanged: true}},
+		SupportedProtocolVersions: frontProtocolVersions,
+		GetSessionID:              func() string { return newID("mcp") },
+	})
+	f.server.AddReceivingMiddleware(f.filterList)
+	return f
+}
+
+// install adds (or replaces) one governed tool on this front.
+func (f *front) install(t UpstreamTool) {
+	def := &sdk.Tool{
+		Name:         t.Name,
+		Title:        t.Tool.Title,
+		Description:  t.Tool.Description,
+		InputSchema:  t.InputSchema,
+		OutputSchema: t.Tool.OutputSchema,
+		Annotations:  t.Tool.Annotations,
+	}
+	name := t.Name
+	f.server.AddTool(def, func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		return f.g.callTool(ctx, f, name, req)
+	})
+}
+
+// filterList keeps, in a tools/list result, only the tools this caller may see:
+// tools the caller's role policy may allow that are not quarantined.
+func (f *front) filterList(next sdk.MethodHandler) sdk.MethodHandler {
+	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		res, err := next(ctx, method, req)
+		if method != "tools/list" || err != nil {
+			return res, err
+		}
+		list, ok := res.(*sdk.ListToolsResult)
+		if !ok {
+			return nil, errors.New("tools/list: unexpected result")
+		}
+		st := f.g.state.Load()
+		cl, err := f.identifyRequest(st, req)
+		if err != nil {
+			return nil, err
+		}
+		view := st.views[cl.Role]
+		kept := make([]*sdk.Tool, 0, len(list.Tools))
+		for _, t := range list.Tools {
+			gt, ok := st.tools[t.Name]
+			if ok && view != nil && !gt.tool.Quarantined && view.pol.IsAllowed(t.Name) {
+				kept = append(kept, t)
+			}
+		}
+		out := *list
+		out.Tools = kept
+		return &out, nil
+	}
+}
+
+// identify returns the client a tools/call comes from.
+func (f *front) identify(st *gatewayState, req *sdk.CallToolRequest) (Client, error) {
+	return f.identifyRequest(st, req)
+}
+
+func (f *front) identifyRequest(st *gatewayState, req sdk.Request) (Client, error) {
+	if f.kind == "stdio" {
+		return st.cfg.Stdio, nil
+	}
+	var info *auth.TokenInfo
+	if extra := req.GetExtra(); extra != nil {
+		info = extra.TokenInfo
+	}
+	if info == nil {
+		return Client{}, errors.New("unauthenticated request")
+	}
+	hash, _ := info.Extra["token_hash"].(string)
+	cl, ok := st.clients[hash]
+	if !ok {
+		// The token was valid when the session started but a reload removed it.
+		return Client{}, errors.New("this client's token is no longer configured; reconnect with a current token")
+	}
+	return cl, nil
+}
+
+func (f *front) sessionID(req *sdk.CallToolRequest) string {
+	if f.kind == "stdio" || req.Session == nil || req.Session.ID() == "" {
+		return f.stdioSession
+	}
+	return req.Session.ID()
+}
+
+func (f *front) canElicit(req *sdk.CallToolRequest) bool {
+	if req.Session == nil {
+		return false
+	}
+	p := req.Session.InitializeParams()
+	return p != nil && p.Capabilities != nil && p.Capabilities.Elicitation != nil
+}
+
+func (g *Gateway) front(kind string) *front {
+	for _, f := range g.fronts {
+		if f.kind == kind {
+			return f
+		}
+	}
+	return nil
+}
+
+// MCPHandler returns the streamable HTTP handler of the MCP endpoint: bearer-token
+// authentication (401 without a configured token), a request body limit, DNS
+// rebinding and cross-origin protection, and idle session expiry.
+func (g *Gateway) MCPHandler() http.Handler {
+	cfg := g.Config()
+	f := g.front("http")
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return f.server }, &sdk.StreamableHTTPOptions{
+		SessionTimeout:      cfg.SessionIdle,
+		MaxRequestBodyBytes: cfg.MaxRequestBytes,
+		Logger:              g.log,
+	})
+	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+		hash := HashToken(token)
+		cl, ok := g.state.Load().clients[hash]
+		if !ok {
+			return nil, auth.ErrInvalidToken
+		}
+		return &auth.TokenInfo{
+			UserID:     cl.Principal,
+			Expiration: time.Now().Add(24 * time.Hour),
+			Extra:      map[string]any{"token_hash": hash},
+		}, nil
+	}
+	authed := auth.RequireBearerToken(verify, nil)(h)
+	return http.NewCrossOriginProtection().Handler(authed)
+}
+
+// HealthHandler answers /healthz (the process serves) and /readyz (every configured
+// server was discovered; 503 with the reasons otherwise).
+func (g *Gateway) HealthHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		io.WriteString(w, "ok\n")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		err := g.Ready()
+		if err == nil {
+			ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+			_, err = g.opts.Store.ListPending(ctx, storeProbe)
+			cancel()
+			if err != nil {
+				err = fmt.Errorf("store: %w", err)
+			}
+		}
+		body := map[string]any{"ready": err == nil}
+		if err != nil {
+			body["reason"] = err.Error()
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		json.NewEncoder(w).Encode(body)
+	})
+	return mux
+}
+
+// ServeStdio serves the stdio front on one connection (for clients that start the
+// gateway as a subprocess) until the client disconnects or ctx ends.
+func (g *Gateway) ServeStdio(ctx context.Context, t sdk.Transport) error {
+	return g.front("stdio").server.Run(ctx, t)
+}
+
+var storeProbe = store.PendingFilter{Limit: 1}

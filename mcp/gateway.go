@@ -1,0 +1,757 @@
+package mcp
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/audit"
+	"github.com/wardenhq/warden/policy"
+	"github.com/wardenhq/warden/schema"
+	"github.com/wardenhq/warden/store"
+)
+
+// GatewayOptions are what a Gateway needs besides its configuration.
+type GatewayOptions struct {
+	// Store holds the audit log, pending decisions and tool pins. Required; the
+	// caller opens and closes it.
+	Store store.Store
+	// Logger receives operational messages; nil discards them.
+	Logger *slog.Logger
+	// Sinks receive every event, in addition to the gateway's own EventLog.
+	Sinks []warden.Sink
+	// Version is reported to MCP clients.
+	Version string
+}
+
+// Gateway serves the tools of admitted upstream MCP servers to MCP clients, every
+// call governed by the pipeline: the caller's role selects the policy view, refusals
+// are tool results, human decisions are asked by elicitation or stored for an
+// operator, and everything is audited.
+//
+// A Gateway is safe for concurrent use. Configuration changes ([Gateway.Reload]) apply
+// atomically to calls that start afterwards; calls in flight finish under the
+// configuration they started with.
+type Gateway struct {
+	opts    GatewayOptions
+	log     *slog.Logger
+	events  *EventLog
+	sink    warden.Sink
+	journal *audit.Journal
+
+	mu        sync.Mutex // serializes reloads and rebuilds
+	upstreams map[string]*upstreamEntry
+	installed map[string]string // tool name -> definition hash, as installed on the fronts
+	closed    bool
+
+	state atomic.Pointer[gatewayState]
+	fronts []*front
+
+	halted   sync.Map // MCP session id -> halt text
+	inflight sync.WaitGroup
+	ready    atomic.Bool
+}
+
+type upstreamEntry struct {
+	cfg  ServerConfig
+	tp   TransportPolicy
+	up   *Upstream
+	err  error // the last discovery error, if the server serves nothing
+	done bool  // the first discovery finished (successfully or not)
+}
+
+// gatewayState is one immutable revision of everything a call needs.
+type gatewayState struct {
+	cfg     *Config
+	pol     *policy.Policy
+	views   map[string]*roleView // by role; "" is the policy's active role
+	tools   map[string]*governedTool
+	clients map[string]Client // by token hash
+	names   []string          // served tool names, sorted
+}
+
+type roleView struct {
+	pol   *policy.Policy
+	guard *warden.Guard
+}
+
+type governedTool struct {
+	up   *Upstream
+	tool UpstreamTool
+}
+
+// NewGateway loads the policy, admits and discovers every upstream server, and binds
+// the governed tools. A server that is denied or cannot be reached serves nothing and
+// is reported in the log and by [Gateway.Ready]; the gateway still starts.
+func NewGateway(ctx context.Context, cfg *Config, opts GatewayOptions) (*Gateway, error) {
+	if opts.Store == nil {
+		return nil, errors.New("mcp: a gateway needs a store for its audit log, approvals and pins")
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	g := &Gateway{
+		opts:      opts,
+		log:       log,
+		events:    NewEventLog(10000),
+		upstreams: map[string]*upstreamEntry{},
+		installed: map[string]string{},
+	}
+	g.journal = audit.NewJournal(opts.Store, &audit.Options{RedactArgs: cfg.RedactArgs})
+	g.sink = multiSink(append([]warden.Sink{g.events, logSink{log}}, opts.Sinks...))
+	version := opts.Version
+	if version == "" {
+		version = "dev"
+	}
+	for _, kind := range []string{"http", "stdio"} {
+		g.fronts = append(g.fronts, g.newFront(kind, version))
+	}
+	if err := g.Reload(ctx, cfg); err != nil {
+		g.Close()
+		return nil, err
+	}
+	g.ready.Store(true)
+	return g, nil
+}
+
+// Events returns the gateway's in-memory event log.
+func (g *Gateway) Events() *EventLog { return g.events }
+
+// Config returns the configuration in force.
+func (g *Gateway) Config() *Config { return g.state.Load().cfg }
+
+// Reload applies a new configuration: the policy is loaded, upstream servers whose
+// configuration (or the transport policy) changed are admitted and discovered again,
+// and the new revision replaces the old one atomically. On any error the old revision
+// stays in force and the error says why. Settings that need a restart (listen, path,
+// operators, ui) are reported in the log and otherwise ignored.
+func (g *Gateway) Reload(ctx context.Context, cfg *Config) error {
+	pol, err := policy.LoadFile(cfg.Policy, nil)
+	if err != nil {
+		return err
+	}
+	views, err := policyViews(pol, cfg)
+	if err != nil {
+		return err
+	}
+	_ = views
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return errors.New("mcp: gateway is closed")
+	}
+	if old := g.state.Load(); old != nil {
+		if old.cfg.Listen != cfg.Listen || old.cfg.Path != cfg.Path || old.cfg.UIPath != cfg.UIPath || !reflect.DeepEqual(old.cfg.Operators, cfg.Operators) {
+			g.log.Warn("listen, path, ui and operators apply after a restart; the running values stay in force")
+		}
+	}
+	// Upstreams: keep those whose configuration and transport policy are unchanged.
+	next := map[string]*upstreamEntry{}
+	var started []*upstreamEntry
+	for _, sc := range cfg.Servers {
+		if e, ok := g.upstreams[sc.Name]; ok && reflect.DeepEqual(e.cfg, sc) && reflect.DeepEqual(e.tp, cfg.Transport) {
+			next[sc.Name] = e
+			continue
+		}
+		e := &upstreamEntry{cfg: sc, tp: cfg.Transport}
+		tp := cfg.Transport
+		up, err := NewUpstream(sc, UpstreamOptions{
+			Policy:         &tp,
+			Pins:           g.opts.Store,
+			Sink:           g.sink,
+			Logger:         g.log.With("server", sc.Name),
+			OnToolsChanged: func(string) { g.rebuild() },
+			CallTimeout:    cfg.CallTimeout,
+		})
+		if err != nil {
+			e.err, e.done = err, true
+		} else {
+			e.up = up
+			started = append(started, e)
+		}
+		next[sc.Name] = e
+	}
+	g.discover(ctx, started)
+	st, err := g.build(cfg, pol, next)
+	if err != nil {
+		for _, e := range started {
+			e.up.Close()
+		}
+		return err
+	}
+	var stale []*upstreamEntry
+	for name, e := range g.upstreams {
+		if next[name] != e && e.up != nil {
+			stale = append(stale, e)
+		}
+	}
+	g.upstreams = next
+	g.swap(st)
+	for _, e := range stale {
+		go e.up.Close()
+	}
+	g.log.Info("gateway configuration in force", "revision", pol.Revision(), "tools", len(st.names), "servers", len(next))
+	return nil
+}
+
+// discover runs the first discovery of new upstreams concurrently. A server that
+// fails is retried in the background until it succeeds or the gateway closes.
+func (g *Gateway) discover(ctx context.Context, entries []*upstreamEntry) {
+	var wg sync.WaitGroup
+	for _, e := range entries {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tools, problems, err := e.up.Discover(ctx)
+			for _, p := range problems {
+				g.log.Warn("upstream tool refused", "server", p.Server, "tool", p.Tool, "problem", p.Problem)
+			}
+			e.err, e.done = err, true
+			if err != nil {
+				var denied *DeniedError
+				if errors.As(err, &denied) {
+					g.log.Error("upstream server denied by the transport policy; it serves nothing", "server", e.cfg.Name, "reason", denied.Message)
+					return
+				}
+				g.log.Error("upstream server discovery failed; retrying in the background", "server", e.cfg.Name, "error", err)
+				go g.retryDiscovery(e)
+				return
+			}
+			g.log.Info("upstream server discovered", "server", e.cfg.Name, "tools", len(tools))
+		}()
+	}
+	wg.Wait()
+}
+
+func (g *Gateway) retryDiscovery(e *upstreamEntry) {
+	delay := time.Second
+	for {
+		time.Sleep(delay)
+		g.mu.Lock()
+		current := !g.closed && g.upstreams[e.cfg.Name] == e
+		g.mu.Unlock()
+		if !current {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		_, _, err := e.up.Discover(ctx)
+		cancel()
+		g.mu.Lock()
+		e.err = err
+		g.mu.Unlock()
+		if err == nil {
+			g.log.Info("upstream server discovered after retry", "server", e.cfg.Name)
+			g.rebuild()
+			return
+		}
+		delay = min(delay*2, 30*time.Second)
+	}
+}
+
+// rebuild binds a new revision from the current configuration and the upstreams'
+// current tools (after a tools/list_changed or an operator's pin approval).
+func (g *Gateway) rebuild() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	old := g.state.Load()
+	if g.closed || old == nil {
+		return
+	}
+	st, err := g.build(old.cfg, old.pol, g.upstreams)
+	if err != nil {
+		g.log.Error("cannot bind the changed tool set; the previous one stays in force", "error", err)
+		return
+	}
+	g.swap(st)
+}
+
+// build binds one guard per role over the upstreams' tools.
+func (g *Gateway) build(cfg *Config, pol *policy.Policy, ups map[string]*upstreamEntry) (*gatewayState, error) {
+	st := &gatewayState{cfg: cfg, pol: pol, tools: map[string]*governedTool{}, clients: map[string]Client{}}
+	for _, c := range cfg.Clients {
+		st.clients[c.TokenHash] = c
+	}
+	names := make([]string, 0, len(ups))
+	for name := range ups {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		e := ups[name]
+		if e.up == nil {
+			continue
+		}
+		for _, t := range e.up.Tools() {
+			if prev, ok := st.tools[t.Name]; ok {
+				g.log.Error("tool refused: its name is already served by another server", "tool", t.Name, "server", t.Server, "served_by", prev.tool.Server)
+				continue
+			}
+			st.tools[t.Name] = &governedTool{up: e.up, tool: t}
+			st.names = append(st.names, t.Name)
+		}
+	}
+	sort.Strings(st.names)
+	views, err := policyViews(pol, cfg)
+	if err != nil {
+		return nil, err
+	}
+	st.views = map[string]*roleView{}
+	for role, p := range views {
+		var reg warden.Registry
+		for _, name := range st.names {
+			if err := reg.Register(g.executable(st.tools[name])); err != nil {
+				return nil, err
+			}
+		}
+		guard, err := reg.Bind(warden.Config{
+			Checkers: []warden.Checker{p},
+			Schemas:  schema.Compiler{},
+			Sinks:    []warden.Sink{g.sink},
+			Journal:  g.journal,
+			Revision: p.Revision(),
+			CanPause: true,
+		})
+		if err == nil && len(guard.Problems()) > 0 {
+			err = errors.Join(guard.Problems()...)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("binding the tools for role %q: %w", role, err)
+		}
+		st.views[role] = &roleView{pol: p, guard: guard}
+	}
+	return st, nil
+}
+
+// policyViews returns the policy as each configured identity's role sees it.
+func policyViews(pol *policy.Policy, cfg *Config) (map[string]*policy.Policy, error) {
+	views := map[string]*policy.Policy{"": pol}
+	roles := []string{cfg.Stdio.Role}
+	for _, c := range cfg.Clients {
+		roles = append(roles, c.Role)
+	}
+	for _, r := range roles {
+		if _, ok := views[r]; ok {
+			continue
+		}
+		p, err := pol.WithActiveRole(r)
+		if err != nil {
+			return nil, fmt.Errorf("role %q named in %s: %w", r, cfg.File, err)
+		}
+		views[r] = p
+	}
+	return views, nil
+}
+
+// swap puts st in force and brings the fronts' tool lists in line with it.
+func (g *Gateway) swap(st *gatewayState) {
+	g.state.Store(st)
+	var gone []string
+	for name := range g.installed {
+		if _, ok := st.tools[name]; !ok {
+			gone = append(gone, name)
+		}
+	}
+	for _, f := range g.fronts {
+		if len(gone) > 0 {
+			f.server.RemoveTools(gone...)
+		}
+	}
+	for _, name := range gone {
+		delete(g.installed, name)
+	}
+	for _, name := range st.names {
+		t := st.tools[name].tool
+		key := t.Hash + fmt.Sprint(t.Quarantined)
+		if g.installed[name] == key {
+			continue
+		}
+		for _, f := range g.fronts {
+			f.install(t)
+		}
+		g.installed[name] = key
+	}
+}
+
+// executable wraps one upstream tool for the pipeline.
+func (g *Gateway) executable(gt *governedTool) warden.Executable {
+	t := gt.tool
+	up := gt.up
+	return warden.Executable{
+		Tool: warden.Tool{
+			Name:        t.Name,
+			Description: t.Tool.Description,
+			InputSchema: t.InputSchema,
+			Source:      "mcp:" + t.Server,
+		},
+		Run: func(ctx context.Context, args warden.Args, _ *warden.Credential) (any, error) {
+			res, err := up.Call(ctx, t.Remote, args.AppendJSON(nil))
+			if err != nil {
+				return nil, err
+			}
+			text := ResultText(res)
+			if res.IsError {
+				text = UpstreamErrorText(t.Remote, t.Server, text)
+			}
+			if slot, ok := ctx.Value(slotKey{}).(*resultSlot); ok {
+				slot.res, slot.text = res, text
+			}
+			return text, nil
+		},
+	}
+}
+
+// UpstreamErrorText is what the model reads when an upstream tool returned an error
+// result.
+func UpstreamErrorText(tool, server, text string) string {
+	return fmt.Sprintf("MCP tool '%s' (server '%s') returned an error: %s", tool, server, text)
+}
+
+// ResultText renders an MCP tool result as text: text content joined by newlines,
+// other content described in brackets, and structured content as JSON when there is
+// no text.
+func ResultText(res *sdk.CallToolResult) string {
+	var b strings.Builder
+	for i, c := range res.Content {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		switch c := c.(type) {
+		case *sdk.TextContent:
+			b.WriteString(c.Text)
+		case *sdk.ImageContent:
+			fmt.Fprintf(&b, "[image %s, %d bytes]", c.MIMEType, len(c.Data))
+		case *sdk.AudioContent:
+			fmt.Fprintf(&b, "[audio %s, %d bytes]", c.MIMEType, len(c.Data))
+		case *sdk.ResourceLink:
+			fmt.Fprintf(&b, "[resource %s]", c.URI)
+		case *sdk.EmbeddedResource:
+			if c.Resource != nil && c.Resource.Text != "" {
+				b.WriteString(c.Resource.Text)
+			} else if c.Resource != nil {
+				fmt.Fprintf(&b, "[resource %s]", c.Resource.URI)
+			}
+		default:
+			b.WriteString("[content]")
+		}
+	}
+	if len(res.Content) == 0 && res.StructuredContent != nil {
+		if data, err := json.Marshal(res.StructuredContent); err == nil {
+			b.Write(data)
+		}
+	}
+	return b.String()
+}
+
+type slotKey struct{}
+
+// resultSlot carries an upstream's full result past the pipeline, so content the
+// model may see unchanged (images, structured content) is passed through as is.
+type resultSlot struct {
+	res  *sdk.CallToolResult
+	text string
+}
+
+// callTool serves one tools/call through the pipeline.
+func (g *Gateway) callTool(ctx context.Context, f *front, name string, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+	g.inflight.Add(1)
+	defer g.inflight.Done()
+	st := g.state.Load()
+	cl, err := f.identify(st, req)
+	if err != nil {
+		return textResult(err.Error(), true), nil
+	}
+	session := f.sessionID(req)
+	if text, ok := g.halted.Load(session); ok {
+		return textResult(text.(string), true), nil
+	}
+	gt, ok := st.tools[name]
+	view := st.views[cl.Role]
+	if !ok || view == nil {
+		return textResult(warden.UnauthorizedText(name), true), nil
+	}
+	id := warden.Identity{Tenant: cl.Tenant, Principal: cl.Principal}
+	if gt.tool.Quarantined {
+		g.refuseQuarantined(ctx, st, name, id, session, req)
+		return textResult(QuarantineText(name), true), nil
+	}
+	raw := json.RawMessage(req.Params.Arguments)
+	if len(raw) == 0 || string(raw) == "null" {
+		raw = json.RawMessage("{}")
+	}
+	args, err := warden.ParseArgs(raw)
+	if err != nil {
+		return textResult(fmt.Sprintf("Invalid arguments for %s: %v. Send the arguments as one JSON object.", name, err), true), nil
+	}
+	slot := &resultSlot{}
+	ctx = context.WithValue(ctx, slotKey{}, slot)
+	call := warden.Call{ID: newID("call"), Tool: name, Args: args, Identity: id, Session: session}
+	out, err := view.guard.Call(ctx, call)
+	if err == nil && out.Status == warden.StatusPending && out.Pending != nil {
+		answer, text := g.decide(ctx, f, st, cl, session, out.Pending, req)
+		if answer == nil {
+			return textResult(text, true), nil
+		}
+		out, err = view.guard.ResumeAs(ctx, *out.Pending, answer, warden.Caller{Identity: id, Session: session})
+	}
+	var halt *warden.PolicyHaltError
+	if errors.As(err, &halt) {
+		text := out.ModelText
+		if text == "" {
+			text = halt.TellLLM
+		}
+		g.halted.Store(session, text)
+		return textResult(text, true), nil
+	}
+	if out.Status == warden.StatusPending {
+		// A second question on one call cannot be answered in the same call.
+		return textResult(out.ModelText, true), nil
+	}
+	if out.Executed && slot.res != nil && out.ModelText == slot.text && !slot.res.IsError {
+		return slot.res, nil
+	}
+	isErr := out.IsError || (slot.res != nil && slot.res.IsError && out.ModelText == slot.text)
+	return textResult(out.ModelText, isErr), nil
+}
+
+func (g *Gateway) refuseQuarantined(ctx context.Context, st *gatewayState, name string, id warden.Identity, session string, req *sdk.CallToolRequest) {
+	rec := store.CallRecord{
+		CallID: newID("call"), Session: session, Tool: name, Identity: id,
+		Stage: warden.StageLookup, Reason: "tool definition changed since it was approved",
+		Revision: st.pol.Revision(), Status: warden.StatusRefused,
+	}
+	if args, err := warden.ParseArgs(req.Params.Arguments); err == nil {
+		rec.ArgsDigest = args.Digest()
+		if !st.cfg.RedactArgs {
+			rec.Args = args.AppendJSON(nil)
+		}
+	}
+	if err := g.opts.Store.RecordCall(context.WithoutCancel(ctx), rec); err != nil {
+		g.log.Error("cannot record a refused call", "tool", name, "error", err)
+	}
+}
+
+// ApprovalBinding is the digest an operator's approval authorizes: the principal,
+// the tool, the kind of question, the asking middleware and the exact arguments. An
+// approval of one principal's call never authorizes another principal's identical
+// call, nor the same arguments for a different tool.
+func ApprovalBinding(principal string, p *warden.PendingDecision) string {
+	h := sha256.New()
+	for _, s := range []string{principal, p.Tool, string(p.Kind), p.Middleware, p.Digest} {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// WaitingText is what the model reads when nobody decided within the wait.
+func WaitingText(id, tool string) string {
+	return fmt.Sprintf("Approval required: this call is waiting for an operator (approval id %s). "+
+		"Nothing ran. Once it is approved, call %s again with exactly the same arguments and it will run; "+
+		"different arguments need a new approval.", id, tool)
+}
+
+// decide obtains the answer to a pending question: an earlier approval of exactly
+// this call, the client's user by elicitation, or an operator within the wait. A nil
+// answer means nobody decided; the text says what the model reads.
+func (g *Gateway) decide(ctx context.Context, f *front, st *gatewayState, cl Client, session string, p *warden.PendingDecision, req *sdk.CallToolRequest) (warden.Answer, string) {
+	binding := ApprovalBinding(cl.Principal, p)
+	s := g.opts.Store
+	if got, ok, err := s.ConsumeApproval(ctx, binding, session); err != nil {
+		g.log.Error("approval store unavailable; the call is refused", "error", err)
+		return nil, "The approval store is unavailable, so this call cannot be approved now. Nothing ran; try again later."
+	} else if ok {
+		return warden.Approved{By: got.DecidedBy, Note: got.Note}, ""
+	}
+	if st.cfg.Elicitation && f.canElicit(req) {
+		res, err := req.Session.Elicit(ctx, &sdk.ElicitParams{
+			Message:         ElicitationMessage(p),
+			RequestedSchema: json.RawMessage(`{"type":"object","properties":{}}`),
+		})
+		switch {
+		case err != nil:
+			g.log.Warn("elicitation failed; asking an operator instead", "tool", p.Tool, "error", err)
+		case res.Action == "accept":
+			return warden.Approved{By: cl.Principal}, ""
+		default:
+			return warden.Declined{By: cl.Principal, Note: "the client's user chose " + res.Action}, ""
+		}
+	}
+	pending, err := g.pendingFor(ctx, st, binding, session, p)
+	if err != nil {
+		g.log.Error("cannot store a pending decision; the call is refused", "error", err)
+		return nil, "The approval store is unavailable, so this call cannot be approved now. Nothing ran; try again later."
+	}
+	wctx, cancel := context.WithTimeout(ctx, st.cfg.ApprovalWait)
+	decided, err := s.WaitDecision(wctx, pending.ID)
+	cancel()
+	switch {
+	case err == nil && decided.State == store.StateApproved:
+		if got, ok, err := s.ConsumeApproval(ctx, binding, session); err == nil && ok {
+			return warden.Approved{By: got.DecidedBy, Note: got.Note}, ""
+		}
+		return nil, WaitingText(pending.ID, p.Tool)
+	case err == nil && decided.State == store.StateDeclined:
+		return warden.Declined{By: decided.DecidedBy, Note: decided.Note}, ""
+	case errors.Is(err, store.ErrExpired):
+		return nil, fmt.Sprintf("Approval %s expired before anyone decided. Nothing ran.", pending.ID)
+	case ctx.Err() != nil:
+		return nil, "call cancelled: " + ctx.Err().Error()
+	case err != nil && !errors.Is(err, context.DeadlineExceeded):
+		g.log.Error("waiting for a decision failed", "id", pending.ID, "error", err)
+	}
+	return nil, WaitingText(pending.ID, p.Tool)
+}
+
+// pendingFor returns the undecided pending decision for this exact call in this
+// session, creating it when there is none (a retry waits on the same item).
+func (g *Gateway) pendingFor(ctx context.Context, st *gatewayState, binding, session string, p *warden.PendingDecision) (store.Pending, error) {
+	s := g.opts.Store
+	open, err := s.ListPending(ctx, store.PendingFilter{Session: session})
+	if err != nil {
+		return store.Pending{}, err
+	}
+	for _, q := range open {
+		if q.Digest == binding {
+			return q, nil
+		}
+	}
+	decision, err := json.Marshal(p)
+	if err != nil {
+		return store.Pending{}, err
+	}
+	rec := store.Pending{
+		Kind: p.Kind, Question: p.Question, Detail: p.Detail, Tool: p.Tool,
+		Args: p.Args.AppendJSON(nil), Digest: binding, Identity: p.Identity, Session: session,
+		Revision: p.Revision, Expires: time.Now().Add(st.cfg.ApprovalExpiry), Decision: decision,
+	}
+	if p.Evidence != nil {
+		if rec.Evidence, err = json.Marshal(p.Evidence); err != nil {
+			return store.Pending{}, err
+		}
+	}
+	created, err := s.CreatePending(ctx, rec)
+	if err == nil {
+		g.log.Info("call waiting for an operator", "id", created.ID, "tool", p.Tool, "principal", p.Identity.Principal)
+	}
+	return created, err
+}
+
+// ElicitationMessage is the question put to a client's user: the question and the
+// exact call that will run if they accept.
+func ElicitationMessage(p *warden.PendingDecision) string {
+	args, err := json.MarshalIndent(p.Args, "", "  ")
+	if err != nil {
+		args = p.Args.AppendJSON(nil)
+	}
+	var b strings.Builder
+	b.WriteString(p.Question)
+	if p.Detail != "" {
+		b.WriteString("\n\n" + p.Detail)
+	}
+	fmt.Fprintf(&b, "\n\nTool: %s\nArguments:\n%s\n\nAccept to run exactly this call; decline to refuse it.", p.Tool, args)
+	return b.String()
+}
+
+// Ready reports whether the gateway has finished its first discovery and every
+// configured server serves tools; the error lists what is missing.
+func (g *Gateway) Ready() error {
+	if !g.ready.Load() {
+		return errors.New("starting")
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var problems []string
+	names := make([]string, 0, len(g.upstreams))
+	for name := range g.upstreams {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if e := g.upstreams[name]; e.err != nil {
+			problems = append(problems, fmt.Sprintf("server %s: %v", name, e.err))
+		}
+	}
+	if len(problems) > 0 {
+		return errors.New(strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// Close waits up to the context's deadline for calls in flight, then stops every
+// upstream connection. It is safe to call more than once.
+func (g *Gateway) Close() error {
+	return g.Shutdown(context.Background())
+}
+
+// Shutdown is Close bounded by ctx: in-flight calls get until ctx ends to finish.
+func (g *Gateway) Shutdown(ctx context.Context) error {
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		return nil
+	}
+	g.closed = true
+	ups := g.upstreams
+	g.mu.Unlock()
+	done := make(chan struct{})
+	go func() { g.inflight.Wait(); close(done) }()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = fmt.Errorf("calls still in flight at shutdown: %w", ctx.Err())
+	}
+	var wg sync.WaitGroup
+	for _, e := range ups {
+		if e.up != nil {
+			wg.Add(1)
+			go func() { defer wg.Done(); e.up.Close() }()
+		}
+	}
+	wg.Wait()
+	return err
+}
+
+func textResult(text string, isErr bool) *sdk.CallToolResult {
+	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: text}}, IsError: isErr}
+}
+
+func newID(prefix string) string {
+	var b [12]byte
+	rand.Read(b[:])
+	return prefix + "_" + hex.EncodeToString(b[:])
+}
+
+type multiSink []warden.Sink
+
+func (m multiSink) Emit(ctx context.Context, e warden.Event) {
+	for _, s := range m {
+		s.Emit(ctx, e)
+	}
+}
+
+// logSink writes the events an operator must notice (transport denials, changed
+// tool definitions) to the log.
+type logSink struct{ log *slog.Logger }
+
+func (l logSink) Emit(_ context.Context, e warden.Event) {
+	switch e.Name {
+	case warden.EventTransportDenied, warden.EventDefinitionChanged:
+		l.log.Warn(e.Name, "tool", e.Tool, "target", e.Target, "detail", e.Detail, "reason", e.Reason)
+	}
+}

@@ -1,0 +1,343 @@
+// Command faultserver is a real MCP server over stdio, built with the official Go SDK,
+// whose misbehaviour is chosen by flags. The mcp package's tests start it as a child
+// process to exercise the gateway's client side against crashes, hangs, bad tool
+// definitions and notification floods. It writes only MCP messages to stdout and logs
+// to stderr.
+//
+// Modes (-mode):
+//
+//	ok            tools echo {text}, fail {text} (an isError result), crash (exits 3
+//	              mid-call), hang (never returns), slow {ms} (sleeps, then reports its
+//	              pid and start/end times), pid, getenv {name}
+//	badschemas    the ok tools, plus tools listed with a missing input schema, a
+//	              non-object schema, a schema that does not compile and a bad name
+//	changing      the ok tools; echo's description is read from -descfile on every
+//	              tools/list; poke sends one tools/list_changed, flood {n} sends n
+//	die-on-start  exits with code 2 before reading anything
+//	garbage       a hand-written JSON-RPC server (not the SDK) that answers initialize
+//	              and tools/list correctly enough, and answers tools/call of "junk"
+//	              {what} with malformed data: what is nullcontent, badtype, notjson,
+//	              wrongid, badobject, badresult, hugeline, request or notify; tool
+//	              "ok" answers normally
+//
+// Other flags: -marker appends "<pid>\n" to a file when the process starts (before
+// anything else), -pagesize sets the tools/list page size.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func main() {
+	mode := flag.String("mode", "ok", "behaviour: ok, badschemas, changing, die-on-start")
+	marker := flag.String("marker", "", "file to which the pid is appended at start")
+	descFile := flag.String("descfile", "", "file holding echo's description (mode changing)")
+	pageSize := flag.Int("pagesize", 0, "tools/list page size (0: the SDK default)")
+	flag.Parse()
+
+	log.SetOutput(os.Stderr)
+	log.SetFlags(0)
+	log.SetPrefix("faultserver: ")
+
+	if *marker != "" {
+		f, err := os.OpenFile(*marker, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+		if err != nil {
+			log.Fatalf("marker: %v", err)
+		}
+		fmt.Fprintf(f, "%d\n", os.Getpid())
+		f.Close()
+	}
+	log.Printf("starting mode=%s pid=%d", *mode, os.Getpid())
+
+	switch *mode {
+	case "ok", "badschemas", "changing":
+	case "die-on-start":
+		log.Printf("dying on start")
+		os.Exit(2)
+	case "garbage":
+		runGarbage()
+		log.Printf("exiting")
+		return
+	default:
+		log.Fatalf("unknown mode %q", *mode)
+	}
+
+	srv := sdk.NewServer(&sdk.Implementation{Name: "faultserver", Version: "0.0.1"}, &sdk.ServerOptions{PageSize: *pageSize})
+	tr := &injectingTransport{}
+	addOKTools(srv)
+
+	switch *mode {
+	case "badschemas":
+		srv.AddReceivingMiddleware(appendBadTools)
+	case "changing":
+		srv.AddReceivingMiddleware(describeFromFile(*descFile))
+		sdk.AddTool(srv, &sdk.Tool{Name: "poke", Description: "Sends one tools/list_changed notification."},
+			func(ctx context.Context, _ *sdk.CallToolRequest, _ struct{}) (*sdk.CallToolResult, any, error) {
+				if err := tr.notifyListChanged(ctx, 1); err != nil {
+					return nil, nil, err
+				}
+				return text("poked"), nil, nil
+			})
+		type floodIn struct {
+			N int `json:"n"`
+		}
+		sdk.AddTool(srv, &sdk.Tool{Name: "flood", Description: "Sends n tools/list_changed notifications."},
+			func(ctx context.Context, _ *sdk.CallToolRequest, in floodIn) (*sdk.CallToolResult, any, error) {
+				if err := tr.notifyListChanged(ctx, in.N); err != nil {
+					return nil, nil, err
+				}
+				return text(fmt.Sprintf("sent %d", in.N)), nil, nil
+			})
+	}
+
+	if err := srv.Run(context.Background(), tr); err != nil {
+		log.Printf("run: %v", err)
+	}
+	log.Printf("exiting")
+}
+
+func text(s string) *sdk.CallToolResult {
+	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: s}}}
+}
+
+type textIn struct {
+	Text string `json:"text"`
+}
+
+func addOKTools(srv *sdk.Server) {
+	sdk.AddTool(srv, &sdk.Tool{Name: "echo", Description: "Returns its text."},
+		func(_ context.Context, _ *sdk.CallToolRequest, in textIn) (*sdk.CallToolResult, any, error) {
+			return text(in.Text), nil, nil
+		})
+	sdk.AddTool(srv, &sdk.Tool{Name: "fail", Description: "Returns an error result holding its text."},
+		func(_ context.Context, _ *sdk.CallToolRequest, in textIn) (*sdk.CallToolResult, any, error) {
+			r := text(in.Text)
+			r.IsError = true
+			return r, nil, nil
+		})
+	sdk.AddTool(srv, &sdk.Tool{Name: "crash", Description: "Exits the process with code 3 mid-call."},
+		func(_ context.Context, _ *sdk.CallToolRequest, _ struct{}) (*sdk.CallToolResult, any, error) {
+			log.Printf("crashing")
+			os.Exit(3)
+			return nil, nil, nil
+		})
+	sdk.AddTool(srv, &sdk.Tool{Name: "hang", Description: "Never returns, even when cancelled."},
+		func(_ context.Context, _ *sdk.CallToolRequest, _ struct{}) (*sdk.CallToolResult, any, error) {
+			log.Printf("hanging")
+			select {}
+		})
+	type slowIn struct {
+		MS int `json:"ms"`
+	}
+	sdk.AddTool(srv, &sdk.Tool{Name: "slow", Description: "Sleeps ms milliseconds; reports pid, start and end (unix ns)."},
+		func(ctx context.Context, _ *sdk.CallToolRequest, in slowIn) (*sdk.CallToolResult, any, error) {
+			start := time.Now()
+			select {
+			case <-time.After(time.Duration(in.MS) * time.Millisecond):
+			case <-ctx.Done():
+				return nil, nil, ctx.Err()
+			}
+			return text(fmt.Sprintf("%d %d %d", os.Getpid(), start.UnixNano(), time.Now().UnixNano())), nil, nil
+		})
+	sdk.AddTool(srv, &sdk.Tool{Name: "pid", Description: "Returns the server's process id."},
+		func(_ context.Context, _ *sdk.CallToolRequest, _ struct{}) (*sdk.CallToolResult, any, error) {
+			return text(fmt.Sprint(os.Getpid())), nil, nil
+		})
+	type envIn struct {
+		Name string `json:"name"`
+	}
+	sdk.AddTool(srv, &sdk.Tool{Name: "getenv", Description: "Returns the value of an environment variable and whether it is set."},
+		func(_ context.Context, _ *sdk.CallToolRequest, in envIn) (*sdk.CallToolResult, any, error) {
+			v, ok := os.LookupEnv(in.Name)
+			return text(fmt.Sprintf("%t %s", ok, v)), nil, nil
+		})
+}
+
+// appendBadTools adds, to the last page of tools/list, tools the SDK would refuse to
+// register: they reach the client exactly as written here.
+func appendBadTools(next sdk.MethodHandler) sdk.MethodHandler {
+	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		res, err := next(ctx, method, req)
+		if err != nil || method != "tools/list" {
+			return res, err
+		}
+		lr, ok := res.(*sdk.ListToolsResult)
+		if !ok || lr.NextCursor != "" {
+			return res, err
+		}
+		out := *lr
+		out.Tools = append(append([]*sdk.Tool(nil), lr.Tools...),
+			&sdk.Tool{Name: "noschema", Description: "No input schema."},
+			&sdk.Tool{Name: "stringschema", InputSchema: json.RawMessage(`{"type":"string"}`)},
+			&sdk.Tool{Name: "badref", InputSchema: json.RawMessage(`{"type":"object","properties":{"a":{"$ref":"#/nope"}}}`)},
+			&sdk.Tool{Name: "bad name", InputSchema: json.RawMessage(`{"type":"object"}`)},
+			&sdk.Tool{Name: "twice", InputSchema: json.RawMessage(`{"type":"object"}`)},
+			&sdk.Tool{Name: "twice", Description: "same name again", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		)
+		return &out, nil
+	}
+}
+
+// describeFromFile sets echo's description, in every tools/list answer, to the
+// content of path as it is now.
+func describeFromFile(path string) sdk.Middleware {
+	return func(next sdk.MethodHandler) sdk.MethodHandler {
+		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+			res, err := next(ctx, method, req)
+			if err != nil || method != "tools/list" {
+				return res, err
+			}
+			lr, ok := res.(*sdk.ListToolsResult)
+			if !ok {
+				return res, err
+			}
+			desc := "Returns its text."
+			if path != "" {
+				b, rerr := os.ReadFile(path)
+				if rerr != nil {
+					return nil, rerr
+				}
+				desc = strings.TrimSpace(string(b))
+			}
+			out := *lr
+			out.Tools = make([]*sdk.Tool, len(lr.Tools))
+			for i, t := range lr.Tools {
+				c := *t // never modify the server's own tool
+				if c.Name == "echo" {
+					c.Description = desc
+				}
+				out.Tools[i] = &c
+			}
+			return &out, nil
+		}
+	}
+}
+
+// injectingTransport is the stdio transport, keeping its connection so that raw
+// notifications can be written to the client outside the SDK's debouncing.
+type injectingTransport struct {
+	mu   sync.Mutex
+	conn sdk.Connection
+}
+
+func (t *injectingTransport) Connect(ctx context.Context) (sdk.Connection, error) {
+	c, err := (&sdk.StdioTransport{}).Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	t.mu.Lock()
+	t.conn = c
+	t.mu.Unlock()
+	return c, nil
+}
+
+func (t *injectingTransport) notifyListChanged(ctx context.Context, n int) error {
+	t.mu.Lock()
+	c := t.conn
+	t.mu.Unlock()
+	if c == nil {
+		return fmt.Errorf("not connected")
+	}
+	for range n {
+		msg := &jsonrpc.Request{Method: "notifications/tools/list_changed", Params: json.RawMessage(`{}`)}
+		if err := c.Write(ctx, msg); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runGarbage serves newline-delimited JSON-RPC by hand, so it can send what the SDK
+// would never produce.
+func runGarbage() {
+	in := bufio.NewScanner(os.Stdin)
+	in.Buffer(make([]byte, 1<<20), 16<<20)
+	out := bufio.NewWriter(os.Stdout)
+	send := func(line string) {
+		out.WriteString(line)
+		out.WriteByte('\n')
+		out.Flush()
+	}
+	for in.Scan() {
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				ProtocolVersion string `json:"protocolVersion"`
+				Name            string `json:"name"`
+				Arguments       struct {
+					What string `json:"what"`
+				} `json:"arguments"`
+			} `json:"params"`
+		}
+		if err := json.Unmarshal(in.Bytes(), &req); err != nil {
+			log.Printf("unreadable request: %v", err)
+			continue
+		}
+		if len(req.ID) == 0 {
+			continue // a notification
+		}
+		id := string(req.ID)
+		result := func(v string) { send(`{"jsonrpc":"2.0","id":` + id + `,"result":` + v + `}`) }
+		switch req.Method {
+		case "initialize":
+			result(`{"protocolVersion":"` + req.Params.ProtocolVersion + `","capabilities":{"tools":{"listChanged":true}},"serverInfo":{"name":"garbage","version":"0"}}`)
+		case "ping":
+			result(`{}`)
+		case "tools/list":
+			result(`{"tools":[null,
+				{"name":"ok","inputSchema":{"type":"object"}},
+				{"name":"junk","inputSchema":{"type":"object","properties":{"what":{"type":"string"}}}},
+				{"name":"headers","inputSchema":{"type":"object","properties":{"a":{"type":"object","x-mcp-header":"A"}}}},
+				{"name":"arrayschema","inputSchema":[1,2]}]}`)
+		case "tools/call":
+			if req.Params.Name == "ok" {
+				result(`{"content":[{"type":"text","text":"fine"}]}`)
+				continue
+			}
+			switch req.Params.Arguments.What {
+			case "nullcontent":
+				result(`{"content":[null]}`)
+			case "badtype":
+				result(`{"content":[{"type":"bogus","text":1}]}`)
+			case "notjson":
+				send(`}{ this is not json`)
+			case "wrongid":
+				send(`{"jsonrpc":"2.0","id":987654,"result":{"content":[]}}`)
+			case "badobject":
+				send(`{"jsonrpc":"2.0","id":` + id + `,"error":{"code":"x","message":7}}`)
+			case "badresult":
+				result(`[1,2,3]`)
+			case "hugeline":
+				result(`{"content":[{"type":"text","text":"` + strings.Repeat("x", 12<<20) + `"}]}`)
+			case "request":
+				send(`{"jsonrpc":"2.0","id":"srv-1","method":"sampling/createMessage","params":{"messages":[],"maxTokens":1}}`)
+				send(`{"jsonrpc":"2.0","id":"srv-2","method":"roots/list","params":{}}`)
+				send(`{"jsonrpc":"2.0","id":"srv-3","method":"elicitation/create","params":{"message":"hi","requestedSchema":{"type":"object"}}}`)
+				result(`{"content":[{"type":"text","text":"after requests"}]}`)
+			case "notify":
+				send(`{"jsonrpc":"2.0","method":"notifications/progress","params":5}`)
+				send(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"nonsense","data":null}}`)
+				send(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":"x"}`)
+				send(`{"jsonrpc":"2.0","method":"no/such/method"}`)
+				result(`{"content":[{"type":"text","text":"after notifications"}]}`)
+			default:
+				send(`{"jsonrpc":"2.0","id":` + id + `,"error":{"code":-32602,"message":"unknown junk"}}`)
+			}
+		default:
+			send(`{"jsonrpc":"2.0","id":` + id + `,"error":{"code":-32601,"message":"method not found"}}`)
+		}
+	}
+}

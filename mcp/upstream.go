@@ -1,0 +1,1093 @@
+// The client side of the gateway: one Upstream per configured MCP server, admitted by
+// the transport policy, discovered, pinned, and called through a bounded pool of
+// connections.
+
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/textproto"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/schema"
+)
+
+const (
+	// upstreamProtocolVersion is the MCP version the gateway asks upstreams for. It
+	// is the last version with the stateful initialize handshake, in which
+	// server-to-client traffic during a call travels on the call's own connection
+	// (what the gateway routes) and tools/list is never answered from a client-side
+	// cache. Servers answering with an older supported version are accepted.
+	upstreamProtocolVersion = "2025-11-25"
+	// gatewayClientName is the client implementation name declared to upstreams.
+	gatewayClientName = "warden-gateway"
+	// gatewayClientVersion is the client implementation version declared to upstreams.
+	gatewayClientVersion = "1"
+
+	defaultBackoffMin = 200 * time.Millisecond
+	defaultBackoffMax = 30 * time.Second
+	// startTimeout bounds starting one connection (process start and initialize).
+	startTimeout = 30 * time.Second
+	// terminateGrace is how long a gracefully closed child gets, after its stdin is
+	// closed, before it is sent SIGTERM (and SIGKILL after as long again).
+	terminateGrace = 2 * time.Second
+	// stderrWaitDelay bounds the wait for a dead child's stderr to close (a grandchild
+	// may hold it open).
+	stderrWaitDelay = 2 * time.Second
+	// rediscoverTimeout bounds one rediscovery after tools/list_changed.
+	rediscoverTimeout = 2 * time.Minute
+	// maxListPages bounds the tools/list pages followed in one discovery.
+	maxListPages = 1000
+	// maxStderrLine is the longest stderr line forwarded; the rest is cut.
+	maxStderrLine = 4096
+	// stderrLinesPerSecond bounds the stderr lines forwarded per connection.
+	stderrLinesPerSecond = 100
+)
+
+// ErrServerRestarting is wrapped by the error of a call that needs a new connection
+// to an upstream server while the server is in restart backoff after a failure.
+var ErrServerRestarting = errors.New("upstream server is restarting")
+
+// ErrUpstreamClosed is wrapped by the error of any use of an [Upstream] after Close.
+var ErrUpstreamClosed = errors.New("upstream closed")
+
+// UpstreamOptions configure an [Upstream]. The zero value is usable and denies
+// everything: no transport is admitted and, without Pins, nothing is discovered.
+type UpstreamOptions struct {
+	// Policy admits the server's transport; nil means the zero policy, which denies
+	// every transport. It also gives the connection bound and the child environment.
+	Policy *TransportPolicy
+	// Pins stores the tool definition pins. Nil makes Discover refuse (fail closed):
+	// a definition that cannot be pinned is not served.
+	Pins PinStore
+	// Sink receives transport denials and definition changes; may be nil.
+	Sink warden.Sink
+	// Logger receives operational logs, including the child's stderr; nil discards.
+	Logger *slog.Logger
+	// OnToolsChanged is called after a tools/list_changed notification from the
+	// upstream has re-run discovery, and after Refresh changed what is served. It
+	// runs on the Upstream's own goroutine: never concurrently for one Upstream, and
+	// coalesced (a burst of notifications gives few calls). It must not call Close.
+	OnToolsChanged func(server string)
+	// CallTimeout bounds one upstream tools/call once it holds a connection; 0 means
+	// no bound beyond the caller's context.
+	CallTimeout time.Duration
+	// HTTPClient is used for url servers; nil means a client with dial, TLS and idle
+	// timeouts (no overall timeout: MCP streams are long-lived). The Upstream uses a
+	// copy that refuses redirects (a redirect could lead past the host allowlist) and
+	// adds the server's configured headers; the caller's client is not modified.
+	HTTPClient *http.Client
+	// BackoffMin and BackoffMax bound the delay before a new connection is started
+	// after consecutive failed starts or crashes: BackoffMin doubled for every further
+	// failure, at most BackoffMax. Zero means 200ms and 30s.
+	BackoffMin, BackoffMax time.Duration
+}
+
+// UpstreamTool is one tool discovered on an upstream server that passed the checks.
+// A Quarantined tool must be hidden from clients and refused with [QuarantineText].
+type UpstreamTool struct {
+	// Name is the governed name: the server's ToolPrefix followed by Remote.
+	Name string
+	// Remote is the tool's name on the upstream server.
+	Remote string
+	// Server is the server's name.
+	Server string
+	// Tool is the definition as listed upstream. It is shared: do not modify it.
+	Tool *sdk.Tool
+	// InputSchema is the input schema as JSON: present, a JSON object with "type":
+	// "object", and compiled successfully by [schema.Compiler].
+	InputSchema json.RawMessage
+	// Hash is the definition hash (see [DefinitionHash]).
+	Hash string
+	// Quarantined reports that the definition changed since it was approved, or
+	// that its pin could not be checked: the tool must not be served.
+	Quarantined bool
+
+	def json.RawMessage // canonical definition, for re-checking the pin
+}
+
+// ToolProblem reports a tool refused at discovery; the server's other tools are
+// still served.
+type ToolProblem struct {
+	// Server is the server's name; Tool the governed name the tool would have had.
+	Server, Tool string
+	// Problem says what is wrong, e.g. "input schema is missing".
+	Problem string
+}
+
+// String renders the problem for logs and operators.
+func (p ToolProblem) String() string {
+	return fmt.Sprintf("server %q: tool %q refused: %s", p.Server, p.Tool, p.Problem)
+}
+
+// Upstream is the gateway's client of one upstream MCP server. It admits the server
+// through the transport policy before anything starts, discovers and pins its tools,
+// and calls them over a pool of at most Policy.MaxConns() connections, each held
+// exclusively by one call for the call's duration.
+//
+// A connection that failed (process crashed, stream ended, answer unreadable) or
+// whose call timed out or was cancelled is closed and its process killed, never
+// reused. New connections after consecutive failures wait out an exponential
+// backoff; meanwhile calls that need one fail fast with [ErrServerRestarting].
+// Nothing the upstream sends can crash the gateway: panics of the SDK on upstream
+// data are turned into errors.
+//
+// An Upstream is safe for concurrent use. Close it to stop every child process.
+type Upstream struct {
+	cfg        ServerConfig
+	opts       UpstreamOptions
+	policy     *TransportPolicy
+	log        *slog.Logger
+	client     *sdk.Client
+	httpClient *http.Client
+	ownsHTTP   bool // httpClient's transport was made here: Close closes its idle connections
+
+	slots chan struct{} // one token per connection in use
+	done  chan struct{} // closed by Close
+
+	mu          sync.Mutex
+	closed      bool
+	admitted    bool
+	idle        []*upstreamConn
+	live        map[*upstreamConn]struct{}
+	failures    int
+	retryAt     time.Time
+	lastFailure string
+	tools       []UpstreamTool
+	problems    []ToolProblem
+
+	discMu sync.Mutex // serializes discovery and Refresh
+
+	workerOnce   sync.Once
+	workerCancel context.CancelFunc
+	rediscover   chan struct{} // a queued rediscovery (capacity 1)
+	changed      chan struct{} // a queued OnToolsChanged (capacity 1)
+
+	wg sync.WaitGroup // connection watchers and the worker
+
+	rediscoveries atomic.Int64 // rediscoveries run after list_changed (for tests)
+	starts        atomic.Int64 // connections started (for tests)
+}
+
+// upstreamConn is one client session to the server.
+type upstreamConn struct {
+	cs   *sdk.ClientSession
+	proc *os.Process // nil for url servers
+	pid  int
+
+	// Guarded by Upstream.mu.
+	busy        bool
+	cancel      context.CancelFunc // of the call in flight
+	discarded   bool               // closed on purpose; its end is not a failure
+	failCounted bool
+	dead        bool
+
+	shutOnce sync.Once
+}
+
+// NewUpstream checks cfg and opts and returns an Upstream for the server. It starts
+// nothing: no process, no connection, no goroutine.
+//
+// Errors: an invalid cfg (see [ServerConfig.Validate]) or Policy (see
+// [TransportPolicy.Validate]), a header that is not a valid HTTP header or that the
+// MCP transport manages itself, a negative CallTimeout or backoff, or BackoffMin
+// greater than BackoffMax.
+func NewUpstream(cfg ServerConfig, opts UpstreamOptions) (*Upstream, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	policy := opts.Policy
+	if policy == nil {
+		policy = &TransportPolicy{}
+	}
+	if err := policy.Validate(); err != nil {
+		return nil, fmt.Errorf("server %q: transport policy: %w", cfg.Name, err)
+	}
+	if opts.CallTimeout < 0 || opts.BackoffMin < 0 || opts.BackoffMax < 0 {
+		return nil, fmt.Errorf("server %q: call timeout and backoff must not be negative", cfg.Name)
+	}
+	if opts.BackoffMin == 0 {
+		opts.BackoffMin = defaultBackoffMin
+	}
+	if opts.BackoffMax == 0 {
+		opts.BackoffMax = max(defaultBackoffMax, opts.BackoffMin)
+	}
+	if opts.BackoffMin > opts.BackoffMax {
+		return nil, fmt.Errorf("server %q: backoff min %s is greater than max %s", cfg.Name, opts.BackoffMin, opts.BackoffMax)
+	}
+	headers, err := upstreamHeaders(cfg)
+	if err != nil {
+		return nil, err
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	log = log.With(slog.String("server", cfg.Name))
+
+	u := &Upstream{
+		cfg:        cfg,
+		opts:       opts,
+		policy:     policy,
+		log:        log,
+		slots:      make(chan struct{}, policy.MaxConns()),
+		done:       make(chan struct{}),
+		live:       make(map[*upstreamConn]struct{}),
+		rediscover: make(chan struct{}, 1),
+		changed:    make(chan struct{}, 1),
+	}
+	if cfg.Transport() == "url" {
+		u.httpClient = upstreamHTTPClient(opts.HTTPClient, headers, policy.MaxConns())
+		u.ownsHTTP = opts.HTTPClient == nil
+	}
+	u.client = sdk.NewClient(&sdk.Implementation{Name: gatewayClientName, Version: gatewayClientVersion}, &sdk.ClientOptions{
+		Logger: log,
+		// Nothing the gateway cannot route: no roots, no sampling, no elicitation.
+		Capabilities:           &sdk.ClientCapabilities{},
+		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { u.queue(u.rediscover) },
+	})
+	return u, nil
+}
+
+// Name returns the server's name.
+func (u *Upstream) Name() string { return u.cfg.Name }
+
+// managedHeaders are set by the MCP transport itself; a configured value could break
+// or hijack the session.
+var managedHeaders = []string{"Accept", "Content-Type", "Content-Length", "Host", "Last-Event-Id", "Mcp-Protocol-Version", "Mcp-Session-Id", "Connection", "Transfer-Encoding"}
+
+func upstreamHeaders(cfg ServerConfig) (http.Header, error) {
+	if len(cfg.Headers) == 0 {
+		return nil, nil
+	}
+	h := make(http.Header, len(cfg.Headers))
+	for k, v := range cfg.Headers {
+		if k == "" || strings.IndexFunc(k, func(r rune) bool {
+			return r <= ' ' || r >= 0x7f || strings.ContainsRune("()<>@,;:\\\"/[]?={}", r)
+		}) >= 0 {
+			return nil, fmt.Errorf("server %q: header name %q is not a valid HTTP header name", cfg.Name, k)
+		}
+		if strings.ContainsAny(v, "\r\n\x00") {
+			return nil, fmt.Errorf("server %q: the value of header %q holds a line break or NUL", cfg.Name, k)
+		}
+		ck := textproto.CanonicalMIMEHeaderKey(k)
+		if slices.Contains(managedHeaders, ck) {
+			return nil, fmt.Errorf("server %q: header %q is managed by the MCP transport and cannot be configured", cfg.Name, k)
+		}
+		h.Set(ck, v)
+	}
+	return h, nil
+}
+
+// upstreamHTTPClient returns a copy of base (or a default client) that refuses
+// redirects and adds headers to every request.
+func upstreamHTTPClient(base *http.Client, headers http.Header, conns int) *http.Client {
+	var c http.Client
+	if base != nil {
+		c = *base
+	} else {
+		c.Transport = &http.Transport{
+			Proxy:                 http.ProxyFromEnvironment,
+			DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			TLSHandshakeTimeout:   10 * time.Second,
+			ExpectContinueTimeout: time.Second,
+			IdleConnTimeout:       90 * time.Second,
+			MaxIdleConnsPerHost:   conns + 1,
+			ForceAttemptHTTP2:     true,
+		}
+	}
+	c.CheckRedirect = func(req *http.Request, _ []*http.Request) error {
+		return fmt.Errorf("redirect to %s refused: an upstream MCP server is reached only at its configured URL", req.URL.Redacted())
+	}
+	if len(headers) > 0 {
+		next := c.Transport
+		if next == nil {
+			next = http.DefaultTransport
+		}
+		c.Transport = &headerRoundTripper{next: next, headers: headers}
+	}
+	return &c
+}
+
+// headerRoundTripper adds the server's configured headers to every request.
+type headerRoundTripper struct {
+	next    http.RoundTripper
+	headers http.Header
+}
+
+func (t *headerRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	r := req.Clone(req.Context())
+	for k, v := range t.headers {
+		r.Header[k] = slices.Clone(v)
+	}
+	return t.next.RoundTrip(r)
+}
+
+// CloseIdleConnections passes the request on, so http.Client.CloseIdleConnections
+// reaches the transport.
+func (t *headerRoundTripper) CloseIdleConnections() {
+	if c, ok := t.next.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
+// Discover admits the server through the transport policy (before any process
+// starts or connection opens), connects, lists every tool (following pagination
+// cursors), checks each, pins each, and returns them.
+//
+// A transport denial returns the *[DeniedError] (its event already emitted) and
+// nothing else happens. Without a pin store Discover refuses before admission. Tools
+// refused individually (missing, non-object or uncompilable input schema, invalid or
+// duplicate name) are returned in problems; the rest are returned in tools, the
+// quarantined ones flagged. The result becomes [Upstream.Tools]. After a successful
+// Discover, a tools/list_changed from the upstream re-runs discovery in the
+// background.
+func (u *Upstream) Discover(ctx context.Context) (tools []UpstreamTool, problems []ToolProblem, err error) {
+	if u.isClosed() {
+		return nil, nil, fmt.Errorf("server %q: %w", u.cfg.Name, ErrUpstreamClosed)
+	}
+	if u.opts.Pins == nil {
+		return nil, nil, fmt.Errorf("server %q: no pin store: tool definitions cannot be pinned, so no tool is discovered", u.cfg.Name)
+	}
+	if err := u.policy.Admit(ctx, u.cfg, u.opts.Sink); err != nil {
+		return nil, nil, err
+	}
+	u.mu.Lock()
+	if u.closed {
+		u.mu.Unlock()
+		return nil, nil, fmt.Errorf("server %q: %w", u.cfg.Name, ErrUpstreamClosed)
+	}
+	u.admitted = true
+	u.mu.Unlock()
+	u.startWorker()
+	return u.discover(ctx)
+}
+
+// Tools returns the tools of the last successful discovery (a copy; the Tool
+// definitions are shared and must not be modified). Quarantined tools are included,
+// flagged.
+func (u *Upstream) Tools() []UpstreamTool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return slices.Clone(u.tools)
+}
+
+// Problems returns the tools refused by the last successful discovery (a copy).
+func (u *Upstream) Problems() []ToolProblem {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return slices.Clone(u.problems)
+}
+
+// Refresh re-reads the pin of every discovered tool, so an approval (or a reset)
+// made by an operator in another process takes effect without a rediscovery: a
+// quarantined tool whose pin now matches is served again, and a served tool whose
+// pin no longer matches is quarantined. When that changes anything, OnToolsChanged
+// is called (on the Upstream's goroutine). A pin that cannot be read quarantines its
+// tool and is reported in the joined error.
+func (u *Upstream) Refresh(ctx context.Context) error {
+	u.discMu.Lock()
+	defer u.discMu.Unlock()
+	if u.opts.Pins == nil {
+		return fmt.Errorf("server %q: no pin store", u.cfg.Name)
+	}
+	tools := u.Tools()
+	changed := false
+	var errs []error
+	for i := range tools {
+		q, err := CheckPin(ctx, u.opts.Pins, u.opts.Sink, tools[i].Name, tools[i].Hash, tools[i].def)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if q != tools[i].Quarantined {
+			tools[i].Quarantined = q
+			changed = true
+		}
+	}
+	if changed {
+		u.mu.Lock()
+		u.tools = tools
+		u.mu.Unlock()
+		u.queue(u.changed)
+	}
+	return errors.Join(errs...)
+}
+
+// Call calls the upstream tool remote (its upstream name) with args (a JSON object;
+// empty means {}) over a pooled connection held for the whole call, and returns the
+// upstream's result. A result with IsError set is returned as a result, not an error.
+//
+// It refuses a tool that was not discovered (or was refused), and a quarantined tool
+// with a *[QuarantinedError]. Waiting for a free connection is bounded by ctx; the
+// call itself by ctx and CallTimeout. Errors: ctx's error (wrapped) when ctx ends
+// first; context.DeadlineExceeded (wrapped) when CallTimeout passes; an error
+// wrapping [ErrServerRestarting] while the server is in restart backoff; an error
+// wrapping the upstream's *jsonrpc.Error when it answers with a protocol error; an
+// error saying the connection failed when the process crashed or the stream ended.
+func (u *Upstream) Call(ctx context.Context, remote string, args json.RawMessage) (*sdk.CallToolResult, error) {
+	u.mu.Lock()
+	closed, admitted := u.closed, u.admitted
+	var tool *UpstreamTool
+	for i := range u.tools {
+		if u.tools[i].Remote == remote {
+			t := u.tools[i]
+			tool = &t
+			break
+		}
+	}
+	u.mu.Unlock()
+	switch {
+	case closed:
+		return nil, fmt.Errorf("server %q: %w", u.cfg.Name, ErrUpstreamClosed)
+	case !admitted:
+		return nil, fmt.Errorf("server %q: not discovered: call Discover first", u.cfg.Name)
+	case tool == nil:
+		return nil, fmt.Errorf("server %q offers no tool %q", u.cfg.Name, remote)
+	case tool.Quarantined:
+		return nil, &QuarantinedError{Tool: tool.Name}
+	}
+	arguments, err := callArguments(args)
+	if err != nil {
+		return nil, fmt.Errorf("tool %q: %w", tool.Name, err)
+	}
+
+	c, err := u.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	callCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if u.opts.CallTimeout > 0 {
+		var cancelTimeout context.CancelFunc
+		callCtx, cancelTimeout = context.WithTimeout(callCtx, u.opts.CallTimeout)
+		defer cancelTimeout()
+	}
+	u.mu.Lock()
+	c.cancel = cancel
+	u.mu.Unlock()
+
+	res, err := sdkGuard(func() (*sdk.CallToolResult, error) {
+		return c.cs.CallTool(callCtx, &sdk.CallToolParams{Name: remote, Arguments: arguments})
+	})
+	if err == nil && res == nil {
+		err = errors.New("the upstream returned no result")
+	}
+	if err == nil {
+		u.release(c, true)
+		u.noteSuccess()
+		return res, nil
+	}
+	var werr *jsonrpc.Error
+	switch {
+	case errors.As(err, &werr):
+		// The server answered: the connection is healthy.
+		u.release(c, true)
+		return nil, fmt.Errorf("server %q: tool %q: %w", u.cfg.Name, remote, err)
+	case u.isClosed():
+		u.release(c, false)
+		return nil, fmt.Errorf("server %q: %w", u.cfg.Name, ErrUpstreamClosed)
+	case ctx.Err() != nil:
+		u.release(c, false)
+		return nil, fmt.Errorf("server %q: tool %q: %w", u.cfg.Name, remote, ctx.Err())
+	case callCtx.Err() != nil:
+		u.release(c, false)
+		return nil, fmt.Errorf("server %q: tool %q did not answer within %s: %w", u.cfg.Name, remote, u.opts.CallTimeout, context.DeadlineExceeded)
+	default:
+		u.failed(c, err.Error())
+		u.release(c, false)
+		return nil, fmt.Errorf("server %q: the call of %q failed on the connection, which is closed (a new one is started on the next call): %w", u.cfg.Name, remote, err)
+	}
+}
+
+// callArguments checks that args is one JSON object and returns it for sending
+// verbatim (numbers keep their exact text).
+func callArguments(args json.RawMessage) (json.RawMessage, error) {
+	trimmed := bytes.TrimSpace(args)
+	if len(trimmed) == 0 {
+		return json.RawMessage("{}"), nil
+	}
+	if trimmed[0] != '{' || !json.Valid(trimmed) {
+		return nil, errors.New("arguments must be one JSON object")
+	}
+	return json.RawMessage(trimmed), nil
+}
+
+// sdkGuard runs f, turning a panic inside the SDK (on data from the upstream) into
+// an error.
+func sdkGuard[T any](f func() (T, error)) (res T, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			var zero T
+			res, err = zero, fmt.Errorf("MCP SDK failed on the upstream's data: %v", r)
+		}
+	}()
+	return f()
+}
+
+// Close closes every connection, kills child processes that do not exit (idle
+// children get a graceful close: stdin closed, then SIGTERM, then SIGKILL; children
+// serving a call are killed at once, and the call fails), waits until every child is
+// reaped and every goroutine of the Upstream has ended, and stops rediscovery.
+// Close is idempotent; later uses of the Upstream fail with [ErrUpstreamClosed].
+func (u *Upstream) Close() error {
+	u.mu.Lock()
+	if u.closed {
+		u.mu.Unlock()
+		u.wg.Wait()
+		return nil
+	}
+	u.closed = true
+	close(u.done)
+	conns := make([]*upstreamConn, 0, len(u.live))
+	for c := range u.live {
+		conns = append(conns, c)
+		c.discarded = true
+		if c.busy && c.cancel != nil {
+			c.cancel()
+		}
+	}
+	busy := make(map[*upstreamConn]bool, len(conns))
+	for _, c := range conns {
+		busy[c] = c.busy
+	}
+	u.idle = nil
+	stopWorker := u.workerCancel
+	u.mu.Unlock()
+	if stopWorker != nil {
+		stopWorker()
+	}
+	var wg sync.WaitGroup
+	for _, c := range conns {
+		wg.Go(func() { u.shutdown(c, !busy[c]) })
+	}
+	wg.Wait()
+	u.wg.Wait()
+	if u.ownsHTTP {
+		u.httpClient.CloseIdleConnections()
+	}
+	return nil
+}
+
+func (u *Upstream) isClosed() bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.closed
+}
+
+// queue sends a non-blocking signal on ch (capacity 1): at most one is pending.
+func (u *Upstream) queue(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// startWorker starts the goroutine that runs rediscoveries and OnToolsChanged.
+func (u *Upstream) startWorker() {
+	u.workerOnce.Do(func() {
+		u.mu.Lock()
+		defer u.mu.Unlock()
+		if u.closed {
+			return
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		u.workerCancel = cancel
+		u.wg.Add(1)
+		go u.work(ctx)
+	})
+}
+
+func (u *Upstream) work(ctx context.Context) {
+	defer u.wg.Done()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-u.rediscover:
+			u.rediscoveries.Add(1)
+			dctx, cancel := context.WithTimeout(ctx, rediscoverTimeout)
+			_, problems, err := u.discover(dctx)
+			cancel()
+			if err != nil {
+				if ctx.Err() == nil {
+					u.log.Warn("rediscovery after tools/list_changed failed; the previous tools stay", slog.String("error", err.Error()))
+				}
+				continue
+			}
+			for _, p := range problems {
+				u.log.Warn("tool refused", slog.String("tool", p.Tool), slog.String("problem", p.Problem))
+			}
+			u.toolsChanged(ctx)
+		case <-u.changed:
+			u.toolsChanged(ctx)
+		}
+	}
+}
+
+// toolsChanged calls OnToolsChanged, containing a panic.
+func (u *Upstream) toolsChanged(ctx context.Context) {
+	f := u.opts.OnToolsChanged
+	if f == nil || ctx.Err() != nil {
+		return
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			u.log.Error("OnToolsChanged panicked", slog.String("panic", fmt.Sprint(r)))
+		}
+	}()
+	f(u.cfg.Name)
+}
+
+// discover lists, checks and pins the tools and makes them the served set.
+func (u *Upstream) discover(ctx context.Context) ([]UpstreamTool, []ToolProblem, error) {
+	u.discMu.Lock()
+	defer u.discMu.Unlock()
+	listed, err := u.listTools(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	tools, problems := u.checkTools(ctx, listed)
+	u.mu.Lock()
+	if u.closed {
+		u.mu.Unlock()
+		return nil, nil, fmt.Errorf("server %q: %w", u.cfg.Name, ErrUpstreamClosed)
+	}
+	u.tools, u.problems = tools, problems
+	u.mu.Unlock()
+	return slices.Clone(tools), slices.Clone(problems), nil
+}
+
+// listTools lists every tool over one pooled connection, following cursors.
+func (u *Upstream) listTools(ctx context.Context) ([]*sdk.Tool, error) {
+	c, err := u.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var (
+		tools  []*sdk.Tool
+		cursor string
+		seen   = map[string]bool{}
+	)
+	for page := 0; ; page++ {
+		if page == maxListPages {
+			u.release(c, true)
+			return nil, fmt.Errorf("server %q: tools/list did not end after %d pages", u.cfg.Name, maxListPages)
+		}
+		params := &sdk.ListToolsParams{Cursor: cursor}
+		res, err := sdkGuard(func() (*sdk.ListToolsResult, error) { return c.cs.ListTools(ctx, params) })
+		if err == nil && res == nil {
+			err = errors.New("empty tools/list result")
+		}
+		if err != nil {
+			var werr *jsonrpc.Error
+			switch {
+			case errors.As(err, &werr):
+				u.release(c, true)
+			case ctx.Err() != nil || u.isClosed():
+				u.release(c, false)
+			default:
+				u.failed(c, err.Error())
+				u.release(c, false)
+			}
+			return nil, fmt.Errorf("server %q: listing tools: %w", u.cfg.Name, err)
+		}
+		tools = append(tools, res.Tools...)
+		if res.NextCursor == "" {
+			break
+		}
+		if seen[res.NextCursor] {
+			u.release(c, true)
+			return nil, fmt.Errorf("server %q: tools/list repeated the cursor %q", u.cfg.Name, res.NextCursor)
+		}
+		seen[res.NextCursor] = true
+		cursor = res.NextCursor
+	}
+	u.release(c, true)
+	u.noteSuccess()
+	return tools, nil
+}
+
+// checkTools refuses the tools that cannot be served and pins the others.
+func (u *Upstream) checkTools(ctx context.Context, listed []*sdk.Tool) ([]UpstreamTool, []ToolProblem) {
+	prefix := u.cfg.ToolPrefix()
+	count := make(map[string]int, len(listed))
+	for _, t := range listed {
+		if t != nil {
+			count[t.Name]++
+		}
+	}
+	reported := map[string]bool{}
+	var (
+		tools    []UpstreamTool
+		problems []ToolProblem
+	)
+	for _, t := range listed {
+		if t == nil {
+			continue
+		}
+		name := prefix + t.Name
+		refuse := func(problem string) {
+			problems = append(problems, ToolProblem{Server: u.cfg.Name, Tool: name, Problem: problem})
+		}
+		if n := count[t.Name]; n > 1 {
+			// Which definition would be the real one? Neither is served.
+			if !reported[t.Name] {
+				reported[t.Name] = true
+				refuse(fmt.Sprintf("duplicate tool name: %q is listed %d times", t.Name, n))
+			}
+			continue
+		}
+		if t.Name == "" || !ValidToolName(name) {
+			refuse(fmt.Sprintf("tool name %q is not a valid tool name (the governed name %q must be 1 to 128 letters, digits, '_', '.' or '-')", t.Name, name))
+			continue
+		}
+		raw, problem := checkInputSchema(name, t.InputSchema)
+		if problem != "" {
+			refuse(problem)
+			continue
+		}
+		hash, def, err := DefinitionHash(t)
+		if err != nil {
+			refuse("definition cannot be hashed: " + err.Error())
+			continue
+		}
+		q, err := CheckPin(ctx, u.opts.Pins, u.opts.Sink, name, hash, def)
+		if err != nil {
+			u.log.Error("tool definition pin could not be checked; the tool is quarantined", slog.String("tool", name), slog.String("error", err.Error()))
+			refuse("definition pin could not be checked, so the tool is quarantined: " + err.Error())
+		}
+		tools = append(tools, UpstreamTool{
+			Name:        name,
+			Remote:      t.Name,
+			Server:      u.cfg.Name,
+			Tool:        t,
+			InputSchema: raw,
+			Hash:        hash,
+			Quarantined: q,
+			def:         def,
+		})
+	}
+	return tools, problems
+}
+
+// checkInputSchema returns the input schema as JSON, or why it cannot be used.
+func checkInputSchema(tool string, v any) (json.RawMessage, string) {
+	if v == nil {
+		return nil, "input schema is missing"
+	}
+	raw, err := marshalGuarded(v)
+	if err != nil {
+		return nil, "input schema cannot be encoded: " + err.Error()
+	}
+	if bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+		return nil, "input schema is missing"
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(raw, &obj) != nil {
+		return nil, "input schema is not an object schema"
+	}
+	var typ string
+	if t, ok := obj["type"]; !ok || json.Unmarshal(t, &typ) != nil || typ != "object" {
+		return nil, "input schema is not an object schema"
+	}
+	if _, err := sdkGuard(func() (warden.ArgsValidator, error) { return schema.Compiler{}.CompileSchema(tool, raw) }); err != nil {
+		return nil, "input schema does not compile: " + err.Error()
+	}
+	return json.RawMessage(raw), ""
+}
+
+// acquire returns a connection held exclusively by the caller: an idle one, or a new
+// one when fewer than MaxConns exist. It waits for a free slot, bounded by ctx.
+func (u *Upstream) acquire(ctx context.Context) (*upstreamConn, error) {
+	select {
+	case u.slots <- struct{}{}:
+	case <-u.done:
+		return nil, fmt.Errorf("server %q: %w", u.cfg.Name, ErrUpstreamClosed)
+	case <-ctx.Done():
+		return nil, fmt.Errorf("server %q: waiting for a free connection (all %d in use): %w", u.cfg.Name, cap(u.slots), ctx.Err())
+	}
+	c, err := u.take(ctx)
+	if err != nil {
+		<-u.slots
+		return nil, err
+	}
+	return c, nil
+}
+
+// take returns an idle connection or starts one; the caller holds a slot.
+func (u *Upstream) take(ctx context.Context) (*upstreamConn, error) {
+	u.mu.Lock()
+	if u.closed {
+		u.mu.Unlock()
+		return nil, fmt.Errorf("server %q: %w", u.cfg.Name, ErrUpstreamClosed)
+	}
+	for len(u.idle) > 0 {
+		c := u.idle[len(u.idle)-1]
+		u.idle = u.idle[:len(u.idle)-1]
+		if c.dead {
+			continue // its watcher is cleaning it up
+		}
+		c.busy = true
+		u.mu.Unlock()
+		return c, nil
+	}
+	if wait := time.Until(u.retryAt); wait > 0 {
+		why, at := u.lastFailure, u.retryAt
+		u.mu.Unlock()
+		return nil, fmt.Errorf("server %q: %w after a failure (%s); the next start is in %s (at %s)", u.cfg.Name, ErrServerRestarting, why, wait.Round(time.Millisecond), at.Format(time.RFC3339Nano))
+	}
+	u.wg.Add(1) // Close waits for a start in progress
+	u.mu.Unlock()
+	defer u.wg.Done()
+
+	c, err := u.start(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			u.mu.Lock()
+			u.noteFailureLocked("start failed: " + err.Error())
+			u.mu.Unlock()
+		}
+		return nil, fmt.Errorf("server %q: starting: %w", u.cfg.Name, err)
+	}
+	u.mu.Lock()
+	if u.closed {
+		u.mu.Unlock()
+		u.shutdown(c, false)
+		return nil, fmt.Errorf("server %q: %w", u.cfg.Name, ErrUpstreamClosed)
+	}
+	c.busy = true
+	u.live[c] = struct{}{}
+	u.wg.Add(1)
+	u.mu.Unlock()
+	go u.watch(c)
+	return c, nil
+}
+
+// release gives back the caller's slot, returning c to the idle set when healthy and
+// closing it otherwise.
+func (u *Upstream) release(c *upstreamConn, healthy bool) {
+	u.mu.Lock()
+	c.busy, c.cancel = false, nil
+	closed := u.closed
+	switch {
+	case healthy && !c.dead && !c.discarded && !closed:
+		u.idle = append(u.idle, c)
+		u.mu.Unlock()
+	case closed:
+		u.mu.Unlock() // Close shuts every connection down
+	default:
+		// Closed off the caller's path: closing an HTTP session may wait for its
+		// DELETE. Close waits for it.
+		c.discarded = true
+		u.wg.Add(1)
+		u.mu.Unlock()
+		go func() {
+			defer u.wg.Done()
+			u.shutdown(c, false)
+		}()
+	}
+	<-u.slots
+}
+
+// failed records that c broke while in use (once per connection).
+func (u *Upstream) failed(c *upstreamConn, why string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if !c.failCounted && !c.discarded && !u.closed {
+		c.failCounted = true
+		u.noteFailureLocked(why)
+		u.log.Warn("upstream connection failed", slog.Int("pid", c.pid), slog.String("error", why), slog.Time("next_start", u.retryAt))
+	}
+}
+
+// noteFailureLocked moves the backoff one step.
+func (u *Upstream) noteFailureLocked(why string) {
+	u.failures++
+	d := u.opts.BackoffMin
+	for i := 1; i < u.failures && d < u.opts.BackoffMax; i++ {
+		d *= 2
+	}
+	d = min(d, u.opts.BackoffMax)
+	u.retryAt = time.Now().Add(d)
+	u.lastFailure = why
+}
+
+// noteSuccess resets the backoff.
+func (u *Upstream) noteSuccess() {
+	u.mu.Lock()
+	u.failures, u.retryAt, u.lastFailure = 0, time.Time{}, ""
+	u.mu.Unlock()
+}
+
+// watch waits until c's session ends (the process exited, the stream ended, or c was
+// closed) and forgets c. An end nobody asked for is a failure.
+func (u *Upstream) watch(c *upstreamConn) {
+	defer u.wg.Done()
+	why := "the connection ended"
+	if err := c.cs.Wait(); err != nil && !isExitError(err) {
+		why += ": " + err.Error()
+	}
+	u.mu.Lock()
+	c.dead = true
+	delete(u.live, c)
+	u.idle = slices.DeleteFunc(u.idle, func(x *upstreamConn) bool { return x == c })
+	if !c.discarded && !c.failCounted && !u.closed {
+		c.failCounted = true
+		u.noteFailureLocked(why)
+		u.log.Warn("upstream connection ended", slog.Int("pid", c.pid), slog.String("error", why), slog.Time("next_start", u.retryAt))
+	}
+	discarded := c.discarded
+	u.mu.Unlock()
+	if !discarded {
+		// Reap the process and release the session's resources.
+		u.shutdown(c, false)
+	}
+}
+
+// shutdown closes c once: kill first unless graceful, then close the session, which
+// for a command server waits until the process is reaped.
+func (u *Upstream) shutdown(c *upstreamConn, graceful bool) {
+	c.shutOnce.Do(func() {
+		if !graceful && c.proc != nil {
+			_ = c.proc.Kill() // an error means it has exited already
+		}
+		if err := c.cs.Close(); err != nil && !isExitError(err) {
+			u.log.Debug("closing upstream connection", slog.Int("pid", c.pid), slog.String("error", err.Error()))
+		}
+	})
+}
+
+func isExitError(err error) bool {
+	var ee *exec.ExitError
+	return errors.As(err, &ee)
+}
+
+// start opens one new connection: starts the command (or connects to the URL) and
+// runs the initialize handshake.
+func (u *Upstream) start(ctx context.Context) (*upstreamConn, error) {
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	u.starts.Add(1)
+	var (
+		transport sdk.Transport
+		cmd       *exec.Cmd
+	)
+	if u.cfg.Transport() == "url" {
+		transport = &sdk.StreamableClientTransport{Endpoint: u.cfg.URL, HTTPClient: u.httpClient}
+	} else {
+		cmd = exec.Command(u.cfg.Command, u.cfg.Args...)
+		cmd.Env = u.policy.ChildEnv(os.Environ(), u.cfg.Env)
+		cmd.Dir = u.cfg.Dir
+		cmd.Stderr = &stderrLines{log: u.log, cmd: cmd}
+		cmd.WaitDelay = stderrWaitDelay
+		transport = &sdk.CommandTransport{Command: cmd, TerminateDuration: terminateGrace}
+	}
+	cs, err := sdkGuard(func() (*sdk.ClientSession, error) {
+		return u.client.Connect(ctx, transport, &sdk.ClientSessionOptions{ProtocolVersion: upstreamProtocolVersion})
+	})
+	if err != nil {
+		if cmd != nil && cmd.Process != nil {
+			// The SDK closes a session whose handshake failed; make sure the child is
+			// gone even when it panicked first.
+			_ = cmd.Process.Kill()
+		}
+		return nil, err
+	}
+	c := &upstreamConn{cs: cs}
+	if cmd != nil {
+		c.proc, c.pid = cmd.Process, cmd.Process.Pid
+		u.log.Debug("upstream started", slog.Int("pid", c.pid))
+	}
+	return c, nil
+}
+
+// livePIDs returns the process ids of the live connections (for tests).
+func (u *Upstream) livePIDs() []int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	var pids []int
+	for c := range u.live {
+		if c.pid != 0 {
+			pids = append(pids, c.pid)
+		}
+	}
+	slices.Sort(pids)
+	return pids
+}
+
+// stderrLines forwards a child's stderr to the logger line by line: lines longer
+// than maxStderrLine are cut, and at most stderrLinesPerSecond lines a second are
+// logged (the number dropped is logged when the next second starts).
+type stderrLines struct {
+	log *slog.Logger
+	// cmd.Process is set by Start before the goroutine that calls Write starts.
+	cmd *exec.Cmd
+
+	// Used only by the exec package's copying goroutine.
+	buf         []byte
+	cut         bool
+	windowStart time.Time
+	inWindow    int
+	dropped     int
+}
+
+func (w *stderrLines) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		chunk := p
+		if i >= 0 {
+			chunk = p[:i]
+		}
+		if room := maxStderrLine - len(w.buf); len(chunk) > room {
+			chunk, w.cut = chunk[:max(room, 0)], true
+		}
+		w.buf = append(w.buf, chunk...)
+		if i < 0 {
+			break
+		}
+		w.emit()
+		p = p[i+1:]
+	}
+	return n, nil
+}
+
+func (w *stderrLines) emit() {
+	line := strings.TrimRight(string(w.buf), "\r")
+	cut := w.cut
+	w.buf, w.cut = w.buf[:0], false
+	now := time.Now()
+	if now.Sub(w.windowStart) >= time.Second {
+		if w.dropped > 0 {
+			w.log.Warn("upstream stderr lines dropped", slog.Int("pid", w.cmd.Process.Pid), slog.Int("lines", w.dropped))
+		}
+		w.windowStart, w.inWindow, w.dropped = now, 0, 0
+	}
+	if w.inWindow >= stderrLinesPerSecond {
+		w.dropped++
+		return
+	}
+	w.inWindow++
+	attrs := []slog.Attr{slog.Int("pid", w.cmd.Process.Pid), slog.String("line", line)}
+	if cut {
+		attrs = append(attrs, slog.Bool("truncated", true))
+	}
+	w.log.LogAttrs(context.Background(), slog.LevelInfo, "upstream stderr", attrs...)
+}
