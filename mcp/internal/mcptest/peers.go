@@ -4,9 +4,9 @@
 // several packages can share it; nothing outside tests should import it.
 //
 // The npm peers are pinned in mcp/testdata/npm/package.json and package-lock.json and
-// installed, without running any install script, with
+// installed, without running any install script and leaving the lock unchanged, with
 //
-//	npm ci --ignore-scripts --no-audit --no-fund --prefix mcp/testdata/npm
+//	npm install --ignore-scripts --no-audit --no-fund --no-save --prefix mcp/testdata/npm
 //
 // Tests that need a missing peer are skipped, except under CI=true, where .ci/run
 // installs the peers and a missing one fails the test.
@@ -30,8 +30,11 @@ import (
 // modulePath is the module whose root RepoRoot looks for.
 const modulePath = "github.com/wardenhq/warden"
 
-// everythingPackage is the npm package of the reference server.
-const everythingPackage = "@modelcontextprotocol/server-everything"
+// The npm packages of the reference server and of the Inspector.
+const (
+	everythingPackage = "@modelcontextprotocol/server-everything"
+	inspectorPackage  = "@modelcontextprotocol/inspector"
+)
 
 // minNodeMajor is the oldest Node.js major version the pinned peers run on.
 const minNodeMajor = 18
@@ -98,12 +101,27 @@ func missing(t testing.TB, format string, args ...any) {
 // because .ci/run installs it.
 func EverythingServer(t testing.TB) (command string, args []string) {
 	t.Helper()
+	return "node", []string{npmPeer(t, everythingPackage, ""), "stdio"}
+}
+
+// InspectorCLI returns the command and leading args that run the MCP Inspector's
+// command-line client (@modelcontextprotocol/inspector --cli), a black-box MCP
+// client. It skips or fails t exactly as [EverythingServer] does.
+func InspectorCLI(t testing.TB) (command string, args []string) {
+	t.Helper()
+	return "node", []string{npmPeer(t, inspectorPackage, "mcp-inspector"), "--cli"}
+}
+
+// npmPeer returns the absolute path of the entry point bin (the only one when bin is
+// "") of the installed npm package pkg, after checking node and the pinned version.
+func npmPeer(t testing.TB, pkg, bin string) string {
+	t.Helper()
 	root := RepoRoot(t)
 	npmDir := filepath.Join(root, "mcp", "testdata", "npm")
-	install := "run: npm ci --ignore-scripts --no-audit --no-fund --prefix mcp/testdata/npm"
+	install := "run: npm install --ignore-scripts --no-audit --no-fund --no-save --prefix mcp/testdata/npm"
 
 	if err := checkNode(); err != nil {
-		missing(t, "%v; the reference MCP server needs Node.js %d or later", err, minNodeMajor)
+		missing(t, "%v; the npm test peers need Node.js %d or later", err, minNodeMajor)
 	}
 	var pinned struct {
 		Dependencies map[string]string `json:"dependencies"`
@@ -111,47 +129,56 @@ func EverythingServer(t testing.TB) (command string, args []string) {
 	if err := readJSON(filepath.Join(npmDir, "package.json"), &pinned); err != nil {
 		t.Fatalf("mcptest: %v", err) // the pin is part of the repository: never skip
 	}
-	want := pinned.Dependencies[everythingPackage]
+	want := pinned.Dependencies[pkg]
 	if want == "" {
-		t.Fatalf("mcptest: %s is not pinned in mcp/testdata/npm/package.json", everythingPackage)
+		t.Fatalf("mcptest: %s is not pinned in mcp/testdata/npm/package.json", pkg)
 	}
-
-	pkgDir := filepath.Join(npmDir, "node_modules", filepath.FromSlash(everythingPackage))
+	pkgDir := filepath.Join(npmDir, "node_modules", filepath.FromSlash(pkg))
 	var installed struct {
 		Version string          `json:"version"`
 		Bin     json.RawMessage `json:"bin"`
 	}
 	if err := readJSON(filepath.Join(pkgDir, "package.json"), &installed); err != nil {
-		missing(t, "%s is not installed (%v); %s", everythingPackage, err, install)
+		missing(t, "%s is not installed (%v); %s", pkg, err, install)
 	}
 	if installed.Version != want {
-		missing(t, "%s %s is installed but %s is pinned; %s", everythingPackage, installed.Version, want, install)
+		missing(t, "%s %s is installed but %s is pinned; %s", pkg, installed.Version, want, install)
 	}
-	entry, err := binEntry(installed.Bin)
+	entry, err := binEntry(installed.Bin, bin)
 	if err != nil {
-		t.Fatalf("mcptest: %s %s: %v", everythingPackage, installed.Version, err)
+		t.Fatalf("mcptest: %s %s: %v", pkg, installed.Version, err)
 	}
 	script := filepath.Join(pkgDir, filepath.FromSlash(entry))
 	if _, err := os.Stat(script); err != nil {
-		missing(t, "%s is incompletely installed (%v); %s", everythingPackage, err, install)
+		missing(t, "%s is incompletely installed (%v); %s", pkg, err, install)
 	}
-	return "node", []string{script, "stdio"}
+	return script
 }
 
-// binEntry returns the single program a package.json "bin" field names.
-func binEntry(bin json.RawMessage) (string, error) {
+// binEntry returns the program named name in a package.json "bin" field, or its only
+// program when name is "".
+func binEntry(bin json.RawMessage, name string) (string, error) {
 	var one string
-	if err := json.Unmarshal(bin, &one); err == nil && one != "" {
+	if err := json.Unmarshal(bin, &one); err == nil && one != "" && name == "" {
 		return one, nil
 	}
 	var many map[string]string
-	if err := json.Unmarshal(bin, &many); err != nil || len(many) != 1 {
+	if err := json.Unmarshal(bin, &many); err != nil {
+		return "", fmt.Errorf(`package.json "bin" is neither a path nor a map: %s`, bin)
+	}
+	if name != "" {
+		if v, ok := many[name]; ok {
+			return v, nil
+		}
+		return "", fmt.Errorf(`package.json "bin" has no program %q: %s`, name, bin)
+	}
+	if len(many) != 1 {
 		return "", fmt.Errorf(`package.json "bin" should name one program, got %s`, bin)
 	}
 	for _, v := range many {
 		return v, nil
 	}
-	panic("unreachable")
+	return "", fmt.Errorf(`package.json "bin" is empty`)
 }
 
 func readJSON(path string, v any) error {
