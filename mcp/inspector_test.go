@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/wardenhq/warden/mcp"
-	"github.com/wardenhq/warden/mcp/internal/mcptest"
+	"github.com/wardenhq/warden/internal/mcptest"
 	"github.com/wardenhq/warden/store"
 	_ "github.com/wardenhq/warden/store/sqlite"
 )

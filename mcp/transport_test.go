@@ -15,7 +15,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenhq/warden"
 	"github.com/wardenhq/warden/mcp"
-	"github.com/wardenhq/warden/mcp/internal/mcptest"
+	"github.com/wardenhq/warden/internal/mcptest"
 )
 
 // The denial messages are pinned byte for byte: they are the ADR's (REFERENCE

@@ -23,7 +23,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wardenhq/warden"
-	"github.com/wardenhq/warden/mcp/internal/mcptest"
+	"github.com/wardenhq/warden/internal/mcptest"
 	"github.com/wardenhq/warden/store"
 	_ "github.com/wardenhq/warden/store/sqlite" // registers sqlite://
 )

@@ -1,4 +1,4 @@
-// Package mcptest holds test-support helpers for the MCP gateway: real peers to talk
+// Package mcptest holds test-support helpers for the MCP gateway and its web inbox: real peers to talk
 // to (the reference "everything" server from npm, Go example servers built on
 // demand) and the module's root directory. It is a normal package so that tests in
 // several packages can share it; nothing outside tests should import it.

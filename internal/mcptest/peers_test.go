@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/wardenhq/warden/mcp/internal/mcptest"
+	"github.com/wardenhq/warden/internal/mcptest"
 )
 
 func TestRepoRoot(t *testing.T) {
