@@ -616,7 +616,11 @@ func (st *callState) fromHuman(ctx context.Context) (*Outcome, error) {
 		}
 		p := PendingDecision{Kind: kind, Question: st.checkInQuestion()}
 		if esc != nil {
-			p.Question = "Permission escalation for " + st.call.Tool + "." + action + ": " + esc.Rationale + ". Allow this call?"
+			target := st.call.Tool
+			if action != "" {
+				target += "." + action
+			}
+			p.Question = "Permission escalation for " + target + ": " + esc.Rationale + ". Allow this call?"
 			p.Escalation = esc
 		}
 		if checkIn {

@@ -12,6 +12,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"html"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -286,17 +287,7 @@ func TestBrowserCrossSitePostRefused(t *testing.T) {
 	// The attacker even knows the session's CSRF token: only the origin check stands
 	// between their page and a decision.
 	action := f.base + "pending/" + p.ID + "/decide"
-	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		fmt.Fprintf(w, `<!doctype html><title>Win a prize</title>
-<form id="f" method="post" action="%s">
-<input type="hidden" name="csrf" value="%s"><input type="hidden" name="verdict" value="approve-once">
-</form><script>document.getElementById("f").submit()</script>`, action, csrf.Value)
-	}))
-	defer evil.Close()
-	// 127.0.0.1 on another port is the same site but another origin; localhost is
-	// another site altogether.
-	for _, origin := range []string{evil.URL, strings.Replace(evil.URL, "127.0.0.1", "localhost", 1)} {
+	for _, origin := range attackerPages(t, action, csrf.Value) {
 		run(t, ctx, "attacker page "+origin, chromedp.Navigate(origin), chromedp.WaitVisible(chromedp.CSS(`.error-card h1`)))
 		heading := get(t, ctx, "heading", chromedp.Text(chromedp.CSS(`.error-card h1`)))
 		loc := get(t, ctx, "location", chromedp.Location())
@@ -308,6 +299,23 @@ func TestBrowserCrossSitePostRefused(t *testing.T) {
 		}
 	}
 	screenshot(t, ctx, "cross-site-refused")
+}
+
+// attackerPages serves a page that, as soon as it loads, posts an approve-once
+// verdict with the given CSRF token to action, and returns its URLs from two other
+// origins: 127.0.0.1 on another port (the same site, another origin) and localhost
+// (another site altogether).
+func attackerPages(t *testing.T, action, csrf string) []string {
+	t.Helper()
+	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, `<!doctype html><title>Win a prize</title>
+<form id="f" method="post" action="%s">
+<input type="hidden" name="csrf" value="%s"><input type="hidden" name="verdict" value="approve-once">
+</form><script>document.getElementById("f").submit()</script>`, html.EscapeString(action), html.EscapeString(csrf))
+	}))
+	t.Cleanup(evil.Close)
+	return []string{evil.URL, strings.Replace(evil.URL, "127.0.0.1", "localhost", 1)}
 }
 
 func TestBrowserAuditAndPins(t *testing.T) {

@@ -91,7 +91,12 @@ func viewPending(p store.Pending) pendingView {
 		fill(&v.Question, d.Question)
 		fill(&v.Detail, d.Detail)
 		fill(&v.Tool, d.Tool)
-		fill(&v.Digest, d.Digest)
+		// The row's digest is what the caller binds the approval to, which may cover
+		// more than the arguments (the gateway binds principal, tool and kind too); the
+		// card shows the digest of the arguments it shows, as the audit log records it.
+		if d.Digest != "" {
+			v.Digest = d.Digest
+		}
 		fill(&v.Principal, d.Identity.Principal)
 		fill(&v.Tenant, d.Identity.Tenant)
 		fill(&v.Conversation, d.Identity.Conversation)

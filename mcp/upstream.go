@@ -994,6 +994,7 @@ func (u *Upstream) start(ctx context.Context) (*upstreamConn, error) {
 	} else {
 		cmd = exec.Command(u.cfg.Command, u.cfg.Args...)
 		cmd.Env = u.policy.ChildEnv(os.Environ(), u.cfg.Env)
+		dieWithGateway(cmd)
 		cmd.Dir = u.cfg.Dir
 		cmd.Stderr = &stderrLines{log: u.log, cmd: cmd}
 		cmd.WaitDelay = stderrWaitDelay

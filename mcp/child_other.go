@@ -1,0 +1,9 @@
+//go:build !linux
+
+package mcp
+
+import "os/exec"
+
+// dieWithGateway does nothing where the kernel cannot tie a child's life to its
+// parent's; Upstream.Close still stops every server it started.
+func dieWithGateway(*exec.Cmd) {}
