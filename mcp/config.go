@@ -162,6 +162,7 @@ func (d *configDecoder) top(root *yaml.Node, c *Config) {
 		return
 	}
 	seen := map[string]bool{}
+	var project []ServerConfig
 	for _, kv := range kvs {
 		seen[kv.Key] = true
 		switch kv.Key {
@@ -176,7 +177,7 @@ func (d *configDecoder) top(root *yaml.Node, c *Config) {
 		case "servers":
 			c.Servers = d.servers(kv.Value)
 		case "project_file":
-			d.projectFile(kv.Value, c)
+			project = d.projectFile(kv.Value, c)
 		case "listen":
 			if s, ok := d.nonEmpty(kv.Value, "listen"); ok {
 				if _, _, err := net.SplitHostPort(s); err != nil {
@@ -209,6 +210,8 @@ func (d *configDecoder) top(root *yaml.Node, c *Config) {
 			d.Fail(kv.KeyNode, "known keys: "+strings.Join(topKeys, ", ")+yamlstrict.Suggest(kv.Key, topKeys), "unknown key %q", kv.Key)
 		}
 	}
+	// Added after the loop, so that a servers key after project_file cannot replace them.
+	c.Servers = append(c.Servers, project...)
 	if !seen["policy"] {
 		d.Fail(root, "name the policy file every call is checked against, e.g. `policy: policy.yaml`", "policy is required")
 	}
@@ -438,7 +441,7 @@ func (d *configDecoder) headers(n *yaml.Node, where string) map[string]string {
 	return m
 }
 
-func (d *configDecoder) projectFile(n *yaml.Node, c *Config) {
+func (d *configDecoder) projectFile(n *yaml.Node, c *Config) []ServerConfig {
 	for _, kv := range d.entries(n, "project_file", []string{"path", "trust"}) {
 		switch kv.Key {
 		case "path":
@@ -449,14 +452,14 @@ func (d *configDecoder) projectFile(n *yaml.Node, c *Config) {
 	}
 	if c.ProjectFile == "" {
 		d.Fail(n, "add `path: .mcp.json`", "project_file.path is required")
-		return
+		return nil
 	}
 	servers, err := LoadProjectServers(c.ProjectFile, c.TrustProjectFile)
 	if err != nil {
 		d.Fail(n, "set project_file.trust: true only for a file you have read and trust", "%v", err)
-		return
+		return nil
 	}
-	c.Servers = append(c.Servers, servers...)
+	return servers
 }
 
 var clientKeys = []string{"principal", "tenant", "role", "token_env", "token_sha256"}
@@ -626,8 +629,9 @@ func (d *configDecoder) limits(n *yaml.Node, c *Config) {
 		case "max_request_bytes":
 			if kv.Value.Tag == "!!int" {
 				c.MaxRequestBytes = d.integer(kv.Value, "limits.max_request_bytes", 1024)
-			} else {
-				c.MaxRequestBytes = d.size(kv.Value, "limits.max_request_bytes")
+			} else if c.MaxRequestBytes = d.size(kv.Value, "limits.max_request_bytes"); c.MaxRequestBytes > 0 && c.MaxRequestBytes < 1024 {
+				// The same minimum as for a plain number: a smaller limit refuses every request.
+				d.Fail(kv.Value, "use a number of at least 1024", "limits.max_request_bytes %q is out of range", kv.Value.Value)
 			}
 		case "call_timeout":
 			c.CallTimeout = d.duration(kv.Value, "limits.call_timeout")

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -22,8 +23,9 @@ type front struct {
 	g      *Gateway
 	kind   string // "http" or "stdio"
 	server *sdk.Server
-	// stdioSession names the stdio front's single session (the transport has no id).
-	stdioSession string
+	// stdioSessions names each stdio connection's session (the transport has no
+	// id), by *sdk.ServerSession.
+	stdioSessions sync.Map
 }
 
 // Protocol versions the fronts speak. The gateway asks people mid-call by
@@ -32,7 +34,7 @@ type front struct {
 var frontProtocolVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
 
 func (g *Gateway) newFront(kind, version string) *front {
-	f := &front{g: g, kind: kind, stdioSession: newID("stdio")}
+	f := &front{g: g, kind: kind}
 	f.server = sdk.NewServer(&sdk.Implementation{Name: "warden-gateway", Title: "Warden gateway", Version: version}, &sdk.ServerOptions{
 		Instructions:              "Tools served through Warden. Every call is checked against a policy; a refused call returns a tool error that says why. Some calls wait for a person to approve them.",
 		PageSize:                  1000,
@@ -116,11 +118,18 @@ func (f *front) identifyRequest(st *gatewayState, req sdk.Request) (Client, erro
 	return cl, nil
 }
 
+// sessionID names the caller's MCP session: the HTTP session id, or for a stdio
+// connection an id made on its first call. A call without a session (which the SDK
+// does not produce) shares one fixed id, so a halt can never be escaped that way.
 func (f *front) sessionID(req *sdk.CallToolRequest) string {
-	if f.kind == "stdio" || req.Session == nil || req.Session.ID() == "" {
-		return f.stdioSession
+	if req.Session == nil {
+		return "mcp_nosession"
 	}
-	return req.Session.ID()
+	if f.kind == "http" && req.Session.ID() != "" {
+		return req.Session.ID()
+	}
+	id, _ := f.stdioSessions.LoadOrStore(req.Session, newID("stdio"))
+	return id.(string)
 }
 
 func (f *front) canElicit(req *sdk.CallToolRequest) bool {

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -58,12 +59,18 @@ type Gateway struct {
 	installed map[string]string // tool name -> definition hash, as installed on the fronts
 	closed    bool
 
-	state atomic.Pointer[gatewayState]
+	state  atomic.Pointer[gatewayState]
 	fronts []*front
 
 	halted   sync.Map // MCP session id -> halt text
 	inflight sync.WaitGroup
 	ready    atomic.Bool
+
+	// bg is the context of the gateway's background work (discovery retries, pin
+	// re-checks), cancelled by Shutdown, which waits for bgWG.
+	bg       context.Context
+	bgCancel context.CancelFunc
+	bgWG     sync.WaitGroup
 }
 
 type upstreamEntry struct {
@@ -112,6 +119,7 @@ func NewGateway(ctx context.Context, cfg *Config, opts GatewayOptions) (*Gateway
 		upstreams: map[string]*upstreamEntry{},
 		installed: map[string]string{},
 	}
+	g.bg, g.bgCancel = context.WithCancel(context.Background())
 	g.journal = audit.NewJournal(opts.Store, &audit.Options{RedactArgs: cfg.RedactArgs})
 	g.sink = multiSink(append([]warden.Sink{g.events, logSink{log}}, opts.Sinks...))
 	version := opts.Version
@@ -126,6 +134,8 @@ func NewGateway(ctx context.Context, cfg *Config, opts GatewayOptions) (*Gateway
 		return nil, err
 	}
 	g.ready.Store(true)
+	g.bgWG.Add(1)
+	go g.recheckPins()
 	return g, nil
 }
 
@@ -151,7 +161,12 @@ func (g *Gateway) Reload(ctx context.Context, cfg *Config) error {
 	}
 	_ = views
 	g.mu.Lock()
-	defer g.mu.Unlock()
+	unlocked := false
+	defer func() {
+		if !unlocked {
+			g.mu.Unlock()
+		}
+	}()
 	if g.closed {
 		return errors.New("mcp: gateway is closed")
 	}
@@ -189,6 +204,10 @@ func (g *Gateway) Reload(ctx context.Context, cfg *Config) error {
 	g.discover(ctx, started)
 	st, err := g.build(cfg, pol, next)
 	if err != nil {
+		// Close outside g.mu: an upstream's worker may be waiting for it in rebuild
+		// (after a tools/list_changed), and Close waits for that worker.
+		g.mu.Unlock()
+		unlocked = true
 		for _, e := range started {
 			e.up.Close()
 		}
@@ -229,6 +248,7 @@ func (g *Gateway) discover(ctx context.Context, entries []*upstreamEntry) {
 					return
 				}
 				g.log.Error("upstream server discovery failed; retrying in the background", "server", e.cfg.Name, "error", err)
+				g.bgWG.Add(1)
 				go g.retryDiscovery(e)
 				return
 			}
@@ -239,16 +259,21 @@ func (g *Gateway) discover(ctx context.Context, entries []*upstreamEntry) {
 }
 
 func (g *Gateway) retryDiscovery(e *upstreamEntry) {
+	defer g.bgWG.Done()
 	delay := time.Second
 	for {
-		time.Sleep(delay)
+		select {
+		case <-g.bg.Done():
+			return
+		case <-time.After(delay):
+		}
 		g.mu.Lock()
 		current := !g.closed && g.upstreams[e.cfg.Name] == e
 		g.mu.Unlock()
 		if !current {
 			return
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		ctx, cancel := context.WithTimeout(g.bg, time.Minute)
 		_, _, err := e.up.Discover(ctx)
 		cancel()
 		g.mu.Lock()
@@ -260,6 +285,43 @@ func (g *Gateway) retryDiscovery(e *upstreamEntry) {
 			return
 		}
 		delay = min(delay*2, 30*time.Second)
+	}
+}
+
+// pinRecheckInterval is how often, while a tool is quarantined, the gateway re-reads
+// the pins of the servers holding one.
+const pinRecheckInterval = 2 * time.Second
+
+// recheckPins makes an operator's decision on a changed tool definition take effect
+// without a restart: the approval is written to the store, usually by another process
+// (`warden pins approve`), so while any served tool is quarantined the gateway
+// re-reads its server's pins every pinRecheckInterval. [Upstream.Refresh] reports a
+// change through OnToolsChanged, which rebuilds the served tool set.
+func (g *Gateway) recheckPins() {
+	defer g.bgWG.Done()
+	tick := time.NewTicker(pinRecheckInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-g.bg.Done():
+			return
+		case <-tick.C:
+		}
+		var ups []*Upstream
+		st := g.state.Load()
+		for _, name := range st.names {
+			gt := st.tools[name]
+			if gt.tool.Quarantined && !slices.Contains(ups, gt.up) {
+				ups = append(ups, gt.up)
+			}
+		}
+		for _, up := range ups {
+			ctx, cancel := context.WithTimeout(g.bg, 30*time.Second)
+			if err := up.Refresh(ctx); err != nil && g.bg.Err() == nil {
+				g.log.Warn("cannot re-read tool definition pins; the tools stay quarantined", "server", up.Name(), "error", err)
+			}
+			cancel()
+		}
 	}
 }
 
@@ -578,10 +640,14 @@ func (g *Gateway) decide(ctx context.Context, f *front, st *gatewayState, cl Cli
 		return warden.Approved{By: got.DecidedBy, Note: got.Note}, ""
 	}
 	if st.cfg.Elicitation && f.canElicit(req) {
-		res, err := req.Session.Elicit(ctx, &sdk.ElicitParams{
+		// A client that never answers must not hold the call (or a shutdown) forever:
+		// the user gets as long as an operator would.
+		ectx, cancel := context.WithTimeout(ctx, st.cfg.ApprovalWait)
+		res, err := req.Session.Elicit(ectx, &sdk.ElicitParams{
 			Message:         ElicitationMessage(p),
 			RequestedSchema: json.RawMessage(`{"type":"object","properties":{}}`),
 		})
+		cancel()
 		switch {
 		case err != nil:
 			g.log.Warn("elicitation failed; asking an operator instead", "tool", p.Tool, "error", err)
@@ -716,6 +782,8 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		err = fmt.Errorf("calls still in flight at shutdown: %w", ctx.Err())
 	}
+	g.bgCancel()
+	g.bgWG.Wait()
 	var wg sync.WaitGroup
 	for _, e := range ups {
 		if e.up != nil {

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wardenhq/warden/mcp"
 	"github.com/wardenhq/warden/internal/mcptest"
+	"github.com/wardenhq/warden/mcp"
 	"github.com/wardenhq/warden/store"
 	_ "github.com/wardenhq/warden/store/sqlite"
 )

@@ -14,8 +14,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenhq/warden"
-	"github.com/wardenhq/warden/mcp"
 	"github.com/wardenhq/warden/internal/mcptest"
+	"github.com/wardenhq/warden/mcp"
 )
 
 // The denial messages are pinned byte for byte: they are the ADR's (REFERENCE
