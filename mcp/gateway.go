@@ -62,7 +62,11 @@ type Gateway struct {
 	state  atomic.Pointer[gatewayState]
 	fronts []*front
 
-	halted   sync.Map // MCP session id -> halt text
+	halted sync.Map // MCP session id -> halt text
+	// flight counts calls in flight; once draining is set no call starts, so
+	// Shutdown's wait cannot race a late Add.
+	flightMu sync.Mutex
+	draining bool
 	inflight sync.WaitGroup
 	ready    atomic.Bool
 
@@ -530,7 +534,13 @@ type resultSlot struct {
 
 // callTool serves one tools/call through the pipeline.
 func (g *Gateway) callTool(ctx context.Context, f *front, name string, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+	g.flightMu.Lock()
+	if g.draining {
+		g.flightMu.Unlock()
+		return textResult("The gateway is shutting down; nothing ran. Call again once it is back.", true), nil
+	}
 	g.inflight.Add(1)
+	g.flightMu.Unlock()
 	defer g.inflight.Done()
 	st := g.state.Load()
 	cl, err := f.identify(st, req)
@@ -774,6 +784,9 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 	g.closed = true
 	ups := g.upstreams
 	g.mu.Unlock()
+	g.flightMu.Lock()
+	g.draining = true
+	g.flightMu.Unlock()
 	done := make(chan struct{})
 	go func() { g.inflight.Wait(); close(done) }()
 	var err error

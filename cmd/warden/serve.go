@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -40,9 +41,12 @@ Upstream MCP servers named in the config are admitted by the transport policy,
 their tools are discovered and pinned, and every call from an MCP client runs
 through the policy, human approvals and the audit log.
 
-The HTTP front (listen:) authenticates clients with bearer tokens. With --stdio
-the gateway also speaks MCP on stdin/stdout as the config's stdio identity, for
-clients that start it as a subprocess; logs then go to stderr only.
+The HTTP front (listen:) authenticates clients with bearer tokens and serves the
+web inbox. With --stdio the gateway instead speaks MCP on stdin/stdout as the
+config's stdio identity, for a client that starts it as a subprocess (no HTTP
+front, so several such copies can run beside a shared HTTP gateway; they share
+its store, so operators decide their approvals in the same inbox); logs go to
+stderr only, and the process ends when the client closes stdin.
 
 SIGHUP, or a change to the config or policy file, reloads both: the new revision
 applies to new calls; a bad file keeps the old revision and the log says why.`,
@@ -55,7 +59,7 @@ applies to new calls; a bad file keeps the old revision and the log says why.`,
 		},
 	}
 	cmd.Flags().StringVarP(&o.config, "config", "c", "", "the gateway config file")
-	cmd.Flags().BoolVar(&o.stdio, "stdio", false, "also serve MCP on stdin/stdout (as the config's stdio identity)")
+	cmd.Flags().BoolVar(&o.stdio, "stdio", false, "serve MCP on stdin/stdout only (as the config's stdio identity), not HTTP")
 	cmd.AddCommand(&cobra.Command{
 		Use:   "hash-token",
 		Short: "Print the token_sha256 value for a token read from stdin",
@@ -88,6 +92,9 @@ func runServe(ctx context.Context, o serveOptions, stdin io.Reader, stdout, stde
 	if cfg.Listen == "" && !o.stdio {
 		return usageErrorf("%s sets no listen address: add `listen: 127.0.0.1:8080`, or pass --stdio", o.config)
 	}
+	// Stamped before the gateway loads the files, so that an edit made while it starts
+	// (discovery can take a while) is reloaded rather than missed.
+	watch := newFileWatch(o.config, cfg.Policy)
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -109,8 +116,9 @@ func runServe(ctx context.Context, o serveOptions, stdin io.Reader, stdout, stde
 
 	var srv *http.Server
 	var ib *inbox.Inbox
+	var requests requestCounter
 	serveErr := make(chan error, 2)
-	if cfg.Listen != "" {
+	if cfg.Listen != "" && !o.stdio {
 		mux := http.NewServeMux()
 		mux.Handle(cfg.Path, gw.MCPHandler())
 		health := gw.HealthHandler()
@@ -133,13 +141,15 @@ func runServe(ctx context.Context, o serveOptions, stdin io.Reader, stdout, stde
 			gw.Close()
 			return configError(fmt.Errorf("%s: listen %s: %w", cfg.File, cfg.Listen, err))
 		}
-		srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+		srv = &http.Server{Handler: requests.wrap(mux), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 		log.Info("warden gateway listening", "mcp", "http://"+ln.Addr().String()+cfg.Path, "inbox", inboxURL(ln, cfg, ib != nil))
 		go func() { serveErr <- srv.Serve(ln) }()
 	}
 	if o.stdio {
 		go func() {
-			err := gw.ServeStdio(ctx, &sdk.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}})
+			// Not the signal context: on SIGTERM, calls in flight finish (gw.Shutdown waits
+			// for them) and the process then exits.
+			err := gw.ServeStdio(context.WithoutCancel(ctx), &sdk.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}})
 			if err == nil || errors.Is(err, io.EOF) {
 				err = errStdioClosed
 			}
@@ -158,7 +168,6 @@ func runServe(ctx context.Context, o serveOptions, stdin io.Reader, stdout, stde
 		}
 		log.Info("configuration reloaded", "trigger", why)
 	}
-	watch := newFileWatch(o.config, cfg.Policy)
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 
@@ -183,26 +192,23 @@ loop:
 			break loop
 		}
 	}
+	// From here a second SIGTERM or Ctrl-C ends the process at once (main catches
+	// them too, so stopping this notification alone would not be enough).
+	signal.Reset(os.Interrupt, syscall.SIGTERM)
 	log.Info("shutting down: finishing calls in flight")
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	// Stop accepting connections, then wait for the calls in flight. HTTP requests
-	// that never end by themselves (every session's standalone SSE stream) would hold
-	// srv.Shutdown until the deadline, so they are cut once the calls are done and
-	// their responses had a moment to be written.
-	httpDone := make(chan struct{})
 	if srv != nil {
+		// Stop accepting connections and wait for the requests that carry calls.
+		// GETs are not waited for: a session's standalone SSE stream and the inbox's
+		// event stream never end by themselves and would hold srv.Shutdown until the
+		// deadline, so they are cut once the calls are answered.
+		httpDone := make(chan struct{})
 		go func() { srv.Shutdown(sctx); close(httpDone) }()
-	} else {
-		close(httpDone)
-	}
-	if ib != nil {
-		ib.Close() // ends the operators' event streams
-	}
-	if err := gw.Shutdown(sctx); err != nil {
-		log.Warn("shutdown", "error", err)
-	}
-	if srv != nil {
+		if ib != nil {
+			ib.Close()
+		}
+		requests.drain(sctx)
 		select {
 		case <-httpDone:
 		case <-time.After(responseGrace):
@@ -211,12 +217,42 @@ loop:
 		srv.Close()
 		<-httpDone
 	}
+	if err := gw.Shutdown(sctx); err != nil {
+		log.Warn("shutdown", "error", err)
+	}
 	return runErr
 }
 
-// responseGrace is how long a shutting-down gateway lets HTTP responses of finished
-// calls be written before it closes the remaining connections.
-const responseGrace = 2 * time.Second
+// responseGrace is how long a shutting-down gateway lets the last responses be
+// written before it closes the connections left (streams).
+const responseGrace = time.Second
+
+// requestCounter counts the HTTP requests in flight other than GETs: MCP messages
+// (tool calls among them) and operators' decisions.
+type requestCounter struct{ n atomic.Int64 }
+
+func (c *requestCounter) wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet {
+			c.n.Add(1)
+			defer c.n.Add(-1)
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// drain waits until no counted request is in flight, or ctx ends.
+func (c *requestCounter) drain(ctx context.Context) {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for c.n.Load() > 0 {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
 
 var errStdioClosed = errors.New("stdio client disconnected")
 
