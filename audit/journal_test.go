@@ -80,7 +80,7 @@ func TestJournalRecords(t *testing.T) {
 			}),
 			rec("id-refund", "refund", func(r *store.CallRecord) {
 				r.Stage, r.Status = warden.StageHuman, warden.StatusPending
-				r.ResultSize = len("waiting for a person to decide: Permission escalation for refund.: refunds need a person. Allow this call?")
+				r.ResultSize = len("waiting for a person to decide: Permission escalation for refund: refunds need a person. Allow this call?")
 			}),
 			rec("id-fail", "fail", func(r *store.CallRecord) {
 				r.Stage, r.Status, r.Executed = warden.StageExecute, warden.StatusFailed, true
