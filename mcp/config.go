@@ -41,7 +41,8 @@ type Config struct {
 	// Listen is the HTTP front's address ("" = no HTTP front); Path the MCP endpoint.
 	Listen string
 	Path   string
-	// Stdio is the identity of the stdio front.
+	// Stdio is the identity of the stdio front: principal "stdio" when none is
+	// configured, and an empty role means the policy's active role.
 	Stdio Client
 	// Clients are the HTTP clients, by token hash.
 	Clients []Client
@@ -226,10 +227,6 @@ func (d *configDecoder) top(root *yaml.Node, c *Config) {
 	}
 	if c.Stdio.Principal == "" {
 		c.Stdio.Principal = "stdio"
-	}
-	if c.Stdio.Role == "" && c.Stdio.Principal == "stdio" {
-		// The default stdio identity takes the policy's active role.
-		c.Stdio.Role = ""
 	}
 	for i := range c.Servers {
 		for j := i + 1; j < len(c.Servers); j++ {

@@ -159,11 +159,10 @@ func (g *Gateway) Reload(ctx context.Context, cfg *Config) error {
 	if err != nil {
 		return err
 	}
-	views, err := policyViews(pol, cfg)
-	if err != nil {
+	// Every configured role must exist before anything is started for this revision.
+	if _, err := policyViews(pol, cfg); err != nil {
 		return err
 	}
-	_ = views
 	g.mu.Lock()
 	unlocked := false
 	defer func() {
@@ -589,9 +588,14 @@ func (g *Gateway) callTool(ctx context.Context, f *front, name string, req *sdk.
 		g.halted.Store(session, text)
 		return textResult(text, true), nil
 	}
-	if out.Status == warden.StatusPending {
-		// A second question on one call cannot be answered in the same call.
-		return textResult(out.ModelText, true), nil
+	if err != nil || out.Status == warden.StatusPending {
+		// Cancelled, refused by the resume, or a second question on one call (which
+		// cannot be answered in the same call): never a success.
+		text := out.ModelText
+		if text == "" && err != nil {
+			text = "The call did not run: " + err.Error()
+		}
+		return textResult(text, true), nil
 	}
 	if out.Executed && slot.res != nil && out.ModelText == slot.text && !slot.res.IsError {
 		return slot.res, nil
