@@ -8,7 +8,6 @@ package inbox_test
 // server did and what the audit pages show.
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -18,7 +17,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -68,46 +66,18 @@ type e2eEnv struct {
 	gw     *mcp.Gateway
 	base   string // the inbox's absolute URL, ending in "/"
 	mcpURL string
-	notes  string // the notes server's directory
-	log    *lockedBuffer
-}
-
-// lockedBuffer collects the gateway's log; the gateway writes it from many goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+	notes  string             // the notes server's directory
+	log    *mcptest.LogBuffer // the gateway writes it from many goroutines
 }
 
 func startE2E(t *testing.T) *e2eEnv {
 	t.Helper()
-	bin := mcptest.BuildBinary(t, "./examples/gateway/notes-server")
-	t.Setenv("PATH", filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	mcptest.PeersOnPATH(t, "./examples/gateway/notes-server")
 	dir := t.TempDir()
-	policy, err := os.ReadFile(filepath.Join(mcptest.RepoRoot(t), "examples", "gateway", "policy.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "policy.yaml"), policy, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	e := &e2eEnv{notes: filepath.Join(dir, "notes"), log: &lockedBuffer{}}
+	mcptest.CopyExamplePolicy(t, dir)
+	e := &e2eEnv{notes: filepath.Join(dir, "notes"), log: &mcptest.LogBuffer{}}
 	data := fmt.Appendf(nil, e2eConfig, e.notes, e2eAgent, mcp.HashToken(clientToken), operatorName, mcp.HashToken(operatorToken))
-	file := filepath.Join(dir, "gateway.yaml")
-	if err := os.WriteFile(file, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	file := mcptest.WriteFile(t, dir, "gateway.yaml", data)
 	cfg, err := mcp.ParseConfig(file, data, func(string) string { return "" })
 	if err != nil {
 		t.Fatalf("gateway config:\n%s\n%v", data, err)
@@ -116,11 +86,7 @@ func startE2E(t *testing.T) *e2eEnv {
 		t.Fatalf("store.Open(%s): %v", cfg.Store, err)
 	}
 	t.Cleanup(func() { e.st.Close() })
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("gateway log:\n%s", e.log.String())
-		}
-	})
+	e.log.LogOnFailure(t, "gateway log")
 	logger := slog.New(slog.NewTextHandler(e.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -162,33 +128,12 @@ func startE2E(t *testing.T) *e2eEnv {
 	return e
 }
 
-// bearer adds a bearer token to every request of an MCP client.
-type bearer struct {
-	token string
-	next  http.RoundTripper
-}
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return b.next.RoundTrip(r)
-}
-
 // connect opens an MCP session with token, over streamable HTTP. The client declares
 // no elicitation, so a call that needs a person waits for an operator.
 func (e *e2eEnv) connect(t *testing.T, token string) (*sdk.ClientSession, error) {
 	t.Helper()
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	t.Cleanup(tr.CloseIdleConnections)
 	c := sdk.NewClient(&sdk.Implementation{Name: "inbox-e2e", Version: "1"}, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cs, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: e.mcpURL, HTTPClient: &http.Client{Transport: bearer{token, tr}}}, nil)
-	if err != nil {
-		return nil, err
-	}
-	t.Cleanup(func() { cs.Close() })
-	return cs, nil
+	return mcptest.ConnectHTTP(t, c, e.mcpURL, token, nil, 30*time.Second)
 }
 
 func (e *e2eEnv) agent(t *testing.T) *sdk.ClientSession {
@@ -203,23 +148,7 @@ func (e *e2eEnv) agent(t *testing.T) *sdk.ClientSession {
 // callTool makes one call and returns its result, failing t on a protocol error.
 func callTool(t *testing.T, cs *sdk.ClientSession, tool string, args map[string]any) *sdk.CallToolResult {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: args})
-	if err != nil {
-		t.Fatalf("call %s %v: %v", tool, args, err)
-	}
-	return res
-}
-
-func resultText(res *sdk.CallToolResult) string {
-	var parts []string
-	for _, c := range res.Content {
-		if tc, ok := c.(*sdk.TextContent); ok {
-			parts = append(parts, tc.Text)
-		}
-	}
-	return strings.Join(parts, "\n")
+	return mcptest.CallTool(t, cs, 30*time.Second, tool, args)
 }
 
 type callResult struct {
@@ -260,8 +189,8 @@ func awaitCall(t *testing.T, ch <-chan callResult, within time.Duration) callRes
 func writeNote(t *testing.T, cs *sdk.ClientSession, name, text string) {
 	t.Helper()
 	res := callTool(t, cs, "mcp__notes__write_note", map[string]any{"name": name, "text": text})
-	if want := fmt.Sprintf("Wrote note %q (%d bytes).", name, len(text)); res.IsError || resultText(res) != want {
-		t.Fatalf("write_note: isError=%t %q, want %q", res.IsError, resultText(res), want)
+	if want := fmt.Sprintf("Wrote note %q (%d bytes).", name, len(text)); res.IsError || mcptest.ResultText(res) != want {
+		t.Fatalf("write_note: isError=%t %q, want %q", res.IsError, mcptest.ResultText(res), want)
 	}
 }
 
@@ -374,11 +303,11 @@ func TestE2EGatewayApprove(t *testing.T) {
 	}
 	r := awaitCall(t, call, 15*time.Second)
 	t.Logf("the call returned %v after the click (it waited %v in all)", time.Since(start).Round(time.Millisecond), r.elapsed.Round(time.Millisecond))
-	if want := fmt.Sprintf("Deleted note %q.", note); r.res.IsError || resultText(r.res) != want {
-		t.Errorf("the approved call returned isError=%t %q, want %q", r.res.IsError, resultText(r.res), want)
+	if want := fmt.Sprintf("Deleted note %q.", note); r.res.IsError || mcptest.ResultText(r.res) != want {
+		t.Errorf("the approved call returned isError=%t %q, want %q", r.res.IsError, mcptest.ResultText(r.res), want)
 	}
-	if res := callTool(t, cs, "mcp__notes__read_note", map[string]any{"name": note}); !res.IsError || !strings.Contains(resultText(res), "does not exist") {
-		t.Errorf("reading the deleted note: isError=%t %q", res.IsError, resultText(res))
+	if res := callTool(t, cs, "mcp__notes__read_note", map[string]any{"name": note}); !res.IsError || !strings.Contains(mcptest.ResultText(res), "does not exist") {
+		t.Errorf("reading the deleted note: isError=%t %q", res.IsError, mcptest.ResultText(res))
 	}
 	if _, err := os.Stat(filepath.Join(e.notes, note)); !os.IsNotExist(err) {
 		t.Errorf("the note's file is still there: %v", err)
@@ -456,11 +385,11 @@ func TestE2EGatewayDecline(t *testing.T) {
 	}
 	r := awaitCall(t, call, 15*time.Second)
 	t.Logf("the call returned %v after the click (it waited %v in all)", time.Since(start).Round(time.Millisecond), r.elapsed.Round(time.Millisecond))
-	if got, want := resultText(r.res), warden.DeclinedText("not today"); !r.res.IsError || got != want {
+	if got, want := mcptest.ResultText(r.res), warden.DeclinedText("not today"); !r.res.IsError || got != want {
 		t.Errorf("the declined call returned isError=%t %q, want isError=true %q", r.res.IsError, got, want)
 	}
-	if res := callTool(t, cs, "mcp__notes__read_note", map[string]any{"name": note}); res.IsError || resultText(res) != text {
-		t.Errorf("the note after the decline: isError=%t %q, want %q", res.IsError, resultText(res), text)
+	if res := callTool(t, cs, "mcp__notes__read_note", map[string]any{"name": note}); res.IsError || mcptest.ResultText(res) != text {
+		t.Errorf("the note after the decline: isError=%t %q, want %q", res.IsError, mcptest.ResultText(res), text)
 	}
 	if got := getPending(t, e.st, p.ID); got.State != store.StateDeclined || got.DecidedBy != operatorName || got.Note != "not today" {
 		t.Errorf("the decision: state %s by %q note %q", got.State, got.DecidedBy, got.Note)
@@ -484,7 +413,7 @@ func TestE2EClientTokenCannotSignIn(t *testing.T) {
 	// The client token is live on this very server.
 	cs := e.agent(t)
 	if res := callTool(t, cs, "mcp__notes__list_notes", nil); res.IsError {
-		t.Fatalf("list_notes with the client token: %q", resultText(res))
+		t.Fatalf("list_notes with the client token: %q", mcptest.ResultText(res))
 	}
 
 	ctx := newTab(t)
@@ -541,7 +470,7 @@ func TestE2EGatewayCrossSitePostRefused(t *testing.T) {
 
 	run(t, ctx, "back to pending", chromedp.Navigate(e.base+"pending"), chromedp.WaitVisible(css(`article[data-id="%s"]`, p.ID)))
 	submitForFlash(t, ctx, css(`article[data-id="%s"] button[value="decline"]`, p.ID))
-	if r := awaitCall(t, call, 15*time.Second); !r.res.IsError || resultText(r.res) != warden.DeclinedText("") {
-		t.Errorf("the call after the operator declined: isError=%t %q", r.res.IsError, resultText(r.res))
+	if r := awaitCall(t, call, 15*time.Second); !r.res.IsError || mcptest.ResultText(r.res) != warden.DeclinedText("") {
+		t.Errorf("the call after the operator declined: isError=%t %q", r.res.IsError, mcptest.ResultText(r.res))
 	}
 }

@@ -166,23 +166,14 @@ func stdioSession(tb testing.TB, c *sdk.Client) *sdk.ClientSession {
 	return cs
 }
 
-// bearer adds the token to every request. Every HTTP path uses it, so each pays the
-// same client-side cost; only the gateway checks the token.
-type bearer struct{ next http.RoundTripper }
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+benchToken)
-	return b.next.RoundTrip(r)
-}
-
-// httpSessions serves h and connects benchConc client sessions to url+path.
+// httpSessions serves h and connects benchConc client sessions to url+path. Every
+// HTTP path sends the token, so each pays the same client-side cost; only the gateway
+// checks it.
 func httpSessions(tb testing.TB, h http.Handler, path string) []*sdk.ClientSession {
 	tb.Helper()
 	srv := httptest.NewServer(h)
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 4 * benchConc // each session also holds its standalone SSE stream
-	hc := &http.Client{Transport: bearer{tr}}
 	tb.Cleanup(func() {
 		srv.CloseClientConnections()
 		srv.Close()
@@ -191,11 +182,10 @@ func httpSessions(tb testing.TB, h http.Handler, path string) []*sdk.ClientSessi
 	c := benchClient()
 	out := make([]*sdk.ClientSession, benchConc)
 	for i := range out {
-		cs, err := c.Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: srv.URL + path, HTTPClient: hc}, nil)
+		cs, err := mcptest.ConnectHTTP(tb, c, srv.URL+path, benchToken, tr, 0)
 		if err != nil {
 			tb.Fatal(err)
 		}
-		tb.Cleanup(func() { cs.Close() })
 		out[i] = cs
 	}
 	return out
@@ -299,13 +289,9 @@ func startGateway(tb testing.TB, name, syncMode string) *benchTarget {
 	if syncMode != "" {
 		dsn += "?sync=" + syncMode
 	}
-	file := filepath.Join(dir, "gateway.yaml")
 	data := fmt.Appendf(nil, benchGatewayConfig, dsn, benchConc, mcp.HashToken(benchToken))
-	for path, content := range map[string][]byte{file: data, filepath.Join(dir, "policy.yaml"): []byte(benchPolicy)} {
-		if err := os.WriteFile(path, content, 0o600); err != nil {
-			tb.Fatal(err)
-		}
-	}
+	file := mcptest.WriteFile(tb, dir, "gateway.yaml", data)
+	mcptest.WriteFile(tb, dir, "policy.yaml", []byte(benchPolicy))
 	cfg, err := mcp.ParseConfig(file, data, func(string) string { return "" })
 	if err != nil {
 		tb.Fatal(err)

@@ -23,24 +23,16 @@ import (
 // client token, as a person following the README would.
 func TestInspectorSeesOnlyPermittedTools(t *testing.T) {
 	inspector, inspectorArgs := mcptest.InspectorCLI(t)
-	bin := mcptest.BuildBinary(t, "./examples/gateway/notes-server")
-	t.Setenv("PATH", filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	mcptest.PeersOnPATH(t, "./examples/gateway/notes-server")
 	dir := t.TempDir()
-	root := mcptest.RepoRoot(t)
-	policy, err := os.ReadFile(filepath.Join(root, "examples", "gateway", "policy.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "policy.yaml"), policy, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	mcptest.CopyExamplePolicy(t, dir)
 	const readerToken, writerToken = "inspector-reader-token-1", "inspector-writer-token-2"
 	cfgText := `
 policy: policy.yaml
 store: sqlite://w.db
-transport: {allow_commands: true, commands: [` + filepath.Base(bin) + `]}
+transport: {allow_commands: true, commands: [notes-server]}
 servers:
-  notes: {command: ` + filepath.Base(bin) + `, args: [-dir, notes]}
+  notes: {command: notes-server, args: [-dir, notes]}
 listen: 127.0.0.1:0
 clients:
   - {principal: r, role: reader, token_sha256: ` + mcp.HashToken(readerToken) + `}

@@ -6,7 +6,6 @@ package main
 // through the real `warden approvals` command line.
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -19,13 +18,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/wardenhq/warden/internal/mcptest"
 	"github.com/wardenhq/warden/mcp"
 	"github.com/wardenhq/warden/store"
 )
@@ -109,8 +108,7 @@ func newNotesFixture(t *testing.T, dsn, wait string) *notesFixture {
 	if dsn == "" {
 		dsn = "sqlite://" + filepath.Join(dir, "warden.db")
 	}
-	f := &notesFixture{dir: dir, policy: filepath.Join(dir, "policy.yaml"), config: filepath.Join(dir, "gateway.yaml"), dsn: dsn}
-	writeFile(t, f.policy, readFile(t, filepath.Join(repoRoot(t), "examples", "gateway", "policy.yaml")))
+	f := &notesFixture{dir: dir, policy: mcptest.CopyExamplePolicy(t, dir), config: filepath.Join(dir, "gateway.yaml"), dsn: dsn}
 	f.cfg = gwConfig{
 		policy: f.policy, store: dsn, wait: wait,
 		servers:  notesServerBlock(filepath.Join(dir, "notes")),
@@ -134,50 +132,12 @@ func (f *notesFixture) start(t *testing.T) *gatewayProc {
 	return startGateway(t, f.config, f.env)
 }
 
-// repoRoot returns the module root (the tests run in cmd/warden).
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return root
-}
-
-// peerBuilds builds each peer once per test process, into binDir.
-var peerBuilds sync.Map // package path -> func() (string, error)
-
-// buildPeer builds the main package at pkg (relative to the module root) and returns
-// the binary's path.
-func buildPeer(t *testing.T, pkg string) string {
-	t.Helper()
-	root := repoRoot(t)
-	build, _ := peerBuilds.LoadOrStore(pkg, sync.OnceValues(func() (string, error) {
-		bin := filepath.Join(binDir, "peers", filepath.Base(pkg))
-		cmd := exec.Command("go", "build", "-o", bin, pkg)
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return "", fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
-		}
-		return bin, nil
-	}))
-	bin, err := build.(func() (string, error))()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return bin
-}
-
 // peerEnv builds the Go peers (module-relative package paths) and returns the
 // environment with their directory first on PATH: the transport policy admits bare
 // command names only.
 func peerEnv(t *testing.T, pkgs ...string) []string {
 	t.Helper()
-	var dir string
-	for _, p := range pkgs {
-		dir = filepath.Dir(buildPeer(t, p))
-	}
-	env := []string{"PATH=" + dir + string(os.PathListSeparator) + os.Getenv("PATH")}
+	env := []string{"PATH=" + mcptest.BuildPeers(t, pkgs...) + string(os.PathListSeparator) + os.Getenv("PATH")}
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "PATH=") && !strings.HasPrefix(kv, "WARDEN_STORE=") {
 			env = append(env, kv)
@@ -188,43 +148,10 @@ func peerEnv(t *testing.T, pkgs ...string) []string {
 
 // ---- the gateway process ----
 
-// lineLog collects a process's stderr; safe for concurrent use.
-type lineLog struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *lineLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *lineLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
-// count returns how many lines hold every one of parts.
-func (l *lineLog) count(parts ...string) int {
-	n := 0
-	for line := range strings.Lines(l.String()) {
-		all := true
-		for _, p := range parts {
-			all = all && strings.Contains(line, p)
-		}
-		if all {
-			n++
-		}
-	}
-	return n
-}
-
 // gatewayProc is one `warden serve` subprocess with an HTTP front.
 type gatewayProc struct {
 	cmd     *exec.Cmd
-	log     *lineLog
+	log     *mcptest.LogBuffer
 	done    chan struct{}
 	waitErr error  // cmd.Wait's result, once done is closed
 	base    string // http://127.0.0.1:PORT
@@ -237,7 +164,7 @@ var listeningRE = regexp.MustCompile(`msg="warden gateway listening" mcp=(http:/
 // waits until /readyz answers 200. Cleanup kills it.
 func startGateway(t *testing.T, config string, env []string) *gatewayProc {
 	t.Helper()
-	g := &gatewayProc{log: &lineLog{}, done: make(chan struct{})}
+	g := &gatewayProc{log: &mcptest.LogBuffer{}, done: make(chan struct{})}
 	g.cmd = exec.Command(wardenBinary(t), "serve", "-c", config)
 	g.cmd.Env = env
 	g.cmd.Stderr = g.log
@@ -246,6 +173,7 @@ func startGateway(t *testing.T, config string, env []string) *gatewayProc {
 		t.Fatal(err)
 	}
 	go func() { g.waitErr = g.cmd.Wait(); close(g.done) }()
+	g.log.LogOnFailure(t, fmt.Sprintf("gateway pid %d stderr", g.cmd.Process.Pid)) // runs after the cleanup below
 	t.Cleanup(func() {
 		if !g.exited() {
 			g.cmd.Process.Kill()
@@ -255,12 +183,9 @@ func startGateway(t *testing.T, config string, env []string) *gatewayProc {
 		case <-time.After(30 * time.Second):
 			t.Errorf("gateway pid %d did not exit after SIGKILL", g.cmd.Process.Pid)
 		}
-		if t.Failed() {
-			t.Logf("gateway pid %d stderr:\n%s", g.cmd.Process.Pid, g.log.String())
-		}
 	})
 	var m []string
-	waitUntil(t, startTimeout, "the gateway logs its address", func() bool {
+	mcptest.WaitFor(t, startTimeout, "the gateway logs its address", func() bool {
 		if g.exited() {
 			t.Fatalf("the gateway exited before listening (%v); stderr:\n%s", g.waitErr, g.log.String())
 		}
@@ -268,7 +193,7 @@ func startGateway(t *testing.T, config string, env []string) *gatewayProc {
 		return m != nil
 	})
 	g.url, g.base = m[1], "http://"+m[2]
-	waitUntil(t, startTimeout, "GET /readyz answers 200", func() bool {
+	mcptest.WaitFor(t, startTimeout, "GET /readyz answers 200", func() bool {
 		if g.exited() {
 			t.Fatalf("the gateway exited (%v); stderr:\n%s", g.waitErr, g.log.String())
 		}
@@ -311,64 +236,24 @@ func (g *gatewayProc) kill9(t *testing.T) {
 	}
 }
 
-// waitUntil polls cond until it holds, failing t after timeout.
-func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting until %s", timeout, what)
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
-}
-
 // ---- MCP clients ----
-
-// bearer adds the Authorization header to every request.
-type bearer struct {
-	token string
-	next  http.RoundTripper
-}
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return b.next.RoundTrip(r)
-}
 
 // connect opens an MCP session to endpoint with token. The client declares no
 // elicitation, so every approval goes to an operator.
 func connect(t *testing.T, endpoint, token string) *sdk.ClientSession {
 	t.Helper()
-	tr := http.DefaultTransport.(*http.Transport).Clone()
 	client := sdk.NewClient(&sdk.Implementation{Name: "warden-serve-test", Version: "1"}, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
-	defer cancel()
-	cs, err := client.Connect(ctx, &sdk.StreamableClientTransport{
-		Endpoint:   endpoint,
-		HTTPClient: &http.Client{Transport: bearer{token, tr}},
-	}, nil)
+	cs, err := mcptest.ConnectHTTP(t, client, endpoint, token, nil, callTimeout)
 	if err != nil {
 		t.Fatalf("connecting to %s: %v", endpoint, err)
 	}
-	t.Cleanup(func() {
-		cs.Close()
-		tr.CloseIdleConnections()
-	})
 	return cs
 }
 
 // callTool makes one tool call; a protocol error fails t.
 func callTool(t *testing.T, cs *sdk.ClientSession, tool string, args map[string]any) *sdk.CallToolResult {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
-	defer cancel()
-	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: args})
-	if err != nil {
-		t.Fatalf("%s(%v): %v", tool, args, err)
-	}
-	return res
+	return mcptest.CallTool(t, cs, callTimeout, tool, args)
 }
 
 // callResult is what a call made in the background returned.
@@ -399,21 +284,11 @@ func await(t *testing.T, ch <-chan callResult, timeout time.Duration, what strin
 	}
 }
 
-func resultText(res *sdk.CallToolResult) string {
-	var parts []string
-	for _, c := range res.Content {
-		if tc, ok := c.(*sdk.TextContent); ok {
-			parts = append(parts, tc.Text)
-		}
-	}
-	return strings.Join(parts, "\n")
-}
-
 // wantOK fails t unless res is a successful result containing want.
 func wantOK(t *testing.T, res *sdk.CallToolResult, want string) {
 	t.Helper()
-	if res.IsError || !strings.Contains(resultText(res), want) {
-		t.Fatalf("result (isError=%v) %q; want success containing %q", res.IsError, resultText(res), want)
+	if res.IsError || !strings.Contains(mcptest.ResultText(res), want) {
+		t.Fatalf("result (isError=%v) %q; want success containing %q", res.IsError, mcptest.ResultText(res), want)
 	}
 }
 
@@ -422,39 +297,28 @@ var waitingRE = regexp.MustCompile(`approval id (\S+)\)`)
 // waitingID returns the approval id of a WaitingText result, failing t otherwise.
 func waitingID(t *testing.T, res *sdk.CallToolResult) string {
 	t.Helper()
-	m := waitingRE.FindStringSubmatch(resultText(res))
-	if !res.IsError || m == nil || !strings.Contains(resultText(res), "Nothing ran") {
-		t.Fatalf("result (isError=%v) %q; want a tool error saying the call waits for an approval", res.IsError, resultText(res))
+	m := waitingRE.FindStringSubmatch(mcptest.ResultText(res))
+	if !res.IsError || m == nil || !strings.Contains(mcptest.ResultText(res), "Nothing ran") {
+		t.Fatalf("result (isError=%v) %q; want a tool error saying the call waits for an approval", res.IsError, mcptest.ResultText(res))
 	}
-	if want := mcp.WaitingText(m[1], toolDeleteNote); resultText(res) != want {
-		t.Errorf("waiting text %q\nwant %q", resultText(res), want)
+	if want := mcp.WaitingText(m[1], toolDeleteNote); mcptest.ResultText(res) != want {
+		t.Errorf("waiting text %q\nwant %q", mcptest.ResultText(res), want)
 	}
 	return m[1]
 }
 
 func listToolNames(t *testing.T, cs *sdk.ClientSession) []string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
-	defer cancel()
-	res, err := cs.ListTools(ctx, nil)
-	if err != nil {
-		t.Fatalf("tools/list: %v", err)
-	}
-	var names []string
-	for _, tool := range res.Tools {
-		names = append(names, tool.Name)
-	}
-	slices.Sort(names)
-	return names
+	return mcptest.ToolNames(t, cs, callTimeout)
 }
 
 func noteNames(t *testing.T, cs *sdk.ClientSession) string {
 	t.Helper()
 	res := callTool(t, cs, toolListNotes, map[string]any{})
 	if res.IsError {
-		t.Fatalf("list_notes: %s", resultText(res))
+		t.Fatalf("list_notes: %s", mcptest.ResultText(res))
 	}
-	return resultText(res)
+	return mcptest.ResultText(res)
 }
 
 // ---- the warden command line ----
@@ -558,7 +422,7 @@ func TestServeExampleConfig(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("the example starts its upstream with `go run`; go is not on PATH")
 	}
-	example := filepath.Join(repoRoot(t), "examples", "gateway")
+	example := filepath.Join(mcptest.RepoRoot(t), "examples", "gateway")
 	dir := t.TempDir()
 	cfg := readFile(t, filepath.Join(example, "gateway.yaml"))
 	for _, r := range []struct{ old, new string }{
@@ -619,7 +483,7 @@ func TestServeApprovalDecidedByCLIWhileWaiting(t *testing.T) {
 	done := callAsync(ctx, cs, toolDeleteNote, map[string]any{"name": "doomed"})
 
 	var id string
-	waitUntil(t, callTimeout, "`warden approvals list` shows the waiting call", func() bool {
+	mcptest.WaitFor(t, callTimeout, "`warden approvals list` shows the waiting call", func() bool {
 		for _, p := range listPending(t, f.dsn) {
 			if p.Tool == toolDeleteNote && argName(p.Args) == "doomed" && p.Principal == "writer-agent" {
 				id = p.ID
@@ -649,7 +513,7 @@ func TestServeApprovalDecidedByCLIWhileWaiting(t *testing.T) {
 	if notes := noteNames(t, cs); strings.Contains(notes, "doomed") {
 		t.Errorf("the note is still listed: %q", notes)
 	}
-	waitUntil(t, callTimeout, "the audit log shows the delete ran, approved by ops", func() bool {
+	mcptest.WaitFor(t, callTimeout, "the audit log shows the delete ran, approved by ops", func() bool {
 		for _, a := range auditRows(t, f.dsn, "--tool", toolDeleteNote) {
 			if a.Status == "ran" && a.Executed && a.ApprovedBy == "ops" && argName(a.Args) == "doomed" {
 				return true
@@ -726,7 +590,7 @@ func TestServeReplicasSharePostgres(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 		done := callAsync(ctx, cs, toolDeleteNote, map[string]any{"name": name})
 		var id string
-		waitUntil(t, callTimeout, "the call on replica "+replica+" waits", func() bool {
+		mcptest.WaitFor(t, callTimeout, "the call on replica "+replica+" waits", func() bool {
 			for _, p := range listPending(t, dsn) {
 				if argName(p.Args) == name {
 					id = p.ID
@@ -823,12 +687,12 @@ func testKill9(t *testing.T, dsn string) {
 	// The fourth call must still be waiting at the kill: lengthen the wait (the
 	// gateway reloads the changed file by itself).
 	f.setWait(t, "10m")
-	waitUntil(t, callTimeout, "the gateway reloads the longer wait", func() bool {
-		return g.log.count("configuration reloaded") > 0
+	mcptest.WaitFor(t, callTimeout, "the gateway reloads the longer wait", func() bool {
+		return g.log.Count("configuration reloaded") > 0
 	})
 	fourth := callAsync(ctx, cs, toolDeleteNote, map[string]any{"name": "k3"})
-	waitUntil(t, callTimeout, "the fourth call waits for an operator", func() bool {
-		return g.log.count("call waiting for an operator") == 4
+	mcptest.WaitFor(t, callTimeout, "the fourth call waits for an operator", func() bool {
+		return g.log.Count("call waiting for an operator") == 4
 	})
 	select {
 	case r := <-fourth:
@@ -840,7 +704,7 @@ func testKill9(t *testing.T, dsn string) {
 	select {
 	case r := <-fourth:
 		if r.err == nil && !r.res.IsError {
-			t.Errorf("the call in flight at the kill succeeded: %q", resultText(r.res))
+			t.Errorf("the call in flight at the kill succeeded: %q", mcptest.ResultText(r.res))
 		}
 		t.Logf("the call in flight failed %v after the kill: %v", r.at.Sub(killed).Round(time.Millisecond), r.err)
 	case <-time.After(callTimeout):
@@ -931,37 +795,37 @@ func TestServeReload(t *testing.T) {
 	// SIGHUP: a new rule refuses writes.
 	replaceKeepingStamp(t, f.policy, original+freezeRule)
 	g.signal(t, syscall.SIGHUP)
-	waitUntil(t, callTimeout, "the gateway reloads on SIGHUP", func() bool {
-		return g.log.count("configuration reloaded", "trigger=SIGHUP") == 1
+	mcptest.WaitFor(t, callTimeout, "the gateway reloads on SIGHUP", func() bool {
+		return g.log.Count("configuration reloaded", "trigger=SIGHUP") == 1
 	})
 	res := callTool(t, cs, toolWriteNote, map[string]any{"name": "n2", "text": "after"})
-	if !res.IsError || !strings.Contains(resultText(res), "Writing notes is frozen for maintenance") {
-		t.Fatalf("write after the reload: (isError=%v) %q; want the new rule's text", res.IsError, resultText(res))
+	if !res.IsError || !strings.Contains(mcptest.ResultText(res), "Writing notes is frozen for maintenance") {
+		t.Fatalf("write after the reload: (isError=%v) %q; want the new rule's text", res.IsError, mcptest.ResultText(res))
 	}
 	wantOK(t, callTool(t, cs, toolReadNote, map[string]any{"name": "n1"}), "before")
-	if n := g.log.count("configuration reloaded", "file change"); n != 0 {
+	if n := g.log.Count("configuration reloaded", "file change"); n != 0 {
 		t.Errorf("the file watch reloaded a change it could not see (%d times)", n)
 	}
 
 	// A broken policy is refused; the previous revision stays in force.
 	replaceKeepingStamp(t, f.policy, "version: 1\nroles: [unclosed\n")
 	g.signal(t, syscall.SIGHUP)
-	waitUntil(t, callTimeout, "the gateway refuses the broken policy", func() bool {
-		return g.log.count("reload refused", "trigger=SIGHUP") == 1
+	mcptest.WaitFor(t, callTimeout, "the gateway refuses the broken policy", func() bool {
+		return g.log.Count("reload refused", "trigger=SIGHUP") == 1
 	})
 	res = callTool(t, cs, toolWriteNote, map[string]any{"name": "n3", "text": "still frozen"})
-	if !res.IsError || !strings.Contains(resultText(res), "Writing notes is frozen for maintenance") {
-		t.Errorf("write after the refused reload: (isError=%v) %q; want the previous revision's rule", res.IsError, resultText(res))
+	if !res.IsError || !strings.Contains(mcptest.ResultText(res), "Writing notes is frozen for maintenance") {
+		t.Errorf("write after the refused reload: (isError=%v) %q; want the previous revision's rule", res.IsError, mcptest.ResultText(res))
 	}
 	wantOK(t, callTool(t, cs, toolReadNote, map[string]any{"name": "n1"}), "before")
-	if g.log.count("reload refused", f.policy) != 1 {
+	if g.log.Count("reload refused", f.policy) != 1 {
 		t.Errorf("the refusal does not name the policy file:\n%s", g.log.String())
 	}
 
 	// A change to the file, without a signal, is reloaded too.
 	writeFile(t, f.policy, original)
-	waitUntil(t, callTimeout, "the gateway notices the changed file", func() bool {
-		return g.log.count("configuration reloaded", `trigger="file change"`) == 1
+	mcptest.WaitFor(t, callTimeout, "the gateway notices the changed file", func() bool {
+		return g.log.Count("configuration reloaded", `trigger="file change"`) == 1
 	})
 	wantOK(t, callTool(t, cs, toolWriteNote, map[string]any{"name": "n4", "text": "thawed"}), "Wrote")
 	// The audit names the rule that refused the writes.
@@ -1005,7 +869,7 @@ func TestServeGracefulShutdown(t *testing.T) {
 	defer cancel()
 	const slowMS = 6000
 	done := callAsync(ctx, cs, "mcp__fault__slow", map[string]any{"ms": slowMS})
-	waitUntil(t, callTimeout, "the slow call is running (audited as started)", func() bool {
+	mcptest.WaitFor(t, callTimeout, "the slow call is running (audited as started)", func() bool {
 		return len(auditRows(t, dsn, "--tool", "mcp__fault__slow", "--status", "started")) == 1
 	})
 	sigterm := time.Now()
@@ -1015,11 +879,11 @@ func TestServeGracefulShutdown(t *testing.T) {
 		t.Fatalf("the call in flight at SIGTERM failed: %v", r.err)
 	}
 	if r.res.IsError {
-		t.Fatalf("the call in flight at SIGTERM: %q", resultText(r.res))
+		t.Fatalf("the call in flight at SIGTERM: %q", mcptest.ResultText(r.res))
 	}
 	var pid, start, end int64
-	if _, err := fmt.Sscan(resultText(r.res), &pid, &start, &end); err != nil {
-		t.Fatalf("slow returned %q: %v", resultText(r.res), err)
+	if _, err := fmt.Sscan(mcptest.ResultText(r.res), &pid, &start, &end); err != nil {
+		t.Fatalf("slow returned %q: %v", mcptest.ResultText(r.res), err)
 	}
 	if !(start < sigterm.UnixNano() && sigterm.UnixNano() < end) {
 		t.Errorf("SIGTERM at %d is not within the call [%d, %d]", sigterm.UnixNano(), start, end)
@@ -1057,12 +921,12 @@ func TestServeSecondSIGTERMStopsAtOnce(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
 	callAsync(ctx, cs, toolDeleteNote, map[string]any{"name": "x"})
-	waitUntil(t, callTimeout, "the call waits for an operator", func() bool {
-		return g.log.count("call waiting for an operator") == 1
+	mcptest.WaitFor(t, callTimeout, "the call waits for an operator", func() bool {
+		return g.log.Count("call waiting for an operator") == 1
 	})
 	g.signal(t, syscall.SIGTERM)
-	waitUntil(t, callTimeout, "the gateway starts shutting down", func() bool {
-		return g.log.count("shutting down") == 1
+	mcptest.WaitFor(t, callTimeout, "the gateway starts shutting down", func() bool {
+		return g.log.Count("shutting down") == 1
 	})
 	if g.exited() {
 		t.Fatal("the gateway exited without waiting for the call in flight")
@@ -1207,12 +1071,12 @@ active_role: writer
 
 	writeFile(t, desc, "Returns its text, and mails it to everyone.")
 	wantOK(t, callTool(t, cs, "mcp__fault__poke", map[string]any{}), "poked")
-	waitUntil(t, callTimeout, "pins list shows the changed tool quarantined", func() bool {
+	mcptest.WaitFor(t, callTimeout, "pins list shows the changed tool quarantined", func() bool {
 		return strings.Contains(mustCLI(t, "pins", "list", "--store", dsn), "QUARANTINED")
 	})
 	res := callTool(t, cs, echo, map[string]any{"text": "two"})
-	if !res.IsError || resultText(res) != mcp.QuarantineText(echo) {
-		t.Errorf("echo while quarantined: (isError=%v) %q, want %q", res.IsError, resultText(res), mcp.QuarantineText(echo))
+	if !res.IsError || mcptest.ResultText(res) != mcp.QuarantineText(echo) {
+		t.Errorf("echo while quarantined: (isError=%v) %q, want %q", res.IsError, mcptest.ResultText(res), mcp.QuarantineText(echo))
 	}
 	if names := listToolNames(t, cs); slices.Contains(names, echo) {
 		t.Errorf("tools/list shows the quarantined tool: %v", names)
@@ -1232,7 +1096,7 @@ active_role: writer
 	}
 	mustCLI(t, "pins", "approve", echo, "--hash", rows[0].PendingHash, "--by", "ops", "--store", dsn)
 	approved := time.Now()
-	waitUntil(t, callTimeout, "the gateway serves the approved tool again", func() bool {
+	mcptest.WaitFor(t, callTimeout, "the gateway serves the approved tool again", func() bool {
 		return !callTool(t, cs, echo, map[string]any{"text": "three"}).IsError
 	})
 	t.Logf("the running gateway served the tool again %v after the approval", time.Since(approved).Round(time.Millisecond))
@@ -1291,8 +1155,7 @@ func TestServeStdio(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	dsn := "sqlite://" + filepath.Join(dir, "warden.db")
-	policy := filepath.Join(dir, "policy.yaml")
-	writeFile(t, policy, readFile(t, filepath.Join(repoRoot(t), "examples", "gateway", "policy.yaml")))
+	policy := mcptest.CopyExamplePolicy(t, dir)
 	cfg := gwConfig{
 		policy: policy, store: dsn, wait: "1s",
 		servers:   notesServerBlock(filepath.Join(dir, "notes")),
@@ -1308,8 +1171,9 @@ func TestServeStdio(t *testing.T) {
 
 	cmd := exec.Command(wardenBinary(t), "serve", "-c", cfgPath, "--stdio")
 	cmd.Env = peerEnv(t, "./examples/gateway/notes-server")
-	stderr := &lineLog{}
+	stderr := &mcptest.LogBuffer{}
 	cmd.Stderr = stderr
+	stderr.LogOnFailure(t, "gateway stderr") // runs after the cleanup below closes the session
 	client := sdk.NewClient(&sdk.Implementation{Name: "warden-serve-test", Version: "1"}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
@@ -1322,9 +1186,6 @@ func TestServeStdio(t *testing.T) {
 		if !closed {
 			cs.Close()
 		}
-		if t.Failed() {
-			t.Logf("gateway stderr:\n%s", stderr.String())
-		}
 	})
 
 	// The stdio identity is a reader: it sees and may call the reading tools only.
@@ -1334,8 +1195,8 @@ func TestServeStdio(t *testing.T) {
 	}
 	wantOK(t, callTool(t, cs, toolReadNote, map[string]any{"name": "hello"}), "hello from disk")
 	res := callTool(t, cs, toolWriteNote, map[string]any{"name": "x", "text": "y"})
-	if want := "Tool '" + toolWriteNote + "' is not in the 'reader' role allowlist"; !res.IsError || !strings.Contains(resultText(res), want) {
-		t.Errorf("write as a reader: (isError=%v) %q, want a refusal saying %q", res.IsError, resultText(res), want)
+	if want := "Tool '" + toolWriteNote + "' is not in the 'reader' role allowlist"; !res.IsError || !strings.Contains(mcptest.ResultText(res), want) {
+		t.Errorf("write as a reader: (isError=%v) %q, want a refusal saying %q", res.IsError, mcptest.ResultText(res), want)
 	}
 
 	closed = true

@@ -1,7 +1,8 @@
 // Package mcptest holds test-support helpers for the MCP gateway and its web inbox: real peers to talk
 // to (the reference "everything" server from npm, Go example servers built on
-// demand) and the module's root directory. It is a normal package so that tests in
-// several packages can share it; nothing outside tests should import it.
+// demand), the module's root directory, and the small helpers the gateway's tests
+// share (a log buffer, bearer-token MCP clients, polling). It is a normal package so
+// that tests in several packages can share it; nothing outside tests should import it.
 //
 // The npm peers are pinned in mcp/testdata/npm/package.json and package-lock.json and
 // installed, without running any install script and leaving the lock unchanged, with

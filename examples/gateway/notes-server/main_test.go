@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -13,33 +12,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/wardenhq/warden/internal/mcptest"
 )
-
-// serverBin is the notes-server binary TestMain builds. (The shared helper
-// mcp/internal/mcptest.BuildBinary is internal to mcp/ and cannot be imported here.)
-var serverBin string
-
-func TestMain(m *testing.M) {
-	os.Exit(buildAndRun(m))
-}
-
-func buildAndRun(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "notes-server-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	serverBin = filepath.Join(dir, "notes-server")
-	if runtime.GOOS == "windows" {
-		serverBin += ".exe"
-	}
-	if out, err := exec.Command("go", "build", "-o", serverBin, ".").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
-		return 1
-	}
-	return m.Run()
-}
 
 func TestParseFlags(t *testing.T) {
 	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -113,7 +88,7 @@ func call(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any)
 }
 
 func TestNotesServer(t *testing.T) {
-	bin := serverBin
+	bin := mcptest.BuildBinary(t, "./examples/gateway/notes-server")
 	dir := filepath.Join(t.TempDir(), "notes") // created by the server
 	cs := connect(t, bin, dir)
 
@@ -278,7 +253,7 @@ func TestNotesServer(t *testing.T) {
 // Two server processes share one directory: concurrent whole-note writes never
 // leave a mixed or partial note, and a note written by one is read by the other.
 func TestNotesServerSharedDirectory(t *testing.T) {
-	bin := serverBin
+	bin := mcptest.BuildBinary(t, "./examples/gateway/notes-server")
 	dir := t.TempDir()
 	a, b := connect(t, bin, dir), connect(t, bin, dir)
 

@@ -1,0 +1,50 @@
+package mcptest_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/wardenhq/warden/internal/mcptest"
+)
+
+func TestLogBufferCount(t *testing.T) {
+	var b mcptest.LogBuffer
+	fmt.Fprint(&b, "level=INFO msg=\"configuration reloaded\" trigger=SIGHUP\n")
+	fmt.Fprint(&b, "level=INFO msg=\"configuration reloaded\" trigger=\"file change\"\n")
+	fmt.Fprint(&b, "level=WARN msg=\"reload refused\" trigger=SIGHUP")
+	for _, c := range []struct {
+		parts []string
+		want  int
+	}{
+		{[]string{"configuration reloaded"}, 2},
+		{[]string{"configuration reloaded", "trigger=SIGHUP"}, 1},
+		{[]string{"trigger=SIGHUP"}, 2}, // the last line has no newline
+		{[]string{"shutting down"}, 0},
+		{nil, 3},
+	} {
+		if got := b.Count(c.parts...); got != c.want {
+			t.Errorf("Count(%q) = %d, want %d", c.parts, got, c.want)
+		}
+	}
+}
+
+func TestBearer(t *testing.T) {
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		got = append(got, r.Header.Get("Authorization"))
+	}))
+	defer srv.Close()
+	for _, token := range []string{"t0ken", ""} {
+		hc := &http.Client{Transport: mcptest.Bearer{Token: token, Next: srv.Client().Transport}}
+		resp, err := hc.Get(srv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	if len(got) != 2 || got[0] != "Bearer t0ken" || got[1] != "" {
+		t.Errorf("Authorization headers %q, want \"Bearer t0ken\" then none", got)
+	}
+}
