@@ -795,7 +795,11 @@ func (st *callState) execute(ctx context.Context) (*Outcome, error) {
 	st.out.Result = result
 	st.out.Stage = StageExecute
 	text, isErr := "", err != nil
-	if err == nil {
+	failed := false
+	if er, ok := result.(ErrorResult); ok && err == nil {
+		// The tool reported its own failure: the model reads its words, the call failed.
+		text, isErr, failed = er.Text, true, true
+	} else if err == nil {
 		text = RenderResult(result)
 		if max := st.p.tool.ResultCeiling; max > 0 {
 			if n := utf8.RuneCountInString(text); n > max {
@@ -855,6 +859,9 @@ func (st *callState) execute(ctx context.Context) (*Outcome, error) {
 		isErr = false
 	}
 	st.out.Status = StatusRan
+	if failed {
+		st.out.Status = StatusFailed
+	}
 	if modelSet {
 		text, isErr = modelText, true
 	}

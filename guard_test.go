@@ -1796,3 +1796,28 @@ func TestRolePolicy_LateAnswerNeverCounts(t *testing.T) {
 		t.Errorf("%d of %d calls took a checker's answer given after its deadline (tool ran %d times)", allowed.Load(), goroutines*perG, p.runs())
 	}
 }
+
+func TestErrorResult(t *testing.T) {
+	var handled atomic.Int64
+	var sawIsError atomic.Bool
+	h := errHandler("h", &handled, warden.ReplaceResult{Value: "replaced"}, nil)
+	post := &warden.Middleware{Name: "post", OnToolResult: func(_ context.Context, r warden.ToolResult) warden.ResultOutcome {
+		sawIsError.Store(r.IsError)
+		return warden.KeepResult()
+	}}
+	tool := warden.Executable{Tool: warden.Tool{Name: "t"}, Run: func(context.Context, warden.Args, *warden.Credential) (any, error) {
+		return warden.ErrorResult{Text: "upstream said: no such note"}, nil
+	}}
+	g := mustBind(t, warden.Config{ErrorHandlers: []*warden.ErrorHandler{h}, Middleware: []*warden.Middleware{post}}, tool)
+	out := call(t, g, "t", `{}`)
+	checkView(t, out, view{Status: warden.StatusFailed, Stage: warden.StageExecute, Executed: true, ModelText: "upstream said: no such note", IsError: true})
+	if handled.Load() != 0 {
+		t.Errorf("error handler called %d times for an ErrorResult, want 0", handled.Load())
+	}
+	if !sawIsError.Load() {
+		t.Error("result-side middleware saw IsError false for an ErrorResult")
+	}
+	if out.Err != nil {
+		t.Errorf("Outcome.Err = %v, want nil (the tool returned a result)", out.Err)
+	}
+}

@@ -102,6 +102,15 @@ type GateFunc func(ctx context.Context, inv Invocation) (bool, error)
 // Authorize calls f.
 func (f GateFunc) Authorize(ctx context.Context, inv Invocation) (bool, error) { return f(ctx, inv) }
 
+// ErrorResult is a tool result that reports the tool's own failure in words meant
+// for the model (an MCP result with isError, an API's error body). The model reads
+// Text as it is, result-side middleware sees IsError, and the call's status is
+// [StatusFailed]; unlike an error returned by the tool, it does not reach error
+// handlers, and Text is not prefixed.
+type ErrorResult struct {
+	Text string
+}
+
 // ToolError is what an error handler sees.
 type ToolError struct {
 	Tool string

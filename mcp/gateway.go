@@ -475,6 +475,11 @@ func (g *Gateway) executable(gt *governedTool) warden.Executable {
 			if slot, ok := ctx.Value(slotKey{}).(*resultSlot); ok {
 				slot.res, slot.text = res, text
 			}
+			if res.IsError {
+				// The tool failed in its own words: the audit says failed, the model
+				// reads the upstream's text.
+				return warden.ErrorResult{Text: text}, nil
+			}
 			return text, nil
 		},
 	}
@@ -600,8 +605,7 @@ func (g *Gateway) callTool(ctx context.Context, f *front, name string, req *sdk.
 	if out.Executed && slot.res != nil && out.ModelText == slot.text && !slot.res.IsError {
 		return slot.res, nil
 	}
-	isErr := out.IsError || (slot.res != nil && slot.res.IsError && out.ModelText == slot.text)
-	return textResult(out.ModelText, isErr), nil
+	return textResult(out.ModelText, out.IsError), nil
 }
 
 func (g *Gateway) refuseQuarantined(ctx context.Context, st *gatewayState, name string, id warden.Identity, session string, req *sdk.CallToolRequest) {

@@ -917,8 +917,8 @@ func TestGatewayUpstreamFailures(t *testing.T) {
 	if got := mcp.UpstreamErrorText("fail", "fault", "disk on fire"); got != mcptest.ResultText(res) {
 		t.Errorf("UpstreamErrorText = %q", got)
 	}
-	if rec := e.lastCall(t, "mcp__fault__fail", "writer-agent"); !rec.Executed {
-		t.Errorf("audit of the failing call: %+v", rec)
+	if rec := e.lastCall(t, "mcp__fault__fail", "writer-agent"); !rec.Executed || rec.Status != warden.StatusFailed {
+		t.Errorf("audit of the failing call: %+v, want executed and failed", rec)
 	}
 
 	res = gwCall(t, w, "mcp__fault__crash", map[string]any{})
