@@ -464,7 +464,12 @@ func (g *Gateway) executable(gt *governedTool) warden.Executable {
 			Source:      "mcp:" + t.Server,
 		},
 		Run: func(ctx context.Context, args warden.Args, _ *warden.Credential) (any, error) {
-			res, err := up.Call(ctx, t.Remote, args.AppendJSON(nil))
+			slot, _ := ctx.Value(slotKey{}).(*resultSlot)
+			var opts *CallOptions
+			if slot != nil && slot.progress != nil {
+				opts = &CallOptions{Progress: slot.progress.forward}
+			}
+			res, err := up.Call(ctx, t.Remote, args.AppendJSON(nil), opts)
 			if err != nil {
 				return nil, err
 			}
@@ -472,7 +477,7 @@ func (g *Gateway) executable(gt *governedTool) warden.Executable {
 			if res.IsError {
 				text = UpstreamErrorText(t.Remote, t.Server, text)
 			}
-			if slot, ok := ctx.Value(slotKey{}).(*resultSlot); ok {
+			if slot != nil {
 				slot.res, slot.text = res, text
 			}
 			if res.IsError {
@@ -529,11 +534,48 @@ func ResultText(res *sdk.CallToolResult) string {
 
 type slotKey struct{}
 
-// resultSlot carries an upstream's full result past the pipeline, so content the
+// resultSlot carries, past the pipeline, what a call's Run needs from the client's
+// request (where its progress goes) and the upstream's full result, so content the
 // model may see unchanged (images, structured content) is passed through as is.
 type resultSlot struct {
-	res  *sdk.CallToolResult
-	text string
+	progress *progressForwarder // nil: the client asked for no progress
+	res      *sdk.CallToolResult
+	text     string
+}
+
+// progressSendTimeout bounds forwarding one progress notification to a client. A
+// client that does not take one in time gets no more for that call, so a stalled
+// client never holds an upstream connection for long.
+const progressSendTimeout = 2 * time.Second
+
+// progressForwarder passes an upstream's progress notifications for one call to the
+// client that made it, with the client's progress token.
+type progressForwarder struct {
+	log     *slog.Logger
+	tool    string
+	session *sdk.ServerSession
+	token   any
+	failed  atomic.Bool
+}
+
+// forward is the call's [CallOptions.Progress] hook: progress, total and message go
+// to the client unchanged, under its own token.
+func (f *progressForwarder) forward(ctx context.Context, p *sdk.ProgressNotificationParams) {
+	if f.failed.Load() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, progressSendTimeout)
+	defer cancel()
+	err := f.session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{
+		ProgressToken: f.token,
+		Progress:      p.Progress,
+		Total:         p.Total,
+		Message:       p.Message,
+	})
+	if err != nil {
+		f.failed.Store(true)
+		f.log.Debug("progress notification not delivered to the client; the rest of the call's are dropped", "tool", f.tool, "error", err)
+	}
 }
 
 // callTool serves one tools/call through the pipeline.
@@ -574,6 +616,9 @@ func (g *Gateway) callTool(ctx context.Context, f *front, name string, req *sdk.
 		return textResult(fmt.Sprintf("Invalid arguments for %s: %v. Send the arguments as one JSON object.", name, err), true), nil
 	}
 	slot := &resultSlot{}
+	if token := req.Params.GetProgressToken(); token != nil && req.Session != nil {
+		slot.progress = &progressForwarder{log: g.log, tool: name, session: req.Session, token: token}
+	}
 	ctx = context.WithValue(ctx, slotKey{}, slot)
 	call := warden.Call{ID: newID("call"), Tool: name, Args: args, Identity: id, Session: session}
 	out, err := view.guard.Call(ctx, call)

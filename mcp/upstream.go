@@ -59,6 +59,15 @@ const (
 	maxStderrLine = 4096
 	// stderrLinesPerSecond bounds the stderr lines forwarded per connection.
 	stderrLinesPerSecond = 100
+	// progressBuffer is how many progress notifications of one call may wait for its
+	// Progress hook; more are dropped.
+	progressBuffer = 16
+	// progressSettleMax bounds the wait, once an upstream answered a call, for the SDK
+	// to handle the progress notifications the upstream sent ahead of its answer.
+	progressSettleMax = 100 * time.Millisecond
+	// progressQuiet ends that wait for a url server (whose notifications cannot be
+	// counted as they are read): no notification handled for this long.
+	progressQuiet = 2 * time.Millisecond
 )
 
 // ErrServerRestarting is wrapped by the error of a call that needs a new connection
@@ -167,6 +176,7 @@ type Upstream struct {
 	admitted    bool
 	idle        []*upstreamConn
 	live        map[*upstreamConn]struct{}
+	sessions    map[*sdk.ClientSession]*upstreamConn // the live connections, by session
 	failures    int
 	retryAt     time.Time
 	lastFailure string
@@ -184,6 +194,7 @@ type Upstream struct {
 
 	rediscoveries atomic.Int64 // rediscoveries run after list_changed (for tests)
 	starts        atomic.Int64 // connections started (for tests)
+	progressSeq   atomic.Int64 // numbers the progress tokens sent upstream
 }
 
 // upstreamConn is one client session to the server.
@@ -192,9 +203,17 @@ type upstreamConn struct {
 	proc *os.Process // nil for url servers
 	pid  int
 
+	// progressRead counts the progress notifications read from the connection, as
+	// they are read; nil when the transport does not let them be counted (url
+	// servers). progressHandled counts those the SDK has handed to the client's
+	// handler (later, on a goroutine of its own).
+	progressRead    *atomic.Int64
+	progressHandled atomic.Int64
+
 	// Guarded by Upstream.mu.
 	busy        bool
 	cancel      context.CancelFunc // of the call in flight
+	progress    *progressRoute     // of the call in flight, when it asked for progress
 	discarded   bool               // closed on purpose; its end is not a failure
 	failCounted bool
 	dead        bool
@@ -250,6 +269,7 @@ func NewUpstream(cfg ServerConfig, opts UpstreamOptions) (*Upstream, error) {
 		slots:      make(chan struct{}, policy.MaxConns()),
 		done:       make(chan struct{}),
 		live:       make(map[*upstreamConn]struct{}),
+		sessions:   make(map[*sdk.ClientSession]*upstreamConn),
 		rediscover: make(chan struct{}, 1),
 		changed:    make(chan struct{}, 1),
 	}
@@ -260,8 +280,9 @@ func NewUpstream(cfg ServerConfig, opts UpstreamOptions) (*Upstream, error) {
 	u.client = sdk.NewClient(&sdk.Implementation{Name: gatewayClientName, Version: gatewayClientVersion}, &sdk.ClientOptions{
 		Logger: log,
 		// Nothing the gateway cannot route: no roots, no sampling, no elicitation.
-		Capabilities:           &sdk.ClientCapabilities{},
-		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { u.queue(u.rediscover) },
+		Capabilities:                &sdk.ClientCapabilities{},
+		ToolListChangedHandler:      func(context.Context, *sdk.ToolListChangedRequest) { u.queue(u.rediscover) },
+		ProgressNotificationHandler: u.onProgress,
 	})
 	return u, nil
 }
@@ -430,9 +451,30 @@ func (u *Upstream) Refresh(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// CallOptions are optional settings of one [Upstream.Call]. A nil *CallOptions is
+// the zero value.
+type CallOptions struct {
+	// Progress, when set, asks the upstream for progress: the call is sent with a
+	// progress token of the Upstream's own, and every notifications/progress the
+	// upstream sends with that token on the call's connection while the call is in
+	// flight is passed to Progress, in the order received. p is the upstream's
+	// notification (its ProgressToken is the Upstream's token); Progress must not
+	// modify it. Notifications without a call in flight, or with another token, are
+	// dropped (logged at debug level).
+	//
+	// Progress runs on a goroutine of the call, never on the connection's read loop,
+	// one notification at a time; ctx is the call's context. It must return promptly:
+	// up to 16 notifications wait for it and more are dropped, and Call returns only
+	// after Progress has seen every notification the upstream sent before its answer
+	// (for a url server, those the SDK handles within a short wait after the answer)
+	// or ctx has ended. Nil means no progress is asked for.
+	Progress func(ctx context.Context, p *sdk.ProgressNotificationParams)
+}
+
 // Call calls the upstream tool remote (its upstream name) with args (a JSON object;
 // empty means {}) over a pooled connection held for the whole call, and returns the
 // upstream's result. A result with IsError set is returned as a result, not an error.
+// opts may be nil (see [CallOptions]).
 //
 // It refuses a tool that was not discovered (or was refused), and a quarantined tool
 // with a *[QuarantinedError]. Waiting for a free connection is bounded by ctx; the
@@ -441,7 +483,7 @@ func (u *Upstream) Refresh(ctx context.Context) error {
 // wrapping [ErrServerRestarting] while the server is in restart backoff; an error
 // wrapping the upstream's *jsonrpc.Error when it answers with a protocol error; an
 // error saying the connection failed when the process crashed or the stream ended.
-func (u *Upstream) Call(ctx context.Context, remote string, args json.RawMessage) (*sdk.CallToolResult, error) {
+func (u *Upstream) Call(ctx context.Context, remote string, args json.RawMessage, opts *CallOptions) (*sdk.CallToolResult, error) {
 	u.mu.Lock()
 	closed, admitted := u.closed, u.admitted
 	var tool *UpstreamTool
@@ -479,13 +521,24 @@ func (u *Upstream) Call(ctx context.Context, remote string, args json.RawMessage
 		callCtx, cancelTimeout = context.WithTimeout(callCtx, u.opts.CallTimeout)
 		defer cancelTimeout()
 	}
+	params := &sdk.CallToolParams{Name: remote, Arguments: arguments}
+	var route *progressRoute
+	if opts != nil && opts.Progress != nil {
+		route = u.openProgress(callCtx, c, opts.Progress)
+		params.SetProgressToken(route.token)
+	}
 	u.mu.Lock()
 	c.cancel = cancel
+	c.progress = route
 	u.mu.Unlock()
 
 	res, err := sdkGuard(func() (*sdk.CallToolResult, error) {
-		return c.cs.CallTool(callCtx, &sdk.CallToolParams{Name: remote, Arguments: arguments})
+		return c.cs.CallTool(callCtx, params)
 	})
+	if route != nil {
+		var werr *jsonrpc.Error
+		u.closeProgress(ctx, c, route, err == nil || errors.As(err, &werr))
+	}
 	if err == nil && res == nil {
 		err = errors.New("the upstream returned no result")
 	}
@@ -874,6 +927,7 @@ func (u *Upstream) take(ctx context.Context) (*upstreamConn, error) {
 	}
 	c.busy = true
 	u.live[c] = struct{}{}
+	u.sessions[c.cs] = c
 	u.wg.Add(1)
 	u.mu.Unlock()
 	go u.watch(c)
@@ -884,7 +938,7 @@ func (u *Upstream) take(ctx context.Context) (*upstreamConn, error) {
 // closing it otherwise.
 func (u *Upstream) release(c *upstreamConn, healthy bool) {
 	u.mu.Lock()
-	c.busy, c.cancel = false, nil
+	c.busy, c.cancel, c.progress = false, nil, nil
 	closed := u.closed
 	switch {
 	case healthy && !c.dead && !c.discarded && !closed:
@@ -947,6 +1001,7 @@ func (u *Upstream) watch(c *upstreamConn) {
 	u.mu.Lock()
 	c.dead = true
 	delete(u.live, c)
+	delete(u.sessions, c.cs)
 	u.idle = slices.DeleteFunc(u.idle, func(x *upstreamConn) bool { return x == c })
 	if !c.discarded && !c.failCounted && !u.closed {
 		c.failCounted = true
@@ -988,8 +1043,11 @@ func (u *Upstream) start(ctx context.Context) (*upstreamConn, error) {
 	var (
 		transport sdk.Transport
 		cmd       *exec.Cmd
+		read      *atomic.Int64
 	)
 	if u.cfg.Transport() == "url" {
+		// Not wrapped: the SDK's streamable connection has unexported methods that a
+		// wrapper would hide.
 		transport = &sdk.StreamableClientTransport{Endpoint: u.cfg.URL, HTTPClient: u.httpClient}
 	} else {
 		cmd = exec.Command(u.cfg.Command, u.cfg.Args...)
@@ -998,7 +1056,8 @@ func (u *Upstream) start(ctx context.Context) (*upstreamConn, error) {
 		cmd.Dir = u.cfg.Dir
 		cmd.Stderr = &stderrLines{log: u.log, cmd: cmd}
 		cmd.WaitDelay = stderrWaitDelay
-		transport = &sdk.CommandTransport{Command: cmd, TerminateDuration: terminateGrace}
+		read = new(atomic.Int64)
+		transport = &progressCounter{Transport: &sdk.CommandTransport{Command: cmd, TerminateDuration: terminateGrace}, read: read}
 	}
 	cs, err := sdkGuard(func() (*sdk.ClientSession, error) {
 		return u.client.Connect(ctx, transport, &sdk.ClientSessionOptions{ProtocolVersion: upstreamProtocolVersion})
@@ -1011,12 +1070,190 @@ func (u *Upstream) start(ctx context.Context) (*upstreamConn, error) {
 		}
 		return nil, err
 	}
-	c := &upstreamConn{cs: cs}
+	c := &upstreamConn{cs: cs, progressRead: read}
 	if cmd != nil {
 		c.proc, c.pid = cmd.Process, cmd.Process.Pid
 		u.log.Debug("upstream started", slog.Int("pid", c.pid))
 	}
 	return c, nil
+}
+
+// progressRoute takes the progress notifications of one call to its Progress hook:
+// the SDK's handler hands them over without waiting, a goroutine of the call runs
+// the hook.
+type progressRoute struct {
+	token string
+	// The connection's counters when the route opened.
+	readBase, handledBase int64
+
+	mu      sync.Mutex
+	ended   bool
+	dropped int
+	queue   chan *sdk.ProgressNotificationParams
+	done    chan struct{} // closed when the hook's goroutine has returned
+}
+
+// deliver queues p for the hook, or drops it when its queue is full; it never
+// blocks. It reports false when the route has ended.
+func (r *progressRoute) deliver(p *sdk.ProgressNotificationParams) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ended {
+		return false
+	}
+	select {
+	case r.queue <- p:
+	default:
+		r.dropped++
+	}
+	return true
+}
+
+// openProgress starts the progress route of a call on c (which the caller holds);
+// the caller registers it on c.
+func (u *Upstream) openProgress(ctx context.Context, c *upstreamConn, hook func(context.Context, *sdk.ProgressNotificationParams)) *progressRoute {
+	r := &progressRoute{
+		token:       fmt.Sprintf("warden-%d", u.progressSeq.Add(1)),
+		handledBase: c.progressHandled.Load(),
+		queue:       make(chan *sdk.ProgressNotificationParams, progressBuffer),
+		done:        make(chan struct{}),
+	}
+	if c.progressRead != nil {
+		r.readBase = c.progressRead.Load()
+	}
+	go func() {
+		defer close(r.done)
+		for p := range r.queue {
+			u.runProgress(ctx, hook, p)
+		}
+	}()
+	return r
+}
+
+// runProgress calls hook, containing a panic.
+func (u *Upstream) runProgress(ctx context.Context, hook func(context.Context, *sdk.ProgressNotificationParams), p *sdk.ProgressNotificationParams) {
+	defer func() {
+		if r := recover(); r != nil {
+			u.log.Error("progress hook panicked", slog.String("panic", fmt.Sprint(r)))
+		}
+	}()
+	hook(ctx, p)
+}
+
+// closeProgress ends the call's progress route once the call is over: when the
+// upstream answered, it first lets the SDK handle the notifications that arrived
+// ahead of the answer; then it unregisters the route and waits until the hook has
+// seen what is queued (or ctx ends).
+func (u *Upstream) closeProgress(ctx context.Context, c *upstreamConn, r *progressRoute, answered bool) {
+	if answered {
+		u.settleProgress(c, r)
+	}
+	u.mu.Lock()
+	if c.progress == r {
+		c.progress = nil
+	}
+	u.mu.Unlock()
+	r.mu.Lock()
+	r.ended = true
+	dropped := r.dropped
+	close(r.queue)
+	r.mu.Unlock()
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+	}
+	if dropped > 0 {
+		u.log.Debug("progress notifications dropped: the call's queue was full", slog.Int("pid", c.pid), slog.Int("dropped", dropped))
+	}
+}
+
+// settleProgress waits, at most progressSettleMax, until the SDK has handled the
+// progress notifications the upstream sent before answering. The SDK delivers an
+// answer as soon as it is read, but handles notifications on a goroutine of its own,
+// so some read before the answer may not have been handled yet. For a command
+// server every notification read is counted, so the wait ends when as many have been
+// handled; for a url server it ends when none was handled for progressQuiet.
+func (u *Upstream) settleProgress(c *upstreamConn, r *progressRoute) {
+	deadline := time.Now().Add(progressSettleMax)
+	handled := func() int64 { return c.progressHandled.Load() - r.handledBase }
+	if c.progressRead != nil {
+		want := c.progressRead.Load() - r.readBase
+		for handled() < want {
+			if time.Now().After(deadline) {
+				u.log.Debug("progress notifications not handled in time after the answer", slog.Int("pid", c.pid), slog.Int64("read", want), slog.Int64("handled", handled()))
+				return
+			}
+			time.Sleep(50 * time.Microsecond)
+		}
+		return
+	}
+	for n := handled(); time.Now().Before(deadline); {
+		time.Sleep(progressQuiet)
+		m := handled()
+		if m == n {
+			return
+		}
+		n = m
+	}
+}
+
+// onProgress is the SDK's handler of every upstream progress notification: it passes
+// those of a call in flight, with the call's token, to the call's route, and drops
+// the others.
+func (u *Upstream) onProgress(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
+	if req == nil || req.Params == nil {
+		return
+	}
+	u.mu.Lock()
+	c := u.sessions[req.Session]
+	var r *progressRoute
+	if c != nil {
+		r = c.progress
+	}
+	u.mu.Unlock()
+	pid := 0
+	if c != nil {
+		pid = c.pid
+		// Counted once handed over: settleProgress waits for this.
+		defer c.progressHandled.Add(1)
+	}
+	tok, ok := req.Params.ProgressToken.(string)
+	switch {
+	case r == nil:
+		u.log.Debug("progress notification dropped: no call asking for progress is in flight on the connection", slog.Int("pid", pid))
+	case !ok || tok != r.token:
+		u.log.Debug("progress notification dropped: its token is not the call's", slog.Int("pid", pid))
+	case !r.deliver(req.Params):
+		u.log.Debug("progress notification dropped: the call has ended", slog.Int("pid", pid))
+	}
+}
+
+// progressCounter wraps a command server's transport so that every progress
+// notification is counted as it is read (see [Upstream.settleProgress]).
+type progressCounter struct {
+	sdk.Transport
+	read *atomic.Int64
+}
+
+func (t *progressCounter) Connect(ctx context.Context) (sdk.Connection, error) {
+	conn, err := t.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &progressCountingConn{Connection: conn, read: t.read}, nil
+}
+
+type progressCountingConn struct {
+	sdk.Connection
+	read *atomic.Int64
+}
+
+func (c *progressCountingConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	msg, err := c.Connection.Read(ctx)
+	if req, ok := msg.(*jsonrpc.Request); ok && req.Method == "notifications/progress" && !req.IsCall() {
+		c.read.Add(1)
+	}
+	return msg, err
 }
 
 // livePIDs returns the process ids of the live connections (for tests).

@@ -133,7 +133,7 @@ func textOf(t *testing.T, r *sdk.CallToolResult) string {
 
 func callPID(t *testing.T, u *Upstream) int {
 	t.Helper()
-	r, err := u.Call(context.Background(), "pid", nil)
+	r, err := u.Call(context.Background(), "pid", nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func toolNames(tools []UpstreamTool) []string {
 	return names
 }
 
-var okRemoteTools = []string{"crash", "echo", "fail", "getenv", "hang", "pid", "slow"}
+var okRemoteTools = []string{"crash", "echo", "fail", "getenv", "hang", "pid", "progress", "slow"}
 
 func TestUpstreamDiscoverPrefixAndPagination(t *testing.T) {
 	t.Parallel()
@@ -204,14 +204,14 @@ func TestUpstreamDiscoverPrefixAndPagination(t *testing.T) {
 			if len(rec.Events()) != 0 {
 				t.Errorf("events on first use: %+v", rec.Events())
 			}
-			r, err := u.Call(context.Background(), "echo", json.RawMessage(`{"text":"hi"}`))
+			r, err := u.Call(context.Background(), "echo", json.RawMessage(`{"text":"hi"}`), nil)
 			if err != nil || textOf(t, r) != "hi" || r.IsError {
 				t.Fatalf("echo: %v %+v", err, r)
 			}
-			if _, err := u.Call(context.Background(), "echo", json.RawMessage(`["not an object"]`)); err == nil {
+			if _, err := u.Call(context.Background(), "echo", json.RawMessage(`["not an object"]`), nil); err == nil {
 				t.Error("non-object arguments were sent")
 			}
-			if _, err := u.Call(context.Background(), tc.prefix+"echo", nil); err == nil {
+			if _, err := u.Call(context.Background(), tc.prefix+"echo", nil, nil); err == nil {
 				t.Error("a governed name was accepted as the remote name")
 			}
 		})
@@ -252,10 +252,10 @@ func TestUpstreamBadSchemasRefused(t *testing.T) {
 		}
 	}
 	// The gateway is still here and the good tools work.
-	if r, err := u.Call(context.Background(), "echo", json.RawMessage(`{"text":"alive"}`)); err != nil || textOf(t, r) != "alive" {
+	if r, err := u.Call(context.Background(), "echo", json.RawMessage(`{"text":"alive"}`), nil); err != nil || textOf(t, r) != "alive" {
 		t.Fatalf("echo after bad schemas: %v", err)
 	}
-	if _, err := u.Call(context.Background(), "noschema", nil); err == nil {
+	if _, err := u.Call(context.Background(), "noschema", nil, nil); err == nil {
 		t.Error("a refused tool was called")
 	}
 }
@@ -285,7 +285,7 @@ func TestUpstreamTransportDeniedStartsNothing(t *testing.T) {
 			if evs := rec.Named(warden.EventTransportDenied); len(evs) != 1 {
 				t.Errorf("denial events %+v", rec.Events())
 			}
-			if _, err := u.Call(context.Background(), "echo", nil); err == nil {
+			if _, err := u.Call(context.Background(), "echo", nil, nil); err == nil {
 				t.Error("a call went through a denied server")
 			}
 			if _, err := os.Stat(marker); !errors.Is(err, os.ErrNotExist) {
@@ -340,7 +340,7 @@ func TestUpstreamIsErrorIsAResult(t *testing.T) {
 	t.Parallel()
 	u := newUpstream(t, faultServer("f"), UpstreamOptions{Policy: faultPolicy(0)})
 	discover(t, u)
-	r, err := u.Call(context.Background(), "fail", json.RawMessage(`{"text":"it broke"}`))
+	r, err := u.Call(context.Background(), "fail", json.RawMessage(`{"text":"it broke"}`), nil)
 	if err != nil {
 		t.Fatalf("isError became a Go error: %v", err)
 	}
@@ -360,7 +360,7 @@ func TestUpstreamCrashBackoffAndRestart(t *testing.T) {
 	discover(t, u)
 	pid1 := callPID(t, u)
 
-	_, err := u.Call(context.Background(), "crash", nil)
+	_, err := u.Call(context.Background(), "crash", nil, nil)
 	if err == nil || errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "failed on the connection") {
 		t.Fatalf("crash: %v", err)
 	}
@@ -368,7 +368,7 @@ func TestUpstreamCrashBackoffAndRestart(t *testing.T) {
 
 	// In backoff: fail fast, saying so.
 	start := time.Now()
-	_, err = u.Call(context.Background(), "pid", nil)
+	_, err = u.Call(context.Background(), "pid", nil, nil)
 	if !errors.Is(err, ErrServerRestarting) || !strings.Contains(err.Error(), "after a failure") || !strings.Contains(err.Error(), "next start is in") {
 		t.Fatalf("call during backoff: %v", err)
 	}
@@ -422,7 +422,7 @@ func TestUpstreamHangIsBoundedAndDiscarded(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), tc.ctxTimeout)
 			defer cancel()
 			start := time.Now()
-			_, err := u.Call(ctx, "hang", nil)
+			_, err := u.Call(ctx, "hang", nil, nil)
 			if !errors.Is(err, context.DeadlineExceeded) {
 				t.Fatalf("hang: %v", err)
 			}
@@ -455,7 +455,7 @@ func TestUpstreamPoolBound(t *testing.T) {
 	)
 	slow := func() {
 		defer wg.Done()
-		r, err := u.Call(context.Background(), "slow", json.RawMessage(`{"ms":700}`))
+		r, err := u.Call(context.Background(), "slow", json.RawMessage(`{"ms":700}`), nil)
 		if err != nil {
 			t.Error(err)
 			return
@@ -505,7 +505,7 @@ func TestUpstreamPoolBound(t *testing.T) {
 	}
 	// A third call waits for a free connection, bounded by its context.
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
-	_, err := u.Call(ctx, "echo", json.RawMessage(`{"text":"x"}`))
+	_, err := u.Call(ctx, "echo", json.RawMessage(`{"text":"x"}`), nil)
 	cancel()
 	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "waiting for a free connection") {
 		t.Fatalf("third call: %v", err)
@@ -556,7 +556,7 @@ func TestUpstreamListChangedFloodCoalesced(t *testing.T) {
 		},
 	})
 	discover(t, u)
-	if r, err := u.Call(context.Background(), "flood", json.RawMessage(`{"n":1000}`)); err != nil || r.IsError {
+	if r, err := u.Call(context.Background(), "flood", json.RawMessage(`{"n":1000}`), nil); err != nil || r.IsError {
 		t.Fatalf("flood: %v %+v", err, r)
 	}
 	// Wait until it settles: no rediscovery for a while.
@@ -628,7 +628,7 @@ func TestUpstreamDefinitionChangeQuarantine(t *testing.T) {
 	}
 	poke := func() {
 		t.Helper()
-		if _, err := u.Call(context.Background(), "poke", nil); err != nil {
+		if _, err := u.Call(context.Background(), "poke", nil, nil); err != nil {
 			t.Fatal(err)
 		}
 		waitChanged()
@@ -667,7 +667,7 @@ func TestUpstreamDefinitionChangeQuarantine(t *testing.T) {
 	if !strings.Contains(diff, `-   "description": "Version one.",`) || !strings.Contains(diff, `+   "description": "Version two: also sends your files somewhere.",`) {
 		t.Errorf("diff:\n%s", diff)
 	}
-	_, err = u.Call(context.Background(), "echo", json.RawMessage(`{"text":"x"}`))
+	_, err = u.Call(context.Background(), "echo", json.RawMessage(`{"text":"x"}`), nil)
 	var qe *QuarantinedError
 	if !errors.As(err, &qe) || err.Error() != "Tool 'mcp__chg__echo' changed its definition since it was approved; an operator must review it." {
 		t.Fatalf("call of a quarantined tool: %v", err)
@@ -690,7 +690,7 @@ func TestUpstreamDefinitionChangeQuarantine(t *testing.T) {
 	if echo().Quarantined {
 		t.Fatal("still quarantined after approval and Refresh")
 	}
-	if r, err := u.Call(context.Background(), "echo", json.RawMessage(`{"text":"ok"}`)); err != nil || textOf(t, r) != "ok" {
+	if r, err := u.Call(context.Background(), "echo", json.RawMessage(`{"text":"ok"}`), nil); err != nil || textOf(t, r) != "ok" {
 		t.Fatalf("echo after approval: %v", err)
 	}
 	if len(rec.Named(warden.EventDefinitionChanged)) != 1 {
@@ -706,7 +706,7 @@ func TestUpstreamEnvFilteredAndStderrLogged(t *testing.T) {
 	u := newUpstream(t, cfg, UpstreamOptions{Policy: faultPolicy(0), Logger: slog.New(lines)})
 	discover(t, u)
 	get := func(name string) string {
-		r, err := u.Call(context.Background(), "getenv", json.RawMessage(`{"name":"`+name+`"}`))
+		r, err := u.Call(context.Background(), "getenv", json.RawMessage(`{"name":"`+name+`"}`), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -774,8 +774,11 @@ func TestUpstreamCloseKillsEverything(t *testing.T) {
 	}
 	// Two busy connections, one of them hung for good, and an idle one.
 	errs := make(chan error, 2)
-	go func() { _, err := u.Call(context.Background(), "hang", nil); errs <- err }()
-	go func() { _, err := u.Call(context.Background(), "slow", json.RawMessage(`{"ms":60000}`)); errs <- err }()
+	go func() { _, err := u.Call(context.Background(), "hang", nil, nil); errs <- err }()
+	go func() {
+		_, err := u.Call(context.Background(), "slow", json.RawMessage(`{"ms":60000}`), nil)
+		errs <- err
+	}()
 	for deadline := time.Now().Add(5 * time.Second); len(u.livePIDs()) < 2; {
 		if time.Now().After(deadline) {
 			t.Fatalf("live %v", u.livePIDs())
@@ -803,7 +806,7 @@ func TestUpstreamCloseKillsEverything(t *testing.T) {
 			t.Errorf("pid %d survived Close", pid)
 		}
 	}
-	if _, err := u.Call(context.Background(), "echo", nil); !errors.Is(err, ErrUpstreamClosed) {
+	if _, err := u.Call(context.Background(), "echo", nil, nil); !errors.Is(err, ErrUpstreamClosed) {
 		t.Errorf("call after Close: %v", err)
 	}
 	if err := u.Close(); err != nil {
@@ -841,7 +844,7 @@ func TestUpstreamURLServer(t *testing.T) {
 	if got := toolNames(tools); !slices.Equal(got, []string{"mcp__web__echo"}) {
 		t.Fatalf("tools %v", got)
 	}
-	if r, err := u.Call(context.Background(), "echo", json.RawMessage(`{"text":"over http"}`)); err != nil || textOf(t, r) != "over http" {
+	if r, err := u.Call(context.Background(), "echo", json.RawMessage(`{"text":"over http"}`), nil); err != nil || textOf(t, r) != "over http" {
 		t.Fatalf("call: %v", err)
 	}
 
@@ -886,11 +889,11 @@ func TestUpstreamLeavesNoGoroutines(t *testing.T) {
 		}
 		defer u.Close()
 		discover(t, u)
-		u.Call(context.Background(), "crash", nil)
+		u.Call(context.Background(), "crash", nil, nil)
 		time.Sleep(5 * time.Millisecond)
-		u.Call(context.Background(), "hang", nil)
-		u.Call(context.Background(), "flood", json.RawMessage(`{"n":50}`))
-		go u.Call(context.Background(), "slow", json.RawMessage(`{"ms":10000}`))
+		u.Call(context.Background(), "hang", nil, nil)
+		u.Call(context.Background(), "flood", json.RawMessage(`{"n":50}`), nil)
+		go u.Call(context.Background(), "slow", json.RawMessage(`{"ms":10000}`), nil)
 		time.Sleep(50 * time.Millisecond)
 	}()
 	deadline := time.Now().Add(5 * time.Second)
@@ -917,14 +920,14 @@ func TestUpstreamSurvivesGarbage(t *testing.T) {
 	}
 	for _, what := range []string{"nullcontent", "badtype", "notjson", "wrongid", "badobject", "badresult", "hugeline", "request", "notify", "unknown"} {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		r, err := u.Call(ctx, "junk", json.RawMessage(`{"what":"`+what+`"}`))
+		r, err := u.Call(ctx, "junk", json.RawMessage(`{"what":"`+what+`"}`), nil)
 		cancel()
 		t.Logf("%s: result %v, err %v", what, r != nil, err)
 		if err == nil && r == nil {
 			t.Errorf("%s: neither result nor error", what)
 		}
 		time.Sleep(5 * time.Millisecond) // past the backoff
-		ok, err := u.Call(context.Background(), "ok", nil)
+		ok, err := u.Call(context.Background(), "ok", nil, nil)
 		if err != nil || textOf(t, ok) != "fine" {
 			t.Fatalf("after %s: %v", what, err)
 		}

@@ -8,7 +8,11 @@
 //
 //	ok            tools echo {text}, fail {text} (an isError result), crash (exits 3
 //	              mid-call), hang (never returns), slow {ms} (sleeps, then reports its
-//	              pid and start/end times), pid, getenv {name}
+//	              pid and start/end times), pid, getenv {name}, progress {n, ms, stray,
+//	              late} (sends n progress notifications with the request's token, ms
+//	              apart; stray adds, before them, two with other tokens; late sends one
+//	              more 100ms after the answer; answers "sent <n>", or "no progress
+//	              token" when the request had none)
 //	badschemas    the ok tools, plus tools listed with a missing input schema, a
 //	              non-object schema, a schema that does not compile and a bad name
 //	changing      the ok tools; echo's description is read from -descfile on every
@@ -154,6 +158,55 @@ func addOKTools(srv *sdk.Server) {
 	sdk.AddTool(srv, &sdk.Tool{Name: "pid", Description: "Returns the server's process id."},
 		func(_ context.Context, _ *sdk.CallToolRequest, _ struct{}) (*sdk.CallToolResult, any, error) {
 			return text(fmt.Sprint(os.Getpid())), nil, nil
+		})
+	type progressIn struct {
+		N     int  `json:"n"`
+		MS    int  `json:"ms,omitempty"`
+		Stray bool `json:"stray,omitempty"`
+		Late  bool `json:"late,omitempty"`
+	}
+	sdk.AddTool(srv, &sdk.Tool{Name: "progress", Description: "Sends n progress notifications with the request's progress token, then returns."},
+		func(ctx context.Context, req *sdk.CallToolRequest, in progressIn) (*sdk.CallToolResult, any, error) {
+			token := req.Params.GetProgressToken()
+			if token == nil {
+				return text("no progress token"), nil, nil
+			}
+			notify := func(ctx context.Context, token any, i int) error {
+				return req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{
+					ProgressToken: token,
+					Progress:      float64(i),
+					Total:         float64(in.N),
+					Message:       fmt.Sprintf("step %d of %d", i, in.N),
+				})
+			}
+			if in.Stray {
+				for _, other := range []any{"stray-token", 424242} {
+					if err := notify(ctx, other, 0); err != nil {
+						return nil, nil, err
+					}
+				}
+			}
+			for i := 1; i <= in.N; i++ {
+				if i > 1 && in.MS > 0 {
+					select {
+					case <-time.After(time.Duration(in.MS) * time.Millisecond):
+					case <-ctx.Done():
+						return nil, nil, ctx.Err()
+					}
+				}
+				if err := notify(ctx, token, i); err != nil {
+					return nil, nil, err
+				}
+			}
+			if in.Late {
+				go func() {
+					time.Sleep(100 * time.Millisecond)
+					if err := notify(context.Background(), token, in.N+1); err != nil {
+						log.Printf("late progress notification: %v", err)
+					}
+				}()
+			}
+			return text(fmt.Sprintf("sent %d", in.N)), nil, nil
 		})
 	type envIn struct {
 		Name string `json:"name"`
