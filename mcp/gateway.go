@@ -635,7 +635,13 @@ func (g *Gateway) callTool(ctx context.Context, f *front, name string, req *sdk.
 		if text == "" {
 			text = halt.TellLLM
 		}
-		g.halted.Store(session, text)
+		if _, already := g.halted.LoadOrStore(session, text); !already && req.Session != nil {
+			// The halt lasts as long as the session; forget it once the session ends.
+			go func(ss *sdk.ServerSession) {
+				ss.Wait()
+				g.halted.Delete(session)
+			}(req.Session)
+		}
 		return textResult(text, true), nil
 	}
 	if err != nil || out.Status == warden.StatusPending {
