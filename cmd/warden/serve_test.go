@@ -699,8 +699,18 @@ func testKill9(t *testing.T, dsn string) {
 		t.Fatalf("the fourth call returned before the kill: %v %v", r.err, r.res)
 	default:
 	}
+	upstreams := processesMentioning(t, filepath.Join(f.dir, "notes"))
 	killed := time.Now()
 	g.kill9(t)
+	if goruntime.GOOS == "linux" {
+		if len(upstreams) == 0 {
+			t.Fatal("no notes-server process was running before the kill")
+		}
+		// The kernel kills the upstream servers with their gateway (Pdeathsig).
+		mcptest.WaitFor(t, callTimeout, "the killed gateway's notes-server processes to exit", func() bool {
+			return len(processesMentioning(t, filepath.Join(f.dir, "notes"))) == 0
+		})
+	}
 	select {
 	case r := <-fourth:
 		if r.err == nil && !r.res.IsError {
@@ -1221,4 +1231,25 @@ func TestServeStdio(t *testing.T) {
 	if rows[0].Status != "ran" || rows[1].Status != "refused" {
 		t.Errorf("audit rows %+v, want ran then refused", rows)
 	}
+}
+
+// processesMentioning returns the pids of live processes whose command line mentions
+// s (Linux /proc only; zombies, which have no command line, are not listed).
+func processesMentioning(t *testing.T, s string) []string {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []string
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && strings.Contains(string(cmdline), s) {
+			pids = append(pids, e.Name())
+		}
+	}
+	return pids
 }
