@@ -166,7 +166,7 @@ func TestParsePack_StrictErrors(t *testing.T) {
 		{"empty item", "roles:\n  a:\n    escalations: [\"\"]\n", 3, 19, "roles.a.escalations[0] is empty"},
 		{"model not a string", "roles:\n  a:\n    model: 4\n", 3, 12, "roles.a.model must be a string, got a number"},
 		{"effort not a string", "roles:\n  a:\n    effort: [high]\n", 3, 13, "roles.a.effort must be a string, got a list"},
-		{"active not a bool", "roles:\n  a:\n    active: \"yes\"\n", 3, 13, "roles.a.active must be a boolean, got a string"},
+		{"active not a bool", "roles:\n  a:\n    active: \"yes\"\n", 3, 13, "roles.a.active must be true or false, got a string"},
 		{"modes not a list", "roles:\n  a:\n    modes_allow: chat\n", 3, 18, "roles.a.modes_allow must be a list of strings, got a string"},
 		{"default modes item", "roles:\n  a:\n    default_modes: [true]\n", 3, 21, "roles.a.default_modes[0] must be a string, got a boolean"},
 		{"two documents", "roles: {}\n---\nroles: {}\n", 3, 1, "more than one YAML document"},

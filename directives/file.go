@@ -83,19 +83,6 @@ var packDoc = yamlstrict.Doc{
 	MultiHint: "a directives pack holds exactly one document; remove the '---' separator and what follows, or split it into files",
 }
 
-func (d *packDecoder) boolean(n *yaml.Node, where string) (bool, bool) {
-	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!bool" {
-		d.Fail(n, "write true or false", "%s must be a boolean, got %s", where, yamlstrict.KindName(n))
-		return false, false
-	}
-	var b bool
-	if err := n.Decode(&b); err != nil {
-		d.Fail(n, "write true or false", "%s must be a boolean: %v", where, err)
-		return false, false
-	}
-	return b, true
-}
-
 var (
 	topKeys  = []string{"name", "roles"}
 	roleKeys = []string{"authority", "boundaries", "escalations", "model", "effort", "default_modes", "modes_allow", "active"}
@@ -166,7 +153,7 @@ func (d *packDecoder) role(name string, n *yaml.Node) (RolePromptDirectives, Rol
 		case "modes_allow":
 			cfg.ModesAllow, _ = d.StrList(e.Value, at)
 		case "active":
-			if b, ok := d.boolean(e.Value, at); ok {
+			if b, ok := d.Bool(e.Value, at); ok {
 				cfg.Active = &b
 			}
 		default:

@@ -170,7 +170,7 @@ func (d *configDecoder) top(root *yaml.Node, c *Config) {
 		case "policy":
 			c.Policy = d.path(kv.Value, "policy")
 		case "store":
-			if s, ok := d.nonEmpty(kv.Value, "store"); ok {
+			if s, ok := d.NonEmpty(kv.Value, "store"); ok {
 				c.Store = d.storeDSN(s)
 			}
 		case "transport":
@@ -180,14 +180,14 @@ func (d *configDecoder) top(root *yaml.Node, c *Config) {
 		case "project_file":
 			project = d.projectFile(kv.Value, c)
 		case "listen":
-			if s, ok := d.nonEmpty(kv.Value, "listen"); ok {
+			if s, ok := d.NonEmpty(kv.Value, "listen"); ok {
 				if _, _, err := net.SplitHostPort(s); err != nil {
 					d.Fail(kv.Value, "write host:port, e.g. 127.0.0.1:8080", "listen %q is not host:port", s)
 				}
 				c.Listen = s
 			}
 		case "path":
-			if s, ok := d.nonEmpty(kv.Value, "path"); ok {
+			if s, ok := d.NonEmpty(kv.Value, "path"); ok {
 				if !strings.HasPrefix(s, "/") || strings.ContainsAny(s, " ?#") {
 					d.Fail(kv.Value, "write an absolute URL path such as /mcp", "path %q is not a URL path", s)
 				}
@@ -237,17 +237,8 @@ func (d *configDecoder) top(root *yaml.Node, c *Config) {
 	}
 }
 
-func (d *configDecoder) nonEmpty(n *yaml.Node, where string) (string, bool) {
-	s, ok := d.Str(n, where)
-	if ok && strings.TrimSpace(s) == "" {
-		d.Fail(n, "remove the key or give a value", "%s is empty", where)
-		return "", false
-	}
-	return s, ok
-}
-
 func (d *configDecoder) path(n *yaml.Node, where string) string {
-	s, ok := d.nonEmpty(n, where)
+	s, ok := d.NonEmpty(n, where)
 	if !ok {
 		return ""
 	}
@@ -264,30 +255,8 @@ func (d *configDecoder) storeDSN(s string) string {
 	return s
 }
 
-func (d *configDecoder) boolean(n *yaml.Node, where string) bool {
-	if n.Kind != yaml.ScalarNode || n.Tag != "!!bool" {
-		d.Fail(n, "write true or false", "%s must be true or false, not %s", where, yamlstrict.KindName(n))
-		return false
-	}
-	v, _ := strconv.ParseBool(n.Value)
-	return v
-}
-
-func (d *configDecoder) integer(n *yaml.Node, where string, min int64) int64 {
-	if n.Kind != yaml.ScalarNode || n.Tag != "!!int" {
-		d.Fail(n, "write a whole number", "%s must be a whole number, not %s", where, yamlstrict.KindName(n))
-		return 0
-	}
-	v, err := strconv.ParseInt(n.Value, 0, 64)
-	if err != nil || v < min {
-		d.Fail(n, fmt.Sprintf("use a number of at least %d", min), "%s %q is out of range", where, n.Value)
-		return 0
-	}
-	return v
-}
-
 func (d *configDecoder) duration(n *yaml.Node, where string) time.Duration {
-	s, ok := d.nonEmpty(n, where)
+	s, ok := d.NonEmpty(n, where)
 	if !ok {
 		return 0
 	}
@@ -299,13 +268,16 @@ func (d *configDecoder) duration(n *yaml.Node, where string) time.Duration {
 	return v
 }
 
-func (d *configDecoder) size(n *yaml.Node, where string) int64 {
-	s, ok := d.nonEmpty(n, where)
-	if !ok {
+// size reads a byte size of at least min: a whole number of bytes, or one followed by
+// KiB, MiB or GiB.
+func (d *configDecoder) size(n *yaml.Node, where string, min int64) int64 {
+	const hint = "write a size in bytes or with KiB, MiB or GiB, e.g. 4MiB"
+	if n.Kind != yaml.ScalarNode || (n.ShortTag() != "!!int" && n.ShortTag() != "!!str") {
+		d.Fail(n, hint, "%s must be a size, got %s", where, yamlstrict.KindName(n))
 		return 0
 	}
-	mult := int64(1)
-	num := s
+	s := strings.TrimSpace(n.Value)
+	mult, num := int64(1), s
 	for _, u := range []struct {
 		suffix string
 		m      int64
@@ -316,57 +288,41 @@ func (d *configDecoder) size(n *yaml.Node, where string) int64 {
 		}
 	}
 	v, err := strconv.ParseInt(num, 10, 64)
-	if err != nil || v <= 0 || v > (1<<40)/mult {
-		d.Fail(n, "write a positive size in bytes or with KiB, MiB or GiB, e.g. 4MiB", "%s %q is not a size", where, s)
+	switch {
+	case err != nil || v > (1<<40)/mult:
+		d.Fail(n, hint, "%s %q is not a size", where, s)
+		return 0
+	case v*mult < min:
+		d.Fail(n, fmt.Sprintf("use a size of at least %d bytes; a smaller limit refuses every request", min), "%s: %s is out of range", where, s)
 		return 0
 	}
 	return v * mult
 }
 
-func (d *configDecoder) entries(n *yaml.Node, where string, known []string) []yamlstrict.KV {
-	kvs, ok := d.Mapping(n, where)
-	if !ok {
-		return nil
-	}
-	out := kvs[:0:0]
-	for _, kv := range kvs {
-		found := false
-		for _, k := range known {
-			if k == kv.Key {
-				found = true
-			}
-		}
-		if !found {
-			d.Fail(kv.KeyNode, "known keys in "+where+": "+strings.Join(known, ", ")+yamlstrict.Suggest(kv.Key, known), "unknown key %q in %s", kv.Key, where)
-			continue
-		}
-		out = append(out, kv)
-	}
-	return out
-}
-
 var transportKeys = []string{"allow_commands", "commands", "allow_urls", "hosts", "allow_insecure_loopback", "keep_secret_env", "env_deny", "max_connections_per_server"}
 
 func (d *configDecoder) transport(n *yaml.Node, t *TransportPolicy) {
-	for _, kv := range d.entries(n, "transport", transportKeys) {
+	for _, kv := range d.Known(n, "transport", transportKeys) {
 		where := "transport." + kv.Key
 		switch kv.Key {
 		case "allow_commands":
-			t.AllowCommands = d.boolean(kv.Value, where)
+			t.AllowCommands, _ = d.Bool(kv.Value, where)
 		case "commands":
 			t.Commands, _ = d.StrList(kv.Value, where)
 		case "allow_urls":
-			t.AllowURLs = d.boolean(kv.Value, where)
+			t.AllowURLs, _ = d.Bool(kv.Value, where)
 		case "hosts":
 			t.Hosts, _ = d.StrList(kv.Value, where)
 		case "allow_insecure_loopback":
-			t.AllowInsecureLoopback = d.boolean(kv.Value, where)
+			t.AllowInsecureLoopback, _ = d.Bool(kv.Value, where)
 		case "keep_secret_env":
-			t.KeepSecretEnv = d.boolean(kv.Value, where)
+			t.KeepSecretEnv, _ = d.Bool(kv.Value, where)
 		case "env_deny":
 			t.EnvDeny, _ = d.StrList(kv.Value, where)
 		case "max_connections_per_server":
-			t.MaxConnectionsPerServer = int(d.integer(kv.Value, where, 1))
+			if v, ok := d.Int(kv.Value, where, 1); ok {
+				t.MaxConnectionsPerServer = int(v)
+			}
 		}
 	}
 	if err := t.Validate(); err != nil {
@@ -385,11 +341,11 @@ func (d *configDecoder) servers(n *yaml.Node) []ServerConfig {
 	for _, kv := range kvs {
 		s := ServerConfig{Name: kv.Key}
 		where := "servers." + kv.Key
-		for _, e := range d.entries(kv.Value, where, serverKeys) {
+		for _, e := range d.Known(kv.Value, where, serverKeys) {
 			w := where + "." + e.Key
 			switch e.Key {
 			case "command":
-				s.Command, _ = d.nonEmpty(e.Value, w)
+				s.Command, _ = d.NonEmpty(e.Value, w)
 			case "args":
 				s.Args, _ = d.StrList(e.Value, w)
 			case "env":
@@ -397,7 +353,7 @@ func (d *configDecoder) servers(n *yaml.Node) []ServerConfig {
 			case "dir":
 				s.Dir = d.path(e.Value, w)
 			case "url":
-				s.URL, _ = d.nonEmpty(e.Value, w)
+				s.URL, _ = d.NonEmpty(e.Value, w)
 			case "headers":
 				s.Headers = d.headers(e.Value, w)
 			case "prefix":
@@ -439,12 +395,12 @@ func (d *configDecoder) headers(n *yaml.Node, where string) map[string]string {
 }
 
 func (d *configDecoder) projectFile(n *yaml.Node, c *Config) []ServerConfig {
-	for _, kv := range d.entries(n, "project_file", []string{"path", "trust"}) {
+	for _, kv := range d.Known(n, "project_file", []string{"path", "trust"}) {
 		switch kv.Key {
 		case "path":
 			c.ProjectFile = d.path(kv.Value, "project_file.path")
 		case "trust":
-			c.TrustProjectFile = d.boolean(kv.Value, "project_file.trust")
+			c.TrustProjectFile, _ = d.Bool(kv.Value, "project_file.trust")
 		}
 	}
 	if c.ProjectFile == "" {
@@ -464,15 +420,15 @@ var clientKeys = []string{"principal", "tenant", "role", "token_env", "token_sha
 func (d *configDecoder) client(n *yaml.Node, where string, needToken bool) Client {
 	var c Client
 	var tokenNode *yaml.Node
-	for _, kv := range d.entries(n, where, clientKeys) {
+	for _, kv := range d.Known(n, where, clientKeys) {
 		w := where + "." + kv.Key
 		switch kv.Key {
 		case "principal":
-			c.Principal, _ = d.nonEmpty(kv.Value, w)
+			c.Principal, _ = d.NonEmpty(kv.Value, w)
 		case "tenant":
-			c.Tenant, _ = d.nonEmpty(kv.Value, w)
+			c.Tenant, _ = d.NonEmpty(kv.Value, w)
 		case "role":
-			c.Role, _ = d.nonEmpty(kv.Value, w)
+			c.Role, _ = d.NonEmpty(kv.Value, w)
 		case "token_env", "token_sha256":
 			if !needToken {
 				d.Fail(kv.KeyNode, "the stdio front has no token: whoever starts the process is this identity", "%s: stdio takes no token", w)
@@ -496,7 +452,7 @@ func (d *configDecoder) client(n *yaml.Node, where string, needToken bool) Clien
 }
 
 func (d *configDecoder) token(key string, n *yaml.Node, where string) string {
-	s, ok := d.nonEmpty(n, where)
+	s, ok := d.NonEmpty(n, where)
 	if !ok {
 		return ""
 	}
@@ -561,10 +517,10 @@ func (d *configDecoder) operators(n *yaml.Node) []Operator {
 		where := fmt.Sprintf("operators[%d]", i)
 		var o Operator
 		var tokenNode *yaml.Node
-		for _, kv := range d.entries(item, where, []string{"name", "token_env", "token_sha256"}) {
+		for _, kv := range d.Known(item, where, []string{"name", "token_env", "token_sha256"}) {
 			w := where + "." + kv.Key
 			if kv.Key == "name" {
-				o.Name, _ = d.nonEmpty(kv.Value, w)
+				o.Name, _ = d.NonEmpty(kv.Value, w)
 				continue
 			}
 			if tokenNode != nil {
@@ -590,8 +546,8 @@ func (d *configDecoder) operators(n *yaml.Node) []Operator {
 }
 
 func (d *configDecoder) ui(n *yaml.Node, c *Config) {
-	for _, kv := range d.entries(n, "ui", []string{"path"}) {
-		s, ok := d.nonEmpty(kv.Value, "ui.path")
+	for _, kv := range d.Known(n, "ui", []string{"path"}) {
+		s, ok := d.NonEmpty(kv.Value, "ui.path")
 		if ok && (!strings.HasPrefix(s, "/") || !strings.HasSuffix(s, "/") || len(s) < 3) {
 			d.Fail(kv.Value, "write a path that starts and ends with /, e.g. /ui/", "ui.path %q must start and end with /", s)
 		}
@@ -600,7 +556,7 @@ func (d *configDecoder) ui(n *yaml.Node, c *Config) {
 }
 
 func (d *configDecoder) approvals(n *yaml.Node, c *Config) {
-	for _, kv := range d.entries(n, "approvals", []string{"wait", "expires", "elicitation"}) {
+	for _, kv := range d.Known(n, "approvals", []string{"wait", "expires", "elicitation"}) {
 		switch kv.Key {
 		case "wait":
 			c.ApprovalWait = d.duration(kv.Value, "approvals.wait")
@@ -621,15 +577,10 @@ func (d *configDecoder) approvals(n *yaml.Node, c *Config) {
 }
 
 func (d *configDecoder) limits(n *yaml.Node, c *Config) {
-	for _, kv := range d.entries(n, "limits", []string{"max_request_bytes", "call_timeout", "session_idle"}) {
+	for _, kv := range d.Known(n, "limits", []string{"max_request_bytes", "call_timeout", "session_idle"}) {
 		switch kv.Key {
 		case "max_request_bytes":
-			if kv.Value.Tag == "!!int" {
-				c.MaxRequestBytes = d.integer(kv.Value, "limits.max_request_bytes", 1024)
-			} else if c.MaxRequestBytes = d.size(kv.Value, "limits.max_request_bytes"); c.MaxRequestBytes > 0 && c.MaxRequestBytes < 1024 {
-				// The same minimum as for a plain number: a smaller limit refuses every request.
-				d.Fail(kv.Value, "use a number of at least 1024", "limits.max_request_bytes %q is out of range", kv.Value.Value)
-			}
+			c.MaxRequestBytes = d.size(kv.Value, "limits.max_request_bytes", 1024)
 		case "call_timeout":
 			c.CallTimeout = d.duration(kv.Value, "limits.call_timeout")
 		case "session_idle":
@@ -639,7 +590,7 @@ func (d *configDecoder) limits(n *yaml.Node, c *Config) {
 }
 
 func (d *configDecoder) audit(n *yaml.Node, c *Config) {
-	for _, kv := range d.entries(n, "audit", []string{"redact_args"}) {
-		c.RedactArgs = d.boolean(kv.Value, "audit.redact_args")
+	for _, kv := range d.Known(n, "audit", []string{"redact_args"}) {
+		c.RedactArgs, _ = d.Bool(kv.Value, "audit.redact_args")
 	}
 }

@@ -16,7 +16,6 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -27,6 +26,7 @@ import (
 	"github.com/wardenhq/warden"
 	"github.com/wardenhq/warden/agent"
 	"github.com/wardenhq/warden/directives"
+	"github.com/wardenhq/warden/internal/yamlstrict"
 	"github.com/wardenhq/warden/policy"
 	"github.com/wardenhq/warden/provider/anthropic"
 	"github.com/wardenhq/warden/provider/openai"
@@ -788,26 +788,16 @@ func (d *runDecoder) entries(n *yaml.Node, where string, known []string) []entry
 	return out
 }
 
-func (d *runDecoder) nonEmpty(n *yaml.Node, where string) (string, bool) {
-	s, ok := d.str(n, where)
-	if ok && strings.TrimSpace(s) == "" {
-		d.fail(n, "give it a value or leave the key out", "%s is empty", where)
-		return "", false
-	}
+func (d *runDecoder) nonEmpty(n *yaml.Node, where string) (s string, ok bool) {
+	d.strict(func(y *yamlstrict.Decoder) { s, ok = y.NonEmpty(n, where) })
 	return s, ok
 }
 
 func (d *runDecoder) integer(n *yaml.Node, where string, min int) (int, bool) {
-	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" {
-		d.fail(n, "write a whole number", "%s must be a whole number, got %s", where, kindName(n))
-		return 0, false
-	}
-	v, err := strconv.Atoi(n.Value)
-	if err != nil || v < min {
-		d.fail(n, fmt.Sprintf("write a whole number of at least %d", min), "%s: %s is out of range", where, n.Value)
-		return 0, false
-	}
-	return v, true
+	var v int64
+	var ok bool
+	d.strict(func(y *yamlstrict.Decoder) { v, ok = y.Int(n, where, int64(min)) })
+	return int(v), ok
 }
 
 // path resolves a path from the file against the file's directory.

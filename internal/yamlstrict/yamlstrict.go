@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -226,6 +227,56 @@ func (d *Decoder) Str(n *yaml.Node, where string) (string, bool) {
 		return "", false
 	}
 	return n.Value, true
+}
+
+// NonEmpty is [Decoder.Str] that also refuses a blank string.
+func (d *Decoder) NonEmpty(n *yaml.Node, where string) (string, bool) {
+	s, ok := d.Str(n, where)
+	if ok && strings.TrimSpace(s) == "" {
+		d.Fail(n, "give it a value or leave the key out", "%s is empty", where)
+		return "", false
+	}
+	return s, ok
+}
+
+// Bool returns a YAML boolean (true or false), reporting any other value, including
+// the strings "yes" and "no".
+func (d *Decoder) Bool(n *yaml.Node, where string) (bool, bool) {
+	var b bool
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!bool" || n.Decode(&b) != nil {
+		d.Fail(n, "write true or false", "%s must be true or false, got %s", where, KindName(n))
+		return false, false
+	}
+	return b, true
+}
+
+// Int returns a whole number of at least min, reporting any other value.
+func (d *Decoder) Int(n *yaml.Node, where string, min int64) (int64, bool) {
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" {
+		d.Fail(n, "write a whole number", "%s must be a whole number, got %s", where, KindName(n))
+		return 0, false
+	}
+	var v int64
+	if err := n.Decode(&v); err != nil || v < min {
+		d.Fail(n, fmt.Sprintf("write a whole number of at least %d", min), "%s: %s is out of range", where, n.Value)
+		return 0, false
+	}
+	return v, true
+}
+
+// Known returns the entries of a mapping whose keys are in known, reporting the
+// others as unknown keys (with a suggestion when one is close).
+func (d *Decoder) Known(n *yaml.Node, where string, known []string) []KV {
+	kvs, _ := d.Mapping(n, where)
+	out := kvs[:0:0]
+	for _, kv := range kvs {
+		if !slices.Contains(known, kv.Key) {
+			d.Fail(kv.KeyNode, "known keys in "+where+": "+strings.Join(known, ", ")+Suggest(kv.Key, known), "unknown key %q in %s", kv.Key, where)
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
 }
 
 // StrList returns a list of strings, reporting a value that is not a list and every

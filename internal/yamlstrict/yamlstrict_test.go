@@ -80,3 +80,57 @@ func TestSuggest(t *testing.T) {
 		t.Errorf("got %q", got)
 	}
 }
+
+func TestScalarReaders(t *testing.T) {
+	var doc yaml.Node
+	src := "b: true\nyes: yes\nn: 7\nzero: 0\ns: ' '\nk: {good: 1, goood: 2}\n"
+	if err := yaml.Unmarshal([]byte(src), &doc); err != nil {
+		t.Fatal(err)
+	}
+	d := &Decoder{File: "f.yaml"}
+	kvs, _ := d.Mapping(doc.Content[0], "the top level")
+	v := map[string]*yaml.Node{}
+	for _, kv := range kvs {
+		v[kv.Key] = kv.Value
+	}
+	if b, ok := d.Bool(v["b"], "b"); !ok || !b {
+		t.Errorf("Bool(true) = %v %v", b, ok)
+	}
+	if _, ok := d.Bool(v["yes"], "yes"); ok {
+		t.Error(`Bool("yes") accepted`)
+	}
+	if n, ok := d.Int(v["n"], "n", 1); !ok || n != 7 {
+		t.Errorf("Int(7) = %v %v", n, ok)
+	}
+	if _, ok := d.Int(v["zero"], "zero", 1); ok {
+		t.Error("Int below min accepted")
+	}
+	if _, ok := d.Int(v["b"], "b", 0); ok {
+		t.Error("Int(true) accepted")
+	}
+	if _, ok := d.NonEmpty(v["s"], "s"); ok {
+		t.Error("NonEmpty(' ') accepted")
+	}
+	if got := d.Known(v["k"], "k", []string{"good"}); len(got) != 1 || got[0].Key != "good" {
+		t.Errorf("Known kept %v", got)
+	}
+	want := []string{
+		"f.yaml:2:6: yes must be true or false, got a string",
+		"f.yaml:4:7: zero: 0 is out of range",
+		"f.yaml:1:4: b must be a whole number, got a boolean",
+		"f.yaml:5:4: s is empty",
+		`f.yaml:6:14: unknown key "goood" in k`,
+	}
+	if len(d.Errs) != len(want) {
+		t.Fatalf("errors: %v", d.Errs)
+	}
+	for i, err := range d.Errs {
+		ce := err.(*warden.ConfigError)
+		if got := ce.File + ":" + strconv.Itoa(ce.Line) + ":" + strconv.Itoa(ce.Column) + ": " + ce.Msg; got != want[i] {
+			t.Errorf("error %d: got %q, want %q", i, got, want[i])
+		}
+	}
+	if ce := d.Errs[4].(*warden.ConfigError); ce.Hint != `known keys in k: good; did you mean "good"?` {
+		t.Errorf("unknown-key hint %q", ce.Hint)
+	}
+}
