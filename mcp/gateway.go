@@ -697,7 +697,8 @@ func WaitingText(id, tool string) string {
 }
 
 // decide obtains the answer to a pending question: an earlier approval of exactly
-// this call, the client's user by elicitation, or an operator within the wait. A nil
+// this call, the client's user by elicitation (only when approvals.elicitation is
+// allow and the caller's identity sets self_approve), or an operator within the wait. A nil
 // answer means nobody decided; the text says what the model reads.
 func (g *Gateway) decide(ctx context.Context, f *front, st *gatewayState, cl Client, session string, p *warden.PendingDecision, req *sdk.CallToolRequest) (warden.Answer, string) {
 	binding := ApprovalBinding(cl.Principal, p)
@@ -708,7 +709,9 @@ func (g *Gateway) decide(ctx context.Context, f *front, st *gatewayState, cl Cli
 	} else if ok {
 		return warden.Approved{By: got.DecidedBy, Note: got.Note}, ""
 	}
-	if st.cfg.Elicitation && f.canElicit(req) {
+	// Only an identity configured to approve its own asks is asked (fail closed: by
+	// default every ask goes to an operator).
+	if st.cfg.Elicitation && cl.SelfApprove && f.canElicit(req) {
 		// A client that never answers must not hold the call (or a shutdown) forever:
 		// the user gets as long as an operator would.
 		ectx, cancel := context.WithTimeout(ctx, st.cfg.ApprovalWait)

@@ -505,10 +505,15 @@ func TestGatewayAllowDenyHalt(t *testing.T) {
 	}
 }
 
-// 2. ask via elicitation: accept runs the call (approved by the client's principal),
-// decline refuses it; the question shows the exact arguments.
+// gwSelfApproveIdentities is gwDefaultIdentities with writer-agent allowed to approve
+// its own asks by elicitation (bob, also a writer, is not).
+var gwSelfApproveIdentities = strings.Replace(gwDefaultIdentities, "    token_env: GW_WRITER_TOKEN\n", "    token_env: GW_WRITER_TOKEN\n    self_approve: true\n", 1)
+
+// 2. ask via elicitation (approvals.elicitation: allow, and self_approve on the
+// client): accept runs the call (approved by the client's principal), decline refuses
+// it; the question shows the exact arguments.
 func TestGatewayElicitation(t *testing.T) {
-	e := gwStart(t, gwSetup{})
+	e := gwStart(t, gwSetup{identities: gwSelfApproveIdentities, extra: "approvals:\n  elicitation: allow\n"})
 	w := e.connect(t, gwWriterToken, nil)
 	for _, n := range []string{"keep", "drop"} {
 		gwWant(t, gwCall(t, w, "mcp__notes__write_note", map[string]any{"name": n, "text": "x"}), false, fmt.Sprintf("Wrote note %q (1 bytes).", n))
@@ -553,28 +558,55 @@ func TestGatewayElicitation(t *testing.T) {
 	gwWant(t, gwCall(t, w, "mcp__notes__read_note", map[string]any{"name": "keep"}), false, "x")
 }
 
-// 3. approvals.elicitation: never sends even an elicitation-capable client's calls to
-// the operator path.
+// 3. approvals.elicitation: never (and the default, which is never) sends even an
+// elicitation-capable, self_approve client's calls to the operator path.
 func TestGatewayElicitationNever(t *testing.T) {
-	e := gwStart(t, gwSetup{extra: "approvals:\n  wait: 300ms\n  elicitation: never\n"})
-	if e.cfg.Elicitation {
-		t.Fatal("config: elicitation still allowed")
+	for name, extra := range map[string]string{
+		"never":   "approvals:\n  wait: 300ms\n  elicitation: never\n",
+		"default": "approvals:\n  wait: 300ms\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := gwStart(t, gwSetup{identities: gwSelfApproveIdentities, extra: extra})
+			if e.cfg.Elicitation {
+				t.Fatal("config: elicitation allowed")
+			}
+			gwNoElicitation(t, e, gwWriterToken, "writer-agent")
+		})
 	}
+}
+
+// 3. With approvals.elicitation: allow, a client without self_approve: true is never
+// asked by elicitation: its own user cannot approve its escalations.
+func TestGatewayElicitationNeedsSelfApprove(t *testing.T) {
+	e := gwStart(t, gwSetup{identities: gwSelfApproveIdentities, extra: "approvals:\n  wait: 300ms\n  elicitation: allow\n"})
+	if !e.cfg.Elicitation {
+		t.Fatal("config: elicitation not allowed")
+	}
+	gwNoElicitation(t, e, gwBobToken, "bob")
+}
+
+// gwNoElicitation checks that an elicitation-capable client accepting everything is
+// not asked about an escalated call: the call waits for an operator.
+func gwNoElicitation(t *testing.T, e *gwEnv, token, principal string) {
+	t.Helper()
 	el := &gwElicitor{action: "accept"}
-	w := e.connect(t, gwWriterToken, el.options())
+	w := e.connect(t, token, el.options())
 	gwWant(t, gwCall(t, w, "mcp__notes__write_note", map[string]any{"name": "n", "text": "x"}), false, `Wrote note "n" (1 bytes).`)
 	res := gwCall(t, w, "mcp__notes__delete_note", map[string]any{"name": "n"})
 	p := e.onePending(t, "mcp__notes__delete_note", `{"name":"n"}`)
 	gwWant(t, res, true, mcp.WaitingText(p.ID, "mcp__notes__delete_note"))
 	if m := el.messages(); len(m) != 0 {
-		t.Errorf("the client was asked by elicitation although the config says never: %q", m)
+		t.Errorf("the client was asked by elicitation although the config does not let it approve its own calls: %q", m)
 	}
-	if p.Identity.Principal != "writer-agent" || p.Session != w.ID() || p.Kind != warden.KindEscalate {
+	if p.Identity.Principal != principal || p.Session != w.ID() || p.Kind != warden.KindEscalate {
 		t.Errorf("pending decision: %+v", p)
 	}
-	rec := e.lastCall(t, "mcp__notes__delete_note", "writer-agent")
+	rec := e.lastCall(t, "mcp__notes__delete_note", principal)
 	if rec.Executed || rec.Status != warden.StatusPending {
 		t.Errorf("audit of the waiting call: %+v", rec)
+	}
+	if _, err := os.Stat(filepath.Join(e.dir, "notes", "n")); err != nil {
+		t.Errorf("the note was deleted without an operator: %v", err)
 	}
 }
 
