@@ -63,7 +63,8 @@ func (f *front) install(t UpstreamTool) {
 }
 
 // filterList keeps, in a tools/list result, only the tools this caller may see:
-// tools the caller's role policy may allow that are not quarantined.
+// tools the caller's role policy may allow that are not quarantined, and none at all
+// in a halted session.
 func (f *front) filterList(next sdk.MethodHandler) sdk.MethodHandler {
 	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
 		res, err := next(ctx, method, req)
@@ -81,6 +82,11 @@ func (f *front) filterList(next sdk.MethodHandler) sdk.MethodHandler {
 		}
 		view := st.views[cl.Role]
 		kept := make([]*sdk.Tool, 0, len(list.Tools))
+		ss, _ := req.GetSession().(*sdk.ServerSession)
+		if _, halted := f.g.halted.Load(f.sessionOf(ss)); halted {
+			// A halted session may call nothing, so it is offered nothing.
+			list = &sdk.ListToolsResult{}
+		}
 		for _, t := range list.Tools {
 			gt, ok := st.tools[t.Name]
 			if ok && view != nil && !gt.tool.Quarantined && view.pol.IsAllowed(t.Name) {
@@ -122,13 +128,18 @@ func (f *front) identifyRequest(st *gatewayState, req sdk.Request) (Client, erro
 // connection an id made on its first call. A call without a session (which the SDK
 // does not produce) shares one fixed id, so a halt can never be escaped that way.
 func (f *front) sessionID(req *sdk.CallToolRequest) string {
-	if req.Session == nil {
+	return f.sessionOf(req.Session)
+}
+
+// sessionOf names the MCP session ss (nil: the fixed id of calls without one).
+func (f *front) sessionOf(ss *sdk.ServerSession) string {
+	if ss == nil {
 		return "mcp_nosession"
 	}
-	if f.kind == "http" && req.Session.ID() != "" {
-		return req.Session.ID()
+	if f.kind == "http" && ss.ID() != "" {
+		return ss.ID()
 	}
-	id, _ := f.stdioSessions.LoadOrStore(req.Session, newID("stdio"))
+	id, _ := f.stdioSessions.LoadOrStore(ss, newID("stdio"))
 	return id.(string)
 }
 

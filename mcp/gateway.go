@@ -594,7 +594,11 @@ func (g *Gateway) callTool(ctx context.Context, f *front, name string, req *sdk.
 		return textResult(err.Error(), true), nil
 	}
 	session := f.sessionID(req)
+	id := warden.Identity{Tenant: cl.Tenant, Principal: cl.Principal}
 	if text, ok := g.halted.Load(session); ok {
+		// Refused like every other refusal: the audit log shows each call the halted
+		// session still tried.
+		g.auditRefusal(ctx, st, name, id, session, req, warden.StageGate, haltedReason)
 		return textResult(text.(string), true), nil
 	}
 	gt, ok := st.tools[name]
@@ -602,9 +606,8 @@ func (g *Gateway) callTool(ctx context.Context, f *front, name string, req *sdk.
 	if !ok || view == nil {
 		return textResult(warden.UnauthorizedText(name), true), nil
 	}
-	id := warden.Identity{Tenant: cl.Tenant, Principal: cl.Principal}
 	if gt.tool.Quarantined {
-		g.refuseQuarantined(ctx, st, name, id, session, req)
+		g.auditRefusal(ctx, st, name, id, session, req, warden.StageLookup, quarantinedReason)
 		return textResult(QuarantineText(name), true), nil
 	}
 	raw := json.RawMessage(req.Params.Arguments)
@@ -659,10 +662,18 @@ func (g *Gateway) callTool(ctx context.Context, f *front, name string, req *sdk.
 	return textResult(out.ModelText, out.IsError), nil
 }
 
-func (g *Gateway) refuseQuarantined(ctx context.Context, st *gatewayState, name string, id warden.Identity, session string, req *sdk.CallToolRequest) {
+// Reasons of the refusals the gateway records itself, before the pipeline.
+const (
+	haltedReason      = "session halted: every call after a halt is refused"
+	quarantinedReason = "tool definition changed since it was approved"
+)
+
+// auditRefusal records a call the gateway refused before the pipeline (it never
+// executed). A failure to record is logged; the call is refused either way.
+func (g *Gateway) auditRefusal(ctx context.Context, st *gatewayState, name string, id warden.Identity, session string, req *sdk.CallToolRequest, stage warden.Stage, reason string) {
 	rec := store.CallRecord{
 		CallID: newID("call"), Session: session, Tool: name, Identity: id,
-		Stage: warden.StageLookup, Reason: "tool definition changed since it was approved",
+		Stage: stage, Reason: reason,
 		Revision: st.pol.Revision(), Status: warden.StatusRefused,
 	}
 	if args, err := warden.ParseArgs(req.Params.Arguments); err == nil {

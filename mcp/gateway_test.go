@@ -484,14 +484,29 @@ func TestGatewayAllowDenyHalt(t *testing.T) {
 		t.Errorf("audit of the halted call: %+v", rec)
 	}
 	// Every later call in the halted session is refused with the halt text, even an
-	// allowed one, and nothing reaches the upstream.
-	before := len(e.calls(t, "mcp__notes__list_notes", "writer-agent"))
+	// allowed one, nothing reaches the upstream, and each refusal is audited.
 	for range 2 {
 		gwWant(t, gwCall(t, w, "mcp__notes__list_notes", map[string]any{}), true, gwHaltText)
 	}
 	gwWant(t, gwCall(t, w, "mcp__fault__echo", map[string]any{"text": "hi"}), true, gwHaltText)
-	if n := len(e.calls(t, "mcp__notes__list_notes", "writer-agent")); n != before {
-		t.Errorf("calls of a halted session reached the pipeline: %d audit records, want %d", n, before)
+	for tool, n := range map[string]int{"mcp__notes__list_notes": 2, "mcp__fault__echo": 1} {
+		recs := e.calls(t, tool, "writer-agent")
+		if len(recs) != n {
+			t.Fatalf("%d audit records of %s in the halted session, want %d: %+v", len(recs), tool, n, recs)
+		}
+		for _, r := range recs {
+			if r.Executed || r.Status != warden.StatusRefused || r.Stage != warden.StageGate || r.Session != w.ID() ||
+				r.Reason != "session halted: every call after a halt is refused" {
+				t.Errorf("audit of a call in the halted session: %+v", r)
+			}
+		}
+	}
+	if got := e.calls(t, "mcp__fault__echo", "writer-agent"); string(got[0].Args) != `{"text":"hi"}` {
+		t.Errorf("the refused call's arguments are not audited: %q", got[0].Args)
+	}
+	// A halted session is offered no tools.
+	if got := gwTools(t, w); len(got) != 0 {
+		t.Errorf("the halted session lists tools %q, want none", got)
 	}
 
 	// A new session of the same client is not halted.
@@ -500,6 +515,9 @@ func TestGatewayAllowDenyHalt(t *testing.T) {
 		t.Fatalf("the new session has the old id %q", w.ID())
 	}
 	gwWant(t, gwCall(t, w2, "mcp__notes__list_notes", map[string]any{}), false, "todo")
+	if got := gwTools(t, w2); !slices.Equal(got, gwWriterTools) {
+		t.Errorf("a new session lists %q, want %q", got, gwWriterTools)
+	}
 	if _, err := os.Stat(filepath.Join(e.dir, "notes", "creds")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the halted note exists: %v", err)
 	}
