@@ -11,8 +11,10 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/wardenhq/warden"
 	"github.com/wardenhq/warden/store"
 )
 
@@ -42,8 +44,59 @@ func (g *Gateway) newFront(kind, version string) *front {
 		SupportedProtocolVersions: frontProtocolVersions,
 		GetSessionID:              func() string { return newID("mcp") },
 	})
-	f.server.AddReceivingMiddleware(f.filterList)
+	f.server.AddReceivingMiddleware(f.filterList, f.hideCalls)
 	return f
+}
+
+// unknownTool is the error of a tools/call naming a tool this caller cannot see. It is
+// the error the SDK itself gives for a name no server tool has, built here for both
+// cases, so a hidden tool (outside the caller's role, or quarantined) answers exactly
+// like one that does not exist: nothing confirms that it exists, nothing names a role.
+func unknownTool(name string) error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", name)}
+}
+
+// visible reports whether the caller cl may see the tool name: it is served, not
+// quarantined, and the caller's role policy may allow it ([policy.Policy.IsAllowed]).
+// When it is not, why says why (for the audit log only; "" for a name nobody serves).
+func visible(st *gatewayState, cl Client, name string) (ok bool, why string) {
+	gt, served := st.tools[name]
+	view := st.views[cl.Role]
+	switch {
+	case !served || view == nil:
+		return false, ""
+	case gt.tool.Quarantined:
+		return false, quarantinedReason
+	case !view.pol.IsAllowed(name):
+		return false, fmt.Sprintf("tool hidden from the caller: not allowed to role %q", cl.Role)
+	}
+	return true, ""
+}
+
+// hideCalls answers a tools/call of a tool the caller cannot see (see [visible]) with
+// [unknownTool], before the tool's handler runs; a served tool that is hidden is
+// audited as refused. A caller that cannot be identified is refused by the handler.
+func (f *front) hideCalls(next sdk.MethodHandler) sdk.MethodHandler {
+	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		call, ok := req.(*sdk.CallToolRequest)
+		if method != "tools/call" || !ok || call.Params == nil {
+			return next(ctx, method, req)
+		}
+		st := f.g.state.Load()
+		cl, err := f.identifyRequest(st, req)
+		if err != nil {
+			return next(ctx, method, req)
+		}
+		name := call.Params.Name
+		if ok, why := visible(st, cl, name); !ok {
+			if why != "" {
+				id := warden.Identity{Tenant: cl.Tenant, Principal: cl.Principal}
+				f.g.auditRefusal(ctx, st, name, id, f.sessionID(call), call, warden.StageLookup, why)
+			}
+			return nil, unknownTool(name)
+		}
+		return next(ctx, method, req)
+	}
 }
 
 // install adds (or replaces) one governed tool on this front.
@@ -80,7 +133,6 @@ func (f *front) filterList(next sdk.MethodHandler) sdk.MethodHandler {
 		if err != nil {
 			return nil, err
 		}
-		view := st.views[cl.Role]
 		kept := make([]*sdk.Tool, 0, len(list.Tools))
 		ss, _ := req.GetSession().(*sdk.ServerSession)
 		if _, halted := f.g.halted.Load(f.sessionOf(ss)); halted {
@@ -88,8 +140,7 @@ func (f *front) filterList(next sdk.MethodHandler) sdk.MethodHandler {
 			list = &sdk.ListToolsResult{}
 		}
 		for _, t := range list.Tools {
-			gt, ok := st.tools[t.Name]
-			if ok && view != nil && !gt.tool.Quarantined && view.pol.IsAllowed(t.Name) {
+			if ok, _ := visible(st, cl, t.Name); ok {
 				kept = append(kept, t)
 			}
 		}

@@ -601,15 +601,15 @@ func (g *Gateway) callTool(ctx context.Context, f *front, name string, req *sdk.
 		g.auditRefusal(ctx, st, name, id, session, req, warden.StageGate, haltedReason)
 		return textResult(text.(string), true), nil
 	}
-	gt, ok := st.tools[name]
+	// hideCalls checked visibility against the revision it loaded; a reload since
+	// may have hidden the tool. Refused the same way (fail closed).
+	if ok, why := visible(st, cl, name); !ok {
+		if why != "" {
+			g.auditRefusal(ctx, st, name, id, session, req, warden.StageLookup, why)
+		}
+		return nil, unknownTool(name)
+	}
 	view := st.views[cl.Role]
-	if !ok || view == nil {
-		return textResult(warden.UnauthorizedText(name), true), nil
-	}
-	if gt.tool.Quarantined {
-		g.auditRefusal(ctx, st, name, id, session, req, warden.StageLookup, quarantinedReason)
-		return textResult(QuarantineText(name), true), nil
-	}
 	raw := json.RawMessage(req.Params.Arguments)
 	if len(raw) == 0 || string(raw) == "null" {
 		raw = json.RawMessage("{}")

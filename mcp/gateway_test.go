@@ -25,6 +25,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wardenhq/warden"
@@ -258,6 +259,36 @@ func gwWant(t *testing.T, res *sdk.CallToolResult, isError bool, text string) {
 	}
 }
 
+// gwCallErr makes a call that must fail with a protocol error, and returns it.
+func gwCallErr(t *testing.T, cs *sdk.ClientSession, tool string, args any) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: args})
+	if err == nil {
+		t.Fatalf("call %s: a result (isError=%t %q), want a protocol error", tool, res.IsError, mcptest.ResultText(res))
+	}
+	return err
+}
+
+// gwWantUnknown checks that calling the hidden tool gives exactly the error of a
+// tool that does not exist (a name of the same length that no server offers), with
+// nothing naming a role or saying that the tool exists.
+func gwWantUnknown(t *testing.T, cs *sdk.ClientSession, hidden string, args any) {
+	t.Helper()
+	nonexistent := hidden[:len(hidden)-1] + "Z"
+	got := gwCallErr(t, cs, hidden, args)
+	want := gwCallErr(t, cs, nonexistent, args)
+	if g, w := got.Error(), strings.ReplaceAll(want.Error(), nonexistent, hidden); g != w {
+		t.Errorf("hidden tool %s: error %q\nnonexistent tool %s: error %q (names swapped: %q)", hidden, g, nonexistent, want, w)
+	}
+	var gw, ww *jsonrpc.Error
+	if !errors.As(got, &gw) || !errors.As(want, &ww) || gw.Code != ww.Code || !bytes.Equal(gw.Data, ww.Data) ||
+		gw.Message != strings.ReplaceAll(ww.Message, nonexistent, hidden) || gw.Message != fmt.Sprintf("unknown tool %q", hidden) {
+		t.Errorf("hidden tool %s: wire error %+v, nonexistent: %+v", hidden, gw, ww)
+	}
+}
+
 func gwTools(t *testing.T, cs *sdk.ClientSession) []string {
 	t.Helper()
 	return mcptest.ToolNames(t, cs, time.Minute)
@@ -423,16 +454,20 @@ func TestGatewayListPerIdentity(t *testing.T) {
 		t.Errorf("stdio (role writer) sees %q, want %q", got, wantWriter)
 	}
 
-	// A tool outside the caller's role is refused when called anyway.
-	res := gwCall(t, reader, "mcp__notes__write_note", map[string]any{"name": "n", "text": "t"})
-	gwWant(t, res, true, "[permission denied: Tool 'mcp__notes__write_note' is not in the 'reader' role allowlist.]")
-	if rec := e.lastCall(t, "mcp__notes__write_note", "reader-agent"); rec.Executed || rec.Status != warden.StatusRefused {
-		t.Errorf("audit of the reader's write: executed=%t status=%s", rec.Executed, rec.Status)
+	// A tool outside the caller's role, called anyway, answers exactly like a tool that
+	// does not exist; the refusal is audited.
+	gwWantUnknown(t, reader, "mcp__notes__write_note", map[string]any{"name": "n", "text": "t"})
+	if rec := e.lastCall(t, "mcp__notes__write_note", "reader-agent"); rec.Executed || rec.Status != warden.StatusRefused ||
+		rec.Stage != warden.StageLookup || !strings.Contains(rec.Reason, `role "reader"`) {
+		t.Errorf("audit of the reader's write: %+v", rec)
+	}
+	if _, err := os.Stat(filepath.Join(e.dir, "notes", "n")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the reader's write ran: %v", err)
 	}
 
-	// The quarantined tool is refused with the exact text, and the refusal audited.
-	res = gwCall(t, writer, "mcp__fault__pid", map[string]any{})
-	gwWant(t, res, true, "Tool 'mcp__fault__pid' changed its definition since it was approved; an operator must review it.")
+	// So does the quarantined tool, and the refusal is audited.
+	gwWantUnknown(t, writer, "mcp__fault__pid", map[string]any{})
+	gwWantUnknown(t, stdio, "mcp__fault__pid", map[string]any{})
 	rec := e.lastCall(t, "mcp__fault__pid", "writer-agent")
 	if rec.Executed || rec.Status != warden.StatusRefused || rec.Reason != "tool definition changed since it was approved" {
 		t.Errorf("audit of the quarantined call: %+v", rec)
@@ -920,8 +955,7 @@ active_role: writer
 		t.Error("the unchanged poke tool was hidden too")
 	}
 	mcptest.WaitFor(t, 30*time.Second, "a tools/list_changed notification reaches the client", func() bool { return changed.Load() > 0 })
-	gwWant(t, gwCall(t, w, name, map[string]any{"text": "hi"}), true,
-		"Tool 'mcp__chg__echo' changed its definition since it was approved; an operator must review it.")
+	gwWantUnknown(t, w, name, map[string]any{"text": "hi"})
 	rec := e.lastCall(t, name, "writer-agent")
 	if rec.Executed || rec.Status != warden.StatusRefused {
 		t.Errorf("audit of the quarantined call: %+v", rec)
