@@ -149,6 +149,9 @@ func (g *Gateway) Events() *EventLog { return g.events }
 // Config returns the configuration in force.
 func (g *Gateway) Config() *Config { return g.state.Load().cfg }
 
+// Revision returns the revision of the policy in force (see [policy.Policy.Revision]).
+func (g *Gateway) Revision() string { return g.state.Load().pol.Revision() }
+
 // Reload applies a new configuration: the policy is loaded, upstream servers whose
 // configuration (or the transport policy) changed are admitted and discovered again,
 // and the new revision replaces the old one atomically. On any error the old revision

@@ -127,9 +127,9 @@ func (f *notesFixture) setWait(t *testing.T, wait string) {
 	writeFile(t, f.config, f.cfg.yaml())
 }
 
-func (f *notesFixture) start(t *testing.T) *gatewayProc {
+func (f *notesFixture) start(t *testing.T, args ...string) *gatewayProc {
 	t.Helper()
-	return startGateway(t, f.config, f.env)
+	return startGateway(t, f.config, f.env, args...)
 }
 
 // peerEnv builds the Go peers (module-relative package paths) and returns the
@@ -160,12 +160,12 @@ type gatewayProc struct {
 
 var listeningRE = regexp.MustCompile(`msg="warden gateway listening" mcp=(http://(\S+?)(/\S*))`)
 
-// startGateway starts `warden serve -c config`, reads the address from its log and
-// waits until /readyz answers 200. Cleanup kills it.
-func startGateway(t *testing.T, config string, env []string) *gatewayProc {
+// startGateway starts `warden serve -c config [args]`, reads the address from its log
+// and waits until /readyz answers 200. Cleanup kills it.
+func startGateway(t *testing.T, config string, env []string, args ...string) *gatewayProc {
 	t.Helper()
 	g := &gatewayProc{log: &mcptest.LogBuffer{}, done: make(chan struct{})}
-	g.cmd = exec.Command(wardenBinary(t), "serve", "-c", config)
+	g.cmd = exec.Command(wardenBinary(t), append([]string{"serve", "-c", config}, args...)...)
 	g.cmd.Env = env
 	g.cmd.Stderr = g.log
 	g.cmd.WaitDelay = 10 * time.Second
@@ -773,8 +773,8 @@ func testKill9(t *testing.T, dsn string) {
 // ---- 6. reloads ----
 
 // replaceKeepingStamp replaces path with data padded (by a YAML comment) to the file's
-// current size, with the file's current modification time, by renaming, so the
-// gateway's once-a-second file watch cannot see the change: only SIGHUP reloads it.
+// current size, with the file's current modification time, by renaming: a watch that
+// compared sizes and times could not see the change.
 func replaceKeepingStamp(t *testing.T, path, data string) {
 	t.Helper()
 	fi, err := os.Stat(path)
@@ -804,19 +804,19 @@ const freezeRule = `
     tell_llm: "Writing notes is frozen for maintenance; try again tomorrow."
 `
 
+// TestServeReload: SIGHUP reloads (with the file watch off, --watch 0, so only the
+// signal can); a broken policy keeps the previous revision.
 func TestServeReload(t *testing.T) {
 	t.Parallel()
 	skipWithoutSignals(t)
 	f := newNotesFixture(t, "", "1s")
 	original := readFile(t, f.policy)
-	// Room for the changes below, so they can keep the file's size.
-	writeFile(t, f.policy, original+"\n#"+strings.Repeat("-", 1024)+"\n")
-	g := f.start(t)
+	g := f.start(t, "--watch", "0")
 	cs := connect(t, g.url, demoWriterToken)
 	wantOK(t, callTool(t, cs, toolWriteNote, map[string]any{"name": "n1", "text": "before"}), "Wrote")
 
 	// SIGHUP: a new rule refuses writes.
-	replaceKeepingStamp(t, f.policy, original+freezeRule)
+	writeFile(t, f.policy, original+freezeRule)
 	g.signal(t, syscall.SIGHUP)
 	mcptest.WaitFor(t, callTimeout, "the gateway reloads on SIGHUP", func() bool {
 		return g.log.Count("configuration reloaded", "trigger=SIGHUP") == 1
@@ -826,12 +826,9 @@ func TestServeReload(t *testing.T) {
 		t.Fatalf("write after the reload: (isError=%v) %q; want the new rule's text", res.IsError, mcptest.ResultText(res))
 	}
 	wantOK(t, callTool(t, cs, toolReadNote, map[string]any{"name": "n1"}), "before")
-	if n := g.log.Count("configuration reloaded", "file change"); n != 0 {
-		t.Errorf("the file watch reloaded a change it could not see (%d times)", n)
-	}
 
 	// A broken policy is refused; the previous revision stays in force.
-	replaceKeepingStamp(t, f.policy, "version: 1\nroles: [unclosed\n")
+	writeFile(t, f.policy, "version: 1\nroles: [unclosed\n")
 	g.signal(t, syscall.SIGHUP)
 	mcptest.WaitFor(t, callTimeout, "the gateway refuses the broken policy", func() bool {
 		return g.log.Count("reload refused", "trigger=SIGHUP") == 1
@@ -844,13 +841,9 @@ func TestServeReload(t *testing.T) {
 	if g.log.Count("reload refused", f.policy) != 1 {
 		t.Errorf("the refusal does not name the policy file:\n%s", g.log.String())
 	}
-
-	// A change to the file, without a signal, is reloaded too.
-	writeFile(t, f.policy, original)
-	mcptest.WaitFor(t, callTimeout, "the gateway notices the changed file", func() bool {
-		return g.log.Count("configuration reloaded", `trigger="file change"`) == 1
-	})
-	wantOK(t, callTool(t, cs, toolWriteNote, map[string]any{"name": "n4", "text": "thawed"}), "Wrote")
+	if n := g.log.Count("configuration reloaded", "file change"); n != 0 {
+		t.Errorf("the file watch reloaded although --watch 0 turned it off (%d times)", n)
+	}
 	// The audit names the rule that refused the writes.
 	var frozen int
 	for _, a := range auditRows(t, f.dsn, "--tool", toolWriteNote) {
@@ -861,6 +854,33 @@ func TestServeReload(t *testing.T) {
 	if frozen != 2 {
 		t.Errorf("%d writes refused by writes-frozen in the audit log, want 2", frozen)
 	}
+}
+
+// TestServeReloadFileChange: a change to the policy file, without a signal, is
+// reloaded, even one that keeps the file's size and modification time.
+func TestServeReloadFileChange(t *testing.T) {
+	t.Parallel()
+	f := newNotesFixture(t, "", "1s")
+	original := readFile(t, f.policy)
+	// Room for the change below, so it can keep the file's size.
+	writeFile(t, f.policy, original+"\n#"+strings.Repeat("-", 1024)+"\n")
+	g := f.start(t)
+	cs := connect(t, g.url, demoWriterToken)
+	wantOK(t, callTool(t, cs, toolWriteNote, map[string]any{"name": "n1", "text": "before"}), "Wrote")
+
+	replaceKeepingStamp(t, f.policy, original+freezeRule)
+	mcptest.WaitFor(t, callTimeout, "the gateway notices the changed file", func() bool {
+		return g.log.Count("configuration reloaded", `trigger="file change"`) == 1
+	})
+	res := callTool(t, cs, toolWriteNote, map[string]any{"name": "n2", "text": "after"})
+	if !res.IsError || !strings.Contains(mcptest.ResultText(res), "Writing notes is frozen for maintenance") {
+		t.Fatalf("write after the reload: (isError=%v) %q; want the new rule's text", res.IsError, mcptest.ResultText(res))
+	}
+	writeFile(t, f.policy, original)
+	mcptest.WaitFor(t, callTimeout, "the gateway notices the file changed back", func() bool {
+		return g.log.Count("configuration reloaded", `trigger="file change"`) == 2
+	})
+	wantOK(t, callTool(t, cs, toolWriteNote, map[string]any{"name": "n3", "text": "thawed"}), "Wrote")
 }
 
 // ---- 7. graceful shutdown ----
