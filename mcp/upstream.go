@@ -482,7 +482,11 @@ type CallOptions struct {
 // first; context.DeadlineExceeded (wrapped) when CallTimeout passes; an error
 // wrapping [ErrServerRestarting] while the server is in restart backoff; an error
 // wrapping the upstream's *jsonrpc.Error when it answers with a protocol error; an
-// error saying the connection failed when the process crashed or the stream ended.
+// error saying the connection failed when the process crashed or the stream ended,
+// and, for a url server, when the request could not be sent (connection refused), got
+// an HTTP error status (even one carrying a JSON-RPC error body) or a malformed,
+// cut-off or early-ending answer. A failed connection is never reused: it is closed
+// and the next call starts a new one, after the restart backoff.
 func (u *Upstream) Call(ctx context.Context, remote string, args json.RawMessage, opts *CallOptions) (*sdk.CallToolResult, error) {
 	u.mu.Lock()
 	closed, admitted := u.closed, u.admitted
@@ -536,8 +540,7 @@ func (u *Upstream) Call(ctx context.Context, remote string, args json.RawMessage
 		return c.cs.CallTool(callCtx, params)
 	})
 	if route != nil {
-		var werr *jsonrpc.Error
-		u.closeProgress(ctx, c, route, err == nil || errors.As(err, &werr))
+		u.closeProgress(ctx, c, route, err == nil || upstreamAnswered(err))
 	}
 	if err == nil && res == nil {
 		err = errors.New("the upstream returned no result")
@@ -547,10 +550,9 @@ func (u *Upstream) Call(ctx context.Context, remote string, args json.RawMessage
 		u.noteSuccess()
 		return res, nil
 	}
-	var werr *jsonrpc.Error
 	switch {
-	case errors.As(err, &werr):
-		// The server answered: the connection is healthy.
+	case upstreamAnswered(err):
+		// The server answered with a JSON-RPC error: the connection is healthy.
 		u.release(c, true)
 		return nil, fmt.Errorf("server %q: tool %q: %w", u.cfg.Name, remote, err)
 	case u.isClosed():
@@ -567,6 +569,35 @@ func (u *Upstream) Call(ctx context.Context, remote string, args json.RawMessage
 		u.release(c, false)
 		return nil, fmt.Errorf("server %q: the call of %q failed on the connection, which is closed (a new one is started on the next call): %w", u.cfg.Name, remote, err)
 	}
+}
+
+// sdkTransportErrors match (by code, with errors.Is) the JSON-RPC errors the SDK makes
+// up itself for a failure of the connection, which are never an upstream's answer:
+// "rejected by transport" (-32005: for a url server, a request that could not be sent
+// such as a refused connection, and every HTTP error status, even one whose body is a
+// JSON-RPC error), "client is closing" (-32003) and "server is closing" (-32004).
+var sdkTransportErrors = []error{
+	&jsonrpc.Error{Code: -32005},
+	&jsonrpc.Error{Code: -32003},
+	&jsonrpc.Error{Code: -32004},
+}
+
+// upstreamAnswered reports whether err is the upstream's own JSON-RPC error answer, read
+// from a healthy connection. Anything else (a transport failure, an HTTP error status,
+// a malformed or cut-off answer, an SDK failure) is not an answer: the caller treats
+// the connection as failed and starts a new one (fail closed: an error the gateway
+// cannot place is never taken for a healthy exchange).
+func upstreamAnswered(err error) bool {
+	var werr *jsonrpc.Error
+	if !errors.As(err, &werr) {
+		return false
+	}
+	for _, t := range sdkTransportErrors {
+		if errors.Is(err, t) {
+			return false
+		}
+	}
+	return true
 }
 
 // callArguments checks that args is one JSON object and returns it for sending
@@ -749,9 +780,8 @@ func (u *Upstream) listTools(ctx context.Context) ([]*sdk.Tool, error) {
 			err = errors.New("empty tools/list result")
 		}
 		if err != nil {
-			var werr *jsonrpc.Error
 			switch {
-			case errors.As(err, &werr):
+			case upstreamAnswered(err):
 				u.release(c, true)
 			case ctx.Err() != nil || u.isClosed():
 				u.release(c, false)
