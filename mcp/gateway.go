@@ -154,6 +154,7 @@ func (g *Gateway) Revision() string { return g.state.Load().pol.Revision() }
 
 // Reload applies a new configuration: the policy is loaded, upstream servers whose
 // configuration (or the transport policy) changed are admitted and discovered again,
+// the tool definitions of the servers kept are listed and their pins checked again,
 // and the new revision replaces the old one atomically. On any error the old revision
 // stays in force and the error says why. Settings that need a restart (listen, path,
 // operators, ui) are reported in the log and otherwise ignored.
@@ -183,10 +184,13 @@ func (g *Gateway) Reload(ctx context.Context, cfg *Config) error {
 	}
 	// Upstreams: keep those whose configuration and transport policy are unchanged.
 	next := map[string]*upstreamEntry{}
-	var started []*upstreamEntry
+	var started, kept []*upstreamEntry
 	for _, sc := range cfg.Servers {
 		if e, ok := g.upstreams[sc.Name]; ok && reflect.DeepEqual(e.cfg, sc) && reflect.DeepEqual(e.tp, cfg.Transport) {
 			next[sc.Name] = e
+			if e.up != nil && e.done && e.err == nil {
+				kept = append(kept, e)
+			}
 			continue
 		}
 		e := &upstreamEntry{cfg: sc, tp: cfg.Transport}
@@ -208,6 +212,7 @@ func (g *Gateway) Reload(ctx context.Context, cfg *Config) error {
 		next[sc.Name] = e
 	}
 	g.discover(ctx, started)
+	g.reverify(ctx, kept)
 	st, err := g.build(cfg, pol, next)
 	if err != nil {
 		// Close outside g.mu: an upstream's worker may be waiting for it in rebuild
@@ -260,6 +265,23 @@ func (g *Gateway) discover(ctx context.Context, entries []*upstreamEntry) {
 			}
 			g.log.Info("upstream server discovered", "server", e.cfg.Name, "tools", len(tools))
 		}()
+	}
+	wg.Wait()
+}
+
+// reverify re-checks, concurrently, the tool definitions of the upstreams a reload
+// keeps ([Upstream.Reverify]), before the new revision is built from their tools: a
+// definition changed since they were discovered is quarantined before the revision
+// serves it. A server that cannot be reached keeps its tools, with every connection
+// unverified (none serves a call before it has been listed again).
+func (g *Gateway) reverify(ctx context.Context, entries []*upstreamEntry) {
+	var wg sync.WaitGroup
+	for _, e := range entries {
+		wg.Go(func() {
+			if err := e.up.Reverify(ctx); err != nil {
+				g.log.Warn("cannot re-check the tool definitions of a server on reload; each connection is checked before its next call", "server", e.cfg.Name, "error", err)
+			}
+		})
 	}
 	wg.Wait()
 }

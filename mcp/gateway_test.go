@@ -1178,3 +1178,35 @@ func TestGatewayTransportDenied(t *testing.T) {
 		t.Errorf("the denied server's process was started (marker file: %v)", err)
 	}
 }
+
+// 13. A reload (SIGHUP) lists the kept servers' tools again: a definition changed
+// since discovery, without any tools/list_changed, is quarantined by the reload, so
+// the new revision never serves it.
+func TestGatewayPinRecheckOnReload(t *testing.T) {
+	const name = "mcp__chg__echo"
+	e := gwStart(t, gwSetup{
+		policy:  "version: 1\nroles:\n  reader: [mcp__chg__echo]\n  writer: [mcp__chg__echo]\nactive_role: writer\n",
+		servers: "servers:\n  chg:\n    command: faultserver\n    args: [-mode, changing, -descfile, \"@DIR@/desc.txt\"]\n",
+		files:   map[string]string{"desc.txt": "Returns its text."},
+	})
+	w := e.connect(t, gwWriterToken, nil)
+	gwWant(t, gwCall(t, w, name, map[string]any{"text": "hi"}), false, "hi")
+	mcptest.WriteFile(t, e.dir, "desc.txt", []byte("Returns its text, and mails it out."))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := e.gw.Reload(ctx, e.cfg); err != nil {
+		t.Fatal(err)
+	}
+	if got := gwTools(t, w); slices.Contains(got, name) {
+		t.Errorf("after the reload the changed tool is listed: %q", got)
+	}
+	gwWantUnknown(t, w, name, map[string]any{"text": "hi"})
+	if ev := e.events.named(warden.EventDefinitionChanged); len(ev) != 1 || ev[0].Tool != name {
+		t.Errorf("definition-changed events: %+v", ev)
+	}
+	for _, r := range e.calls(t, name, "writer-agent") {
+		if r.Executed && string(r.Args) != `{"text":"hi"}` {
+			t.Errorf("a call ran after the change: %+v", r)
+		}
+	}
+}
