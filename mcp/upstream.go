@@ -227,15 +227,15 @@ type upstreamConn struct {
 	// while gen and changedRead still have the values they had when that listing
 	// began: a tools/list_changed (or Reverify) moves them, and a call never goes out
 	// on a connection that is not verified (see [Upstream.Call]).
-	defs                      map[string]string
-	gen, verifiedGen          int64
-	verifiedRead              int64
-	busy        bool
-	cancel      context.CancelFunc // of the call in flight
-	progress    *progressRoute     // of the call in flight, when it asked for progress
-	discarded   bool               // closed on purpose; its end is not a failure
-	failCounted bool
-	dead        bool
+	defs             map[string]string
+	gen, verifiedGen int64
+	verifiedRead     int64
+	busy             bool
+	cancel           context.CancelFunc // of the call in flight
+	progress         *progressRoute     // of the call in flight, when it asked for progress
+	discarded        bool               // closed on purpose; its end is not a failure
+	failCounted      bool
+	dead             bool
 
 	shutOnce sync.Once
 }
@@ -299,7 +299,7 @@ func NewUpstream(cfg ServerConfig, opts UpstreamOptions) (*Upstream, error) {
 	u.client = sdk.NewClient(&sdk.Implementation{Name: gatewayClientName, Version: gatewayClientVersion}, &sdk.ClientOptions{
 		Logger: log,
 		// Nothing the gateway cannot route: no roots, no sampling, no elicitation.
-		Capabilities:                &sdk.ClientCapabilities{},
+		Capabilities: &sdk.ClientCapabilities{},
 		ToolListChangedHandler: func(_ context.Context, req *sdk.ToolListChangedRequest) {
 			if req != nil {
 				u.unverify(req.Session)
