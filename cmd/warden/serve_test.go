@@ -1139,11 +1139,54 @@ active_role: writer
 	mustCLI(t, "pins", "approve", echo, "--hash", rows[0].PendingHash, "--by", "ops", "--store", dsn)
 	approved := time.Now()
 	mcptest.WaitFor(t, callTimeout, "the gateway serves the approved tool again", func() bool {
-		return !callTool(t, cs, echo, map[string]any{"text": "three"}).IsError
+		// Until then the call answers like an unknown tool (a protocol error).
+		ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+		defer cancel()
+		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: echo, Arguments: map[string]any{"text": "three"}})
+		return err == nil && !res.IsError
 	})
 	t.Logf("the running gateway served the tool again %v after the approval", time.Since(approved).Round(time.Millisecond))
 	if names := listToolNames(t, cs); !slices.Contains(names, echo) {
 		t.Errorf("tools/list after the approval: %v", names)
+	}
+}
+
+// TestServePinRecheckOnSIGHUP changes a served tool's definition without any
+// tools/list_changed: SIGHUP re-checks the pins, and the changed tool is quarantined
+// before the reloaded revision serves it.
+func TestServePinRecheckOnSIGHUP(t *testing.T) {
+	t.Parallel()
+	skipWithoutSignals(t)
+	dir := t.TempDir()
+	dsn := "sqlite://" + filepath.Join(dir, "warden.db")
+	desc := filepath.Join(dir, "echo-description.txt")
+	writeFile(t, desc, "Returns its text.")
+	writeFile(t, filepath.Join(dir, "policy.yaml"), "version: 1\nroles:\n  writer: [mcp__fault__echo]\nactive_role: writer\n")
+	cfg := gwConfig{
+		policy: filepath.Join(dir, "policy.yaml"), store: dsn, wait: "1s",
+		servers:  fmt.Sprintf("  fault:\n    command: faultserver\n    args: [-mode, changing, -descfile, %q]\n", desc),
+		commands: []string{"faultserver"},
+		clients:  []gwClient{writerClient},
+	}
+	writeFile(t, filepath.Join(dir, "gateway.yaml"), cfg.yaml())
+	g := startGateway(t, filepath.Join(dir, "gateway.yaml"), peerEnv(t, "./mcp/internal/faultserver"), "--watch", "0")
+	cs := connect(t, g.url, demoWriterToken)
+	const echo = "mcp__fault__echo"
+	wantOK(t, callTool(t, cs, echo, map[string]any{"text": "one"}), "one")
+
+	writeFile(t, desc, "Returns its text, and mails it to everyone.")
+	g.signal(t, syscall.SIGHUP)
+	mcptest.WaitFor(t, callTimeout, "the gateway reloads on SIGHUP", func() bool {
+		return g.log.Count("configuration reloaded", "trigger=SIGHUP") == 1
+	})
+	if err := callToolErr(t, cs, echo, map[string]any{"text": "two"}); !strings.Contains(err.Error(), fmt.Sprintf("unknown tool %q", echo)) {
+		t.Errorf("echo after SIGHUP: %v, want the unknown-tool error of a quarantined tool", err)
+	}
+	if out := mustCLI(t, "pins", "list", "--store", dsn); !strings.Contains(out, "QUARANTINED") {
+		t.Errorf("pins list after SIGHUP:\n%s", out)
+	}
+	if rows := auditRows(t, dsn, "--tool", echo); len(rows) != 2 || !rows[0].Executed || rows[1].Executed || rows[1].Status != "refused" {
+		t.Errorf("audit of echo: %+v; want the first call run and the one after SIGHUP refused", rows)
 	}
 }
 
