@@ -52,7 +52,7 @@ type Gateway struct {
 	log     *slog.Logger
 	events  *EventLog
 	sink    warden.Sink
-	journal *audit.Journal
+	journal sendJournal
 
 	mu        sync.Mutex // serializes reloads and rebuilds
 	upstreams map[string]*upstreamEntry
@@ -124,7 +124,7 @@ func NewGateway(ctx context.Context, cfg *Config, opts GatewayOptions) (*Gateway
 		installed: map[string]string{},
 	}
 	g.bg, g.bgCancel = context.WithCancel(context.Background())
-	g.journal = audit.NewJournal(opts.Store, &audit.Options{RedactArgs: cfg.RedactArgs})
+	g.journal = sendJournal{audit.NewJournal(opts.Store, &audit.Options{RedactArgs: cfg.RedactArgs})}
 	g.sink = multiSink(append([]warden.Sink{g.events, logSink{log}}, opts.Sinks...))
 	version := opts.Version
 	if version == "" {
@@ -490,11 +490,18 @@ func (g *Gateway) executable(gt *governedTool) warden.Executable {
 		},
 		Run: func(ctx context.Context, args warden.Args, _ *warden.Credential) (any, error) {
 			slot, _ := ctx.Value(slotKey{}).(*resultSlot)
-			var opts *CallOptions
-			if slot != nil && slot.progress != nil {
-				opts = &CallOptions{Progress: slot.progress.forward}
+			opts := &CallOptions{}
+			if slot != nil {
+				opts.BeforeSend = slot.beginIntent
+				if slot.progress != nil {
+					opts.Progress = slot.progress.forward
+				}
 			}
 			res, err := up.Call(ctx, t.Remote, args.AppendJSON(nil), opts)
+			if errors.Is(err, ErrNotSent) {
+				// Nothing reached the upstream: the call is recorded as not executed.
+				return nil, fmt.Errorf("%w: %w", warden.ErrNotExecuted, err)
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -566,6 +573,67 @@ type resultSlot struct {
 	progress *progressForwarder // nil: the client asked for no progress
 	res      *sdk.CallToolResult
 	text     string
+
+	// The audit intent the pipeline began (see [sendJournal]), written only once the
+	// request is about to be sent. Used by the call's own goroutine only.
+	journal  *audit.Journal
+	call     warden.Call
+	intent   warden.Outcome
+	deferred bool // Begin was called: an intent waits to be written
+	begun    bool // the intent is written, as ref
+	ref      warden.JournalRef
+}
+
+// beginIntent writes the call's deferred audit intent: the upstream is about to
+// receive the request ([CallOptions.BeforeSend]). An error refuses to send (fail
+// closed: a call that cannot be recorded does not run).
+func (s *resultSlot) beginIntent(ctx context.Context) error {
+	if !s.deferred || s.begun {
+		return nil
+	}
+	ref, err := s.journal.Begin(ctx, s.call, s.intent)
+	if err != nil {
+		return fmt.Errorf("the call could not be recorded in the audit log: %w", err)
+	}
+	s.ref, s.begun = ref, true
+	return nil
+}
+
+// sendJournal is the gateway's journal. The pipeline begins a call's journal entry
+// right before it runs the tool; for a governed MCP call the entry's intent is
+// instead written when the request is about to be sent upstream (once a verified
+// connection is held), so a call that never got that far (no connection, a start
+// or verification failure, a quarantine found at the connection) is recorded as a
+// call that never executed, and one whose intent is written is one the upstream may
+// have received. Calls without the gateway's slot (none today) are journaled at once.
+type sendJournal struct{ inner *audit.Journal }
+
+var _ warden.Journal = sendJournal{}
+
+func (j sendJournal) Begin(ctx context.Context, c warden.Call, o warden.Outcome) (warden.JournalRef, error) {
+	slot, _ := ctx.Value(slotKey{}).(*resultSlot)
+	if slot == nil {
+		return j.inner.Begin(ctx, c, o)
+	}
+	slot.journal, slot.call, slot.intent, slot.deferred, slot.begun = j.inner, c, o, true, false
+	return 0, nil
+}
+
+func (j sendJournal) End(ctx context.Context, ref warden.JournalRef, c warden.Call, o warden.Outcome) error {
+	slot, _ := ctx.Value(slotKey{}).(*resultSlot)
+	switch {
+	case slot == nil:
+		return j.inner.End(ctx, ref, c, o)
+	case slot.begun:
+		return j.inner.End(ctx, slot.ref, c, o)
+	}
+	// The request was never sent: no intent was written, and the call did not execute.
+	o.Executed = false
+	return j.inner.Record(ctx, c, o)
+}
+
+func (j sendJournal) Record(ctx context.Context, c warden.Call, o warden.Outcome) error {
+	return j.inner.Record(ctx, c, o)
 }
 
 // progressSendTimeout bounds forwarding one progress notification to a client. A

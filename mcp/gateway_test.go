@@ -1210,3 +1210,51 @@ func TestGatewayPinRecheckOnReload(t *testing.T) {
 		}
 	}
 }
+
+// 14. executed is true only when the call reached the upstream: a call refused for
+// want of a connection (the crashed server is in its restart backoff) is audited, and
+// reported in its tool.end event, as a failure that never executed; the crash itself
+// (sent, then the connection failed) executed.
+func TestGatewayExecutedOnlyWhenSent(t *testing.T) {
+	e := gwStart(t, gwSetup{})
+	w := e.connect(t, gwWriterToken, nil)
+	gwWant(t, gwCall(t, w, "mcp__fault__echo", map[string]any{"text": "up"}), false, "up")
+	var unsent *sdk.CallToolResult
+	for attempt := 0; attempt < 10 && unsent == nil; attempt++ {
+		if res := gwCall(t, w, "mcp__fault__crash", map[string]any{}); !res.IsError {
+			t.Fatalf("crash answered: %q", mcptest.ResultText(res))
+		}
+		// Right after the crash the server is in its restart backoff (200ms at first).
+		res := gwCall(t, w, "mcp__fault__echo", map[string]any{"text": "lost"})
+		if res.IsError && strings.Contains(mcptest.ResultText(res), "restarting") {
+			unsent = res
+		}
+	}
+	if unsent == nil {
+		t.Fatal("no call landed in the restart backoff in 10 tries")
+	}
+	for _, r := range e.calls(t, "mcp__fault__crash", "writer-agent") {
+		if !r.Executed || r.Status != warden.StatusFailed {
+			t.Errorf("audit of a crash (sent, then the connection failed): %+v; want executed and failed", r)
+		}
+	}
+	rec := e.lastCall(t, "mcp__fault__echo", "writer-agent")
+	if rec.Executed || rec.Status != warden.StatusFailed || rec.Stage != warden.StageExecute || rec.Unknown {
+		t.Errorf("audit of the call that got no connection: %+v; want failed, not executed", rec)
+	}
+	var ends []warden.Event
+	for _, ev := range e.events.named(warden.EventToolEnd) {
+		if ev.CallID == rec.CallID {
+			ends = append(ends, ev)
+		}
+	}
+	if len(ends) != 1 || ends[0].Executed || ends[0].Status != warden.StatusFailed {
+		t.Errorf("tool.end events of the unsent call: %+v", ends)
+	}
+	// Every echo that ran is audited executed, every one that failed is not.
+	for _, r := range e.calls(t, "mcp__fault__echo", "writer-agent") {
+		if r.Executed != (r.Status == warden.StatusRan) {
+			t.Errorf("audit of echo: executed=%t status=%s", r.Executed, r.Status)
+		}
+	}
+}

@@ -77,6 +77,27 @@ var ErrServerRestarting = errors.New("upstream server is restarting")
 // ErrUpstreamClosed is wrapped by the error of any use of an [Upstream] after Close.
 var ErrUpstreamClosed = errors.New("upstream closed")
 
+// ErrNotSent is wrapped by the error of an [Upstream.Call] that failed before the
+// request began to be sent to the upstream (the tool is unknown or quarantined, no
+// connection could be had or started, the definitions could not be verified, the
+// BeforeSend hook refused): the upstream cannot have run the call. Once sending has
+// begun an error never wraps it, even when the connection then failed: the request
+// may have reached the server.
+var ErrNotSent = errors.New("the call was not sent to the upstream")
+
+// notSentError marks err as [ErrNotSent], keeping its message.
+type notSentError struct{ err error }
+
+func (e notSentError) Error() string   { return e.err.Error() }
+func (e notSentError) Unwrap() []error { return []error{ErrNotSent, e.err} }
+
+func notSent(err error) error {
+	if err == nil || errors.Is(err, ErrNotSent) {
+		return err
+	}
+	return notSentError{err}
+}
+
 // UpstreamOptions configure an [Upstream]. The zero value is usable and denies
 // everything: no transport is admitted and, without Pins, nothing is discovered.
 type UpstreamOptions struct {
@@ -495,6 +516,10 @@ type CallOptions struct {
 	// (for a url server, those the SDK handles within a short wait after the answer)
 	// or ctx has ended. Nil means no progress is asked for.
 	Progress func(ctx context.Context, p *sdk.ProgressNotificationParams)
+	// BeforeSend, when set, is called once the call holds a verified connection, right
+	// before the request is sent; an error aborts the call unsent (the error returned
+	// wraps it and [ErrNotSent]). The gateway writes the call's audit intent here.
+	BeforeSend func(ctx context.Context) error
 }
 
 // Call calls the upstream tool remote (its upstream name) with args (a JSON object;
@@ -512,8 +537,18 @@ type CallOptions struct {
 // and, for a url server, when the request could not be sent (connection refused), got
 // an HTTP error status (even one carrying a JSON-RPC error body) or a malformed,
 // cut-off or early-ending answer. A failed connection is never reused: it is closed
-// and the next call starts a new one, after the restart backoff.
+// and the next call starts a new one, after the restart backoff. Every error returned
+// before the request began to be sent wraps [ErrNotSent].
 func (u *Upstream) Call(ctx context.Context, remote string, args json.RawMessage, opts *CallOptions) (*sdk.CallToolResult, error) {
+	res, sent, err := u.call(ctx, remote, args, opts)
+	if err != nil && !sent {
+		err = notSent(err)
+	}
+	return res, err
+}
+
+// call is Call; sent reports whether the request began to be sent.
+func (u *Upstream) call(ctx context.Context, remote string, args json.RawMessage, opts *CallOptions) (_ *sdk.CallToolResult, sent bool, _ error) {
 	u.mu.Lock()
 	closed, admitted := u.closed, u.admitted
 	var tool *UpstreamTool
@@ -527,22 +562,28 @@ func (u *Upstream) Call(ctx context.Context, remote string, args json.RawMessage
 	u.mu.Unlock()
 	switch {
 	case closed:
-		return nil, fmt.Errorf("server %q: %w", u.cfg.Name, ErrUpstreamClosed)
+		return nil, false, fmt.Errorf("server %q: %w", u.cfg.Name, ErrUpstreamClosed)
 	case !admitted:
-		return nil, fmt.Errorf("server %q: not discovered: call Discover first", u.cfg.Name)
+		return nil, false, fmt.Errorf("server %q: not discovered: call Discover first", u.cfg.Name)
 	case tool == nil:
-		return nil, fmt.Errorf("server %q offers no tool %q", u.cfg.Name, remote)
+		return nil, false, fmt.Errorf("server %q offers no tool %q", u.cfg.Name, remote)
 	case tool.Quarantined:
-		return nil, &QuarantinedError{Tool: tool.Name}
+		return nil, false, &QuarantinedError{Tool: tool.Name}
 	}
 	arguments, err := callArguments(args)
 	if err != nil {
-		return nil, fmt.Errorf("tool %q: %w", tool.Name, err)
+		return nil, false, fmt.Errorf("tool %q: %w", tool.Name, err)
 	}
 
 	c, err := u.acquireVerified(ctx, remote)
 	if err != nil {
-		return nil, err
+		return nil, false, err
+	}
+	if opts != nil && opts.BeforeSend != nil {
+		if err := opts.BeforeSend(ctx); err != nil {
+			u.release(c, true)
+			return nil, false, fmt.Errorf("server %q: tool %q not sent: %w", u.cfg.Name, remote, err)
+		}
 	}
 	callCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -574,26 +615,26 @@ func (u *Upstream) Call(ctx context.Context, remote string, args json.RawMessage
 	if err == nil {
 		u.release(c, true)
 		u.noteSuccess()
-		return res, nil
+		return res, true, nil
 	}
 	switch {
 	case upstreamAnswered(err):
 		// The server answered with a JSON-RPC error: the connection is healthy.
 		u.release(c, true)
-		return nil, fmt.Errorf("server %q: tool %q: %w", u.cfg.Name, remote, err)
+		return nil, true, fmt.Errorf("server %q: tool %q: %w", u.cfg.Name, remote, err)
 	case u.isClosed():
 		u.release(c, false)
-		return nil, fmt.Errorf("server %q: %w", u.cfg.Name, ErrUpstreamClosed)
+		return nil, true, fmt.Errorf("server %q: %w", u.cfg.Name, ErrUpstreamClosed)
 	case ctx.Err() != nil:
 		u.release(c, false)
-		return nil, fmt.Errorf("server %q: tool %q: %w", u.cfg.Name, remote, ctx.Err())
+		return nil, true, fmt.Errorf("server %q: tool %q: %w", u.cfg.Name, remote, ctx.Err())
 	case callCtx.Err() != nil:
 		u.release(c, false)
-		return nil, fmt.Errorf("server %q: tool %q did not answer within %s: %w", u.cfg.Name, remote, u.opts.CallTimeout, context.DeadlineExceeded)
+		return nil, true, fmt.Errorf("server %q: tool %q did not answer within %s: %w", u.cfg.Name, remote, u.opts.CallTimeout, context.DeadlineExceeded)
 	default:
 		u.failed(c, err.Error())
 		u.release(c, false)
-		return nil, fmt.Errorf("server %q: the call of %q failed on the connection, which is closed (a new one is started on the next call): %w", u.cfg.Name, remote, err)
+		return nil, true, fmt.Errorf("server %q: the call of %q failed on the connection, which is closed (a new one is started on the next call): %w", u.cfg.Name, remote, err)
 	}
 }
 

@@ -137,3 +137,51 @@ func TestUpstreamHTTPTransportFailures(t *testing.T) {
 		})
 	}
 }
+
+// TestUpstreamNotSent: every error of a call that failed before its request began to
+// be sent wraps ErrNotSent (and keeps its message); an error after sending began never
+// does. BeforeSend runs once a connection is held, and its refusal sends nothing.
+func TestUpstreamNotSent(t *testing.T) {
+	t.Parallel()
+	u := newUpstream(t, faultServer("f"), UpstreamOptions{Policy: faultPolicy(1), BackoffMin: time.Hour, BackoffMax: time.Hour})
+	ctx := context.Background()
+	if _, err := u.Call(ctx, "echo", nil, nil); !errors.Is(err, ErrNotSent) || !strings.Contains(err.Error(), "not discovered") {
+		t.Errorf("a call before Discover: %v; want it not sent", err)
+	}
+	discover(t, u)
+	for _, c := range []struct{ remote, args string }{{"nosuchtool", `{}`}, {"echo", `[1]`}} {
+		if _, err := u.Call(ctx, c.remote, json.RawMessage(c.args), nil); !errors.Is(err, ErrNotSent) {
+			t.Errorf("call %s %s: %v; want it not sent", c.remote, c.args, err)
+		}
+	}
+	refused := errors.New("audit log down")
+	var sends int
+	_, err := u.Call(ctx, "echo", json.RawMessage(`{"text":"x"}`), &CallOptions{BeforeSend: func(context.Context) error { sends++; return refused }})
+	if !errors.Is(err, ErrNotSent) || !errors.Is(err, refused) || sends != 1 {
+		t.Errorf("a refusing BeforeSend: %v (called %d times); want it not sent", err, sends)
+	}
+	r, err := u.Call(ctx, "echo", json.RawMessage(`{"text":"sent"}`), &CallOptions{BeforeSend: func(context.Context) error { sends++; return nil }})
+	if err != nil || textOf(t, r) != "sent" || sends != 2 {
+		t.Fatalf("a call after an accepting BeforeSend: %v (called %d times)", err, sends)
+	}
+	// The crash happens after the request was sent: not ErrNotSent.
+	if _, err := u.Call(ctx, "crash", nil, nil); err == nil || errors.Is(err, ErrNotSent) {
+		t.Errorf("a call that crashed the upstream: %v; want a failure that was sent", err)
+	}
+	// In the restart backoff nothing can be sent.
+	_, err = u.Call(ctx, "echo", json.RawMessage(`{"text":"y"}`), &CallOptions{BeforeSend: func(context.Context) error { sends++; return nil }})
+	if !errors.Is(err, ErrServerRestarting) || !errors.Is(err, ErrNotSent) || sends != 2 {
+		t.Errorf("a call in the restart backoff: %v (BeforeSend called %d times); want it not sent", err, sends)
+	}
+	var qe *QuarantinedError
+	u.mu.Lock()
+	for i := range u.tools {
+		if u.tools[i].Remote == "pid" {
+			u.tools[i].Quarantined = true
+		}
+	}
+	u.mu.Unlock()
+	if _, err := u.Call(ctx, "pid", nil, nil); !errors.As(err, &qe) || !errors.Is(err, ErrNotSent) || err.Error() != QuarantineText("mcp__f__pid") {
+		t.Errorf("a quarantined tool: %v; want a *QuarantinedError, not sent, with its exact text", err)
+	}
+}
