@@ -269,6 +269,9 @@ func (g *Gateway) discover(ctx context.Context, entries []*upstreamEntry) {
 	wg.Wait()
 }
 
+// reverifyTimeout bounds re-checking one server's definitions on a reload.
+const reverifyTimeout = 30 * time.Second
+
 // reverify re-checks, concurrently, the tool definitions of the upstreams a reload
 // keeps ([Upstream.Reverify]), before the new revision is built from their tools: a
 // definition changed since they were discovered is quarantined before the revision
@@ -278,6 +281,9 @@ func (g *Gateway) reverify(ctx context.Context, entries []*upstreamEntry) {
 	var wg sync.WaitGroup
 	for _, e := range entries {
 		wg.Go(func() {
+			// Bounded: a hung server must not hold the reload (and g.mu) forever.
+			ctx, cancel := context.WithTimeout(ctx, reverifyTimeout)
+			defer cancel()
 			if err := e.up.Reverify(ctx); err != nil {
 				g.log.Warn("cannot re-check the tool definitions of a server on reload; each connection is checked before its next call", "server", e.cfg.Name, "error", err)
 			}

@@ -930,7 +930,10 @@ func sameTools(a, b []UpstreamTool) bool {
 }
 
 // verifiedLocked reports whether c's definitions were listed since its last
-// tools/list_changed (or Reverify). u.mu is held.
+// tools/list_changed (or Reverify). u.mu is held. For a command server a
+// tools/list_changed counts from the moment it is read off the connection, ahead of
+// any answer read after it; for a url server (whose stream cannot be wrapped), from
+// the moment the SDK hands it to the client's handler.
 func (u *Upstream) verifiedLocked(c *upstreamConn) bool {
 	if c.defs == nil || c.gen != c.verifiedGen {
 		return false
