@@ -75,7 +75,9 @@ func visible(st *gatewayState, cl Client, name string) (ok bool, why string) {
 
 // hideCalls answers a tools/call of a tool the caller cannot see (see [visible]) with
 // [unknownTool], before the tool's handler runs; a served tool that is hidden is
-// audited as refused. A caller that cannot be identified is refused by the handler.
+// audited as refused. A caller that cannot be identified (its token was removed by a
+// reload) gets the same refusal whatever tool it names, so it learns nothing about
+// which tools exist.
 func (f *front) hideCalls(next sdk.MethodHandler) sdk.MethodHandler {
 	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
 		call, ok := req.(*sdk.CallToolRequest)
@@ -85,7 +87,7 @@ func (f *front) hideCalls(next sdk.MethodHandler) sdk.MethodHandler {
 		st := f.g.state.Load()
 		cl, err := f.identifyRequest(st, req)
 		if err != nil {
-			return next(ctx, method, req)
+			return textResult(err.Error(), true), nil
 		}
 		name := call.Params.Name
 		if ok, why := visible(st, cl, name); !ok {

@@ -1258,3 +1258,4 @@ func TestGatewayExecutedOnlyWhenSent(t *testing.T) {
 		}
 	}
 }
+
