@@ -1258,4 +1258,3 @@ func TestGatewayExecutedOnlyWhenSent(t *testing.T) {
 		}
 	}
 }
-
