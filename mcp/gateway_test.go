@@ -1258,3 +1258,55 @@ func TestGatewayExecutedOnlyWhenSent(t *testing.T) {
 		}
 	}
 }
+
+// 15. An HTTP upstream whose transport fails (an HTTP error status for tools/call) gives
+// the client a tool error, never a result: the call went out, so it is audited as
+// executed and failed; the connection is restarted, and a call in the restart backoff
+// is audited as failed and never executed.
+func TestGatewayHTTPUpstreamFailure(t *testing.T) {
+	srv := sdk.NewServer(&sdk.Implementation{Name: "web", Version: "1"}, nil)
+	sdk.AddTool(srv, &sdk.Tool{Name: "echo"}, func(_ context.Context, _ *sdk.CallToolRequest, in struct {
+		Text string `json:"text"`
+	}) (*sdk.CallToolResult, any, error) {
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: in.Text}}}, nil, nil
+	})
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil)
+	var failing atomic.Bool
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if failing.Load() && bytes.Contains(body, []byte(`"tools/call"`)) {
+			http.Error(w, "bad gateway", http.StatusBadGateway)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() { hs.CloseClientConnections(); hs.Close() })
+	e := gwStart(t, gwSetup{
+		policy:    "version: 1\nroles:\n  reader: [mcp__web__echo]\n  writer: [mcp__web__echo]\nactive_role: writer\n",
+		transport: "transport:\n  allow_urls: true\n  allow_insecure_loopback: true\n  hosts: [127.0.0.1]\n",
+		servers:   "servers:\n  web:\n    url: " + hs.URL + "/mcp\n",
+	})
+	w := e.connect(t, gwWriterToken, nil)
+	gwWant(t, gwCall(t, w, "mcp__web__echo", map[string]any{"text": "fine"}), false, "fine")
+	failing.Store(true)
+	res := gwCall(t, w, "mcp__web__echo", map[string]any{"text": "lost"})
+	if !res.IsError || !strings.Contains(mcptest.ResultText(res), "failed on the connection") {
+		t.Fatalf("a 502 from the upstream: isError=%t %q; want a tool error saying the connection failed", res.IsError, mcptest.ResultText(res))
+	}
+	if rec := e.lastCall(t, "mcp__web__echo", "writer-agent"); !rec.Executed || rec.Status != warden.StatusFailed {
+		t.Errorf("audit of the call the upstream failed: %+v; want executed (it was sent) and failed", rec)
+	}
+	failing.Store(false)
+	res = gwCall(t, w, "mcp__web__echo", map[string]any{"text": "again"})
+	if res.IsError && strings.Contains(mcptest.ResultText(res), "restarting") {
+		if rec := e.lastCall(t, "mcp__web__echo", "writer-agent"); rec.Executed || rec.Status != warden.StatusFailed {
+			t.Errorf("audit of the call in the restart backoff: %+v; want failed, not executed", rec)
+		}
+	} else if res.IsError {
+		t.Errorf("the call after the failure: %q", mcptest.ResultText(res))
+	}
+	mcptest.WaitFor(t, 30*time.Second, "the upstream serves again on a new connection", func() bool {
+		return !gwCall(t, w, "mcp__web__echo", map[string]any{"text": "back"}).IsError
+	})
+}

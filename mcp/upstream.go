@@ -685,7 +685,10 @@ func (u *Upstream) acquireVerified(ctx context.Context, remote string) (*upstrea
 		verified := u.verifiedLocked(c)
 		u.mu.Unlock()
 		if !verified {
-			_, _, changed, err := u.verify(ctx, c)
+			// Bounded like a start: a server that never lists must not hold the call.
+			vctx, cancel := context.WithTimeout(ctx, startTimeout)
+			_, _, changed, err := u.verify(vctx, c)
+			cancel()
 			if err != nil {
 				return nil, err // verify released c
 			}
