@@ -787,6 +787,10 @@ func (st *callState) execute(ctx context.Context) (*Outcome, error) {
 	e := st.event(EventToolStart)
 	st.send(ctx, &e)
 	result, err := st.run(ctx)
+	if err != nil && errors.Is(err, ErrNotExecuted) {
+		// The tool says it failed before doing anything: it did not execute.
+		st.out.Executed = false
+	}
 	if err != nil && ctx.Err() != nil {
 		st.out.Status, st.out.Stage, st.out.IsError, st.out.Err = StatusFailed, StageExecute, true, st.scrubErr(err)
 		st.out.ModelText = "call cancelled: " + ctx.Err().Error()

@@ -20,6 +20,14 @@ const (
 	StatusFailed  Status = "failed"  // the tool ran and failed, or a result stage failed
 )
 
+// ErrNotExecuted is wrapped by the error a tool's Run returns when the tool failed
+// before doing anything the call asked for (the MCP gateway: no connection to the
+// upstream, nothing sent). The call ends [StatusFailed] with [Outcome.Executed] false,
+// in the tool.end event and in what the journal's End receives; it is still a tool
+// failure (error handlers run). A journal that wrote its intent in Begin has already
+// recorded the call as begun.
+var ErrNotExecuted = errors.New("the tool did not execute")
+
 // Stage names a step of the call pipeline, in pipeline order.
 type Stage string
 

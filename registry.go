@@ -17,7 +17,9 @@ type ToolFunc func(ctx context.Context, args Args, cred *Credential) (any, error
 // Executable is a tool with everything the pipeline needs to run it.
 type Executable struct {
 	Tool
-	// Run executes the tool. Required.
+	// Run executes the tool. Required. An error that wraps [ErrNotExecuted] says the
+	// tool failed before doing anything the call asked for: the call is recorded as
+	// not executed.
 	Run ToolFunc
 	// Pre is the tool's own preprocessor: the first call-side link, before declared
 	// middleware.
