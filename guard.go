@@ -34,7 +34,10 @@ type Guard struct {
 	order        []string
 	checkerNames []string
 	checkerSync  []bool
-	problems     []error
+	// checkerInterrupt marks Synchronous checkers that are also Interruptible: called
+	// inline, but under the checker deadline.
+	checkerInterrupt []bool
+	problems         []error
 }
 
 type plan struct {
@@ -349,14 +352,15 @@ func (v *passVisitor) visit(st *callState, r Request, d Decision) {
 func (st *callState) check(ctx context.Context, i int, req Request, declared []Capability, v *passVisitor) (Decision, error) {
 	g := st.g
 	c := g.cfg.Checkers[i]
-	if g.checkerSync[i] {
+	if g.checkerSync[i] && !g.checkerInterrupt[i] {
 		return checkCall(ctx, c, req, declared, nil, st, v), nil
 	}
 	return st.checkBounded(ctx, i, req, declared, v)
 }
 
-// checkBounded is check for a checker that is not [Synchronous]. It is a separate
-// function so that only this path pays for what the goroutine captures (req).
+// checkBounded is check for a checker that is not [Synchronous], or is [Interruptible].
+// It is a separate function so that only this path pays for what the goroutine
+// captures (req).
 func (st *callState) checkBounded(ctx context.Context, i int, req Request, declared []Capability, v *passVisitor) (Decision, error) {
 	c := st.g.cfg.Checkers[i]
 	d, seen, err := st.g.bounded(ctx, i, req, func(cctx context.Context, visit func(Request, Decision)) Decision {
@@ -376,12 +380,16 @@ type seenCheck struct {
 }
 
 // bounded runs ask for checker i, which is not [Synchronous] (callers call those
-// directly), under Config.CheckTimeout; it is abandoned, as a fault denial, when it
+// directly) or is also [Interruptible] (then see interruptibly), under
+// Config.CheckTimeout; it is abandoned, as a fault denial, when it
 // does not answer in time, and an answer that arrives after the deadline never counts.
 // The caller's own cancellation is returned as an error. It returns every answer that
 // counts, in order, for the caller to visit: the goroutine never holds the caller's
 // visit callback, so nothing of the call state escapes through it.
 func (g *Guard) bounded(ctx context.Context, i int, req Request, ask func(context.Context, func(Request, Decision)) Decision) (Decision, []seenCheck, error) {
+	if g.checkerSync[i] {
+		return g.interruptibly(ctx, req, ask)
+	}
 	cctx, cancel := context.WithTimeout(ctx, g.cfg.CheckTimeout)
 	defer cancel()
 	type answer struct {
@@ -406,14 +414,41 @@ func (g *Guard) bounded(ctx context.Context, i int, req Request, ask func(contex
 	}
 	if cctx.Err() != nil {
 		// Fail closed: the deadline passed, whatever the checker says now.
-		r := req
-		if r.Capability == "" {
-			r.Capability = CapToolCall
-		}
-		d := CheckerFault(req.Target, fmt.Errorf("did not answer within %s", g.cfg.CheckTimeout))
-		return d, []seenCheck{{r, d}}, nil
+		d, seen := g.lateFault(req)
+		return d, seen, nil
 	}
 	return a.d, a.visits, nil
+}
+
+// interruptibly is bounded for a checker that is [Synchronous] and [Interruptible]: it
+// runs ask on the caller's goroutine (no goroutine, no channel) under a context that
+// ends at Config.CheckTimeout, and relies on the checker to stop once that context is
+// done. An answer given after the deadline never counts, except the checker's own
+// fault denial, which says more about what ran out than the Guard can.
+func (g *Guard) interruptibly(ctx context.Context, req Request, ask func(context.Context, func(Request, Decision)) Decision) (Decision, []seenCheck, error) {
+	cctx, cancel := context.WithTimeout(ctx, g.cfg.CheckTimeout)
+	var seen []seenCheck
+	d := ask(cctx, func(r Request, d Decision) { seen = append(seen, seenCheck{r, d}) })
+	late := cctx.Err() != nil
+	cancel()
+	if err := ctx.Err(); err != nil {
+		return Decision{}, nil, err
+	}
+	if late && (d.Effect != Deny || !d.Fault) {
+		// Fail closed: the deadline passed, whatever the checker says now.
+		d, seen = g.lateFault(req)
+	}
+	return d, seen, nil
+}
+
+// lateFault is the fault denial for a checker that did not answer within the deadline.
+func (g *Guard) lateFault(req Request) (Decision, []seenCheck) {
+	r := req
+	if r.Capability == "" {
+		r.Capability = CapToolCall
+	}
+	d := CheckerFault(req.Target, fmt.Errorf("did not answer within %s", g.cfg.CheckTimeout))
+	return d, []seenCheck{{r, d}}
 }
 
 func (st *callState) halt(ctx context.Context, stage Stage, checker string, d Decision) (*Outcome, error) {
@@ -555,7 +590,7 @@ func (st *callState) skillGate(ctx context.Context) (bool, *Outcome, error) {
 		}
 		var d Decision
 		var err error
-		if st.g.checkerSync[i] {
+		if st.g.checkerSync[i] && !st.g.checkerInterrupt[i] {
 			d = safeCheck(ctx, c, req)
 			visit(req, d)
 		} else {

@@ -286,6 +286,15 @@ type Synchronous interface {
 	Synchronous() bool
 }
 
+// Interruptible is implemented by [Synchronous] checkers whose work can grow with the
+// arguments and that stop promptly, with a fault denial, once their context is done
+// (the policy package's policies with CEL conditions). When both report true the Guard
+// still calls the checker directly, without a goroutine, but under a context that ends
+// at [Config.CheckTimeout]; an answer given after that deadline is a fault denial.
+type Interruptible interface {
+	Interruptible() bool
+}
+
 // ErrPlanConflict is returned by a second [Registry.Bind] with different inputs.
 var ErrPlanConflict = errors.New("warden: registry is already bound to a different plan")
 
@@ -344,6 +353,8 @@ func (r *Registry) Bind(cfg Config) (*Guard, error) {
 		g.checkerNames = append(g.checkerNames, checkerName(c, i))
 		s, ok := c.(Synchronous)
 		g.checkerSync = append(g.checkerSync, ok && s.Synchronous())
+		in, ok := c.(Interruptible)
+		g.checkerInterrupt = append(g.checkerInterrupt, ok && in.Interruptible())
 	}
 	for _, t := range r.tools {
 		p := &plan{tool: t}

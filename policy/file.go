@@ -104,9 +104,11 @@ type policyFile struct {
 	conditions             []Condition
 	condNodes              []*yaml.Node // the `when` node of each
 	condsNode              *yaml.Node
+	costLimit              uint64
+	costLimitNode          *yaml.Node
 }
 
-var topKeys = []string{"version", "description", "mode", "preset", "aliases", "match", "rules", "roles", "active_role", "capabilities", "skills", "conditions"}
+var topKeys = []string{"version", "description", "mode", "preset", "aliases", "match", "rules", "roles", "active_role", "capabilities", "skills", "conditions", "condition_cost_limit"}
 
 func (d *fileDecoder) decodeFile(root *yaml.Node) *policyFile {
 	f := &policyFile{ruleNodes: map[string]map[string]*yaml.Node{}}
@@ -162,6 +164,10 @@ func (d *fileDecoder) decodeFile(root *yaml.Node) *policyFile {
 		case "conditions":
 			f.condsNode = e.Value
 			d.decodeConditions(e.Value, f)
+		case "condition_cost_limit":
+			if v, ok := d.Int(e.Value, "condition_cost_limit", 1); ok {
+				f.costLimit, f.costLimitNode = uint64(v), e.Value
+			}
 		default:
 			d.Fail(e.KeyNode, "allowed keys: "+strings.Join(topKeys, ", ")+yamlstrict.Suggest(e.Key, topKeys), "unknown key %q", e.Key)
 		}
@@ -376,9 +382,12 @@ func (d *fileDecoder) build(f *policyFile, opts *LoadOptions) *Policy {
 		}
 	}
 
+	if f.costLimitNode != nil && len(f.conditions) == 0 {
+		d.Fail(f.costLimitNode, "remove it, or add conditions", "condition_cost_limit applies to conditions, and this file has none")
+	}
 	var conds *Conditions
 	if len(f.conditions) > 0 && len(d.Errs) == 0 {
-		c, err := CompileConditions(f.conditions)
+		c, err := CompileConditionsWith(f.conditions, &ConditionOptions{CostLimit: f.costLimit})
 		if err != nil {
 			var ce *ConditionError
 			n := f.condsNode

@@ -169,7 +169,7 @@ func (p *Policy) evaluate(ctx context.Context, req warden.Request, trace *Trace)
 					d, ok = layerPanic("conditions", r), true
 				}
 			}()
-			d, ok = p.conds.Evaluate(ConditionInput{Tool: req.Target, Args: req.Args, Role: p.ActiveRole(), Identity: req.Identity, Capability: req.Capability})
+			d, ok = p.conds.EvaluateContext(ctx, ConditionInput{Tool: req.Target, Args: req.Args, Role: p.ActiveRole(), Identity: req.Identity, Capability: req.Capability})
 		}()
 		if ok {
 			consider("conditions", d)
@@ -205,6 +205,9 @@ type canonical struct {
 	Caps       map[string][]string   `json:"capabilities,omitempty"`
 	Skills     map[string][]string   `json:"skills,omitempty"`
 	Conditions []canonicalConditions `json:"conditions,omitempty"`
+	// CostLimit is set only when it is not the default, so that revisions of files
+	// written before the limit existed do not change.
+	CostLimit uint64 `json:"condition_cost_limit,omitempty"`
 }
 
 type canonicalRules struct {
@@ -265,6 +268,9 @@ func (p *Policy) computeRevision() string {
 		for _, d := range p.conds.Definitions() {
 			c.Conditions = append(c.Conditions, canonicalConditions{ID: d.ID, When: d.When, Effect: d.Effect.String(), Reason: d.Reason, Rationale: d.Rationale, TellLLM: d.TellLLM})
 		}
+		if p.conds.costLimit != DefaultConditionCostLimit {
+			c.CostLimit = p.conds.costLimit
+		}
 	}
 	b, err := json.Marshal(c)
 	if err != nil {
@@ -288,5 +294,12 @@ func sortedSets(m map[string][]string) map[string][]string {
 }
 
 // Synchronous reports whether every layer decides without blocking (see
-// [RulePolicy.Synchronous]); CEL conditions are bounded in-memory evaluations.
+// [RulePolicy.Synchronous]); CEL conditions are in-memory evaluations bounded by their
+// cost limit and their context (see [Policy.Interruptible]).
 func (p *Policy) Synchronous() bool { return p.rules == nil || p.rules.Synchronous() }
+
+// Interruptible reports whether the policy has conditions: their cost grows with the
+// arguments, and they stop, as a fault denial naming the condition, once the context
+// of [Policy.Check] is done. A [warden.Guard] therefore calls such a policy inline but
+// under its checker deadline ([warden.Interruptible]).
+func (p *Policy) Interruptible() bool { return p.conds != nil }
