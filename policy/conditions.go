@@ -72,6 +72,9 @@ type compiledCondition struct {
 	// in CEL checks for an interrupt).
 	loops    bool
 	estimate cost.Estimate
+	// toolNames are the string constants the expression compares tool with (==, !=,
+	// in a list), for the alias lint of policy files.
+	toolNames []string
 }
 
 // DefaultConditionCostLimit is the runtime cost one condition may spend on one
@@ -201,6 +204,7 @@ func CompileConditionsWith(conds []Condition, opts *ConditionOptions) (*Conditio
 			errPrefix: "condition '" + c.ID + "' could not be evaluated: ",
 			loops:     loops,
 			estimate:  est,
+			toolNames: toolLiterals(ast.NativeRep().Expr()),
 		})
 	}
 	return out, nil
@@ -326,6 +330,47 @@ func (cc *compiledCondition) failure(err error) warden.Decision {
 // the rationale names the condition.
 func (cc *compiledCondition) overrun(tool, what string) warden.Decision {
 	return warden.Decision{Effect: warden.Deny, RuleID: cc.ID, Rationale: "permission-checker threw: condition '" + cc.ID + "' " + what, TellLLM: warden.UnauthorizedText(tool), Fault: true}
+}
+
+// toolLiterals returns the string constants e compares the variable tool with: either
+// side of == and !=, and the elements of a list literal tool is looked up `in`.
+func toolLiterals(e celast.Expr) []string {
+	var out []string
+	isTool := func(x celast.Expr) bool { return x.Kind() == celast.IdentKind && x.AsIdent() == "tool" }
+	str := func(x celast.Expr) (string, bool) {
+		if x.Kind() != celast.LiteralKind {
+			return "", false
+		}
+		s, ok := x.AsLiteral().Value().(string)
+		return s, ok
+	}
+	celast.PostOrderVisit(e, celast.NewExprVisitor(func(x celast.Expr) {
+		if x.Kind() != celast.CallKind {
+			return
+		}
+		call := x.AsCall()
+		args := call.Args()
+		if len(args) != 2 {
+			return
+		}
+		switch call.FunctionName() {
+		case "_==_", "_!=_":
+			for k := range 2 {
+				if s, ok := str(args[1-k]); ok && isTool(args[k]) {
+					out = append(out, s)
+				}
+			}
+		case "@in":
+			if isTool(args[0]) && args[1].Kind() == celast.ListKind {
+				for _, el := range args[1].AsList().Elements() {
+					if s, ok := str(el); ok {
+						out = append(out, s)
+					}
+				}
+			}
+		}
+	}))
+	return out
 }
 
 // hasComprehension reports whether e holds a comprehension anywhere.

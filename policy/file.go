@@ -63,6 +63,7 @@ func Parse(name string, data []byte, opts *LoadOptions) (*Policy, error) {
 		return nil, d.Err()
 	}
 	p.source = name
+	p.warnings = d.lint(f, p)
 	return p, nil
 }
 
@@ -93,6 +94,7 @@ type policyFile struct {
 	aliasesNode, matchNode *yaml.Node
 	deny, allow, escalate  map[string][]string
 	ruleNodes              map[string]map[string]*yaml.Node // list => tool => node
+	ruleListNodes          map[string]*yaml.Node            // list => its mapping of tools
 	rulesNode              *yaml.Node
 	roles                  map[string][]string
 	rolesNode              *yaml.Node
@@ -111,7 +113,7 @@ type policyFile struct {
 var topKeys = []string{"version", "description", "mode", "preset", "aliases", "match", "rules", "roles", "active_role", "capabilities", "skills", "conditions", "condition_cost_limit"}
 
 func (d *fileDecoder) decodeFile(root *yaml.Node) *policyFile {
-	f := &policyFile{ruleNodes: map[string]map[string]*yaml.Node{}}
+	f := &policyFile{ruleNodes: map[string]map[string]*yaml.Node{}, ruleListNodes: map[string]*yaml.Node{}}
 	entries, ok := d.Mapping(root, "the top level")
 	if !ok {
 		return f
@@ -199,6 +201,7 @@ func (d *fileDecoder) decodeRules(n *yaml.Node, f *policyFile) {
 			continue
 		}
 		f.ruleNodes[e.Key] = nodes
+		f.ruleListNodes[e.Key] = e.Value
 		for tool, pats := range lists {
 			for i, p := range pats {
 				d.checkPattern(nodes[tool].Content[i], tool, p)

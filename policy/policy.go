@@ -30,6 +30,7 @@ type Policy struct {
 	conds    *Conditions
 	revision string
 	source   string
+	warnings []*warden.ConfigError
 }
 
 // ErrDecidesNothing is returned when a policy has no layer at all.
@@ -57,6 +58,18 @@ func (p *Policy) Roles() *RolePolicy { return p.roles }
 
 // Conditions returns the conditions, or nil.
 func (p *Policy) Conditions() *Conditions { return p.conds }
+
+// Warnings returns what [Parse] found valid but suspect in the file: rules that can never
+// match and conditions that miss some names of a tool (see the package doc). Each names
+// the file, line and column. They never change a decision. The slice is a copy.
+func (p *Policy) Warnings() []*warden.ConfigError {
+	out := make([]*warden.ConfigError, len(p.warnings))
+	for i, w := range p.warnings {
+		c := *w
+		out[i] = &c
+	}
+	return out
+}
 
 // Source returns the file the policy was loaded from, or "".
 func (p *Policy) Source() string { return p.source }
