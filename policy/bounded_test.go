@@ -213,28 +213,17 @@ conditions:
 	}
 }
 
-// syncAs makes a checker report itself Synchronous or not, to compare the Guard's two
-// paths for the same policy.
-type syncAs struct {
+// pathAs makes a policy take one of the Guard's three paths, to compare them for the
+// same policy: inline without a deadline (what a policy with conditions took on the
+// base commit), inline under the deadline (what it takes now), or on a goroutine under
+// the deadline (what making it non-Synchronous would cost).
+type pathAs struct {
 	*policy.Policy
-	sync bool
+	sync, interrupt bool
 }
 
-func (s syncAs) Synchronous() bool { return s.sync }
-
-// timed is the third way: a Synchronous checker that runs under its own deadline
-// without a goroutine.
-type timed struct {
-	*policy.Policy
-	d time.Duration
-}
-
-func (t timed) Check(ctx context.Context, req warden.Request) (warden.Decision, error) {
-	ctx, cancel := context.WithTimeout(ctx, t.d)
-	defer cancel()
-	return t.Policy.Check(ctx, req)
-}
-func (timed) Synchronous() bool { return true }
+func (s pathAs) Synchronous() bool   { return s.sync }
+func (s pathAs) Interruptible() bool { return s.interrupt }
 
 func BenchmarkGuardCondition(b *testing.B) {
 	p := parse(b, `version: 1
@@ -250,9 +239,9 @@ conditions:
 		name string
 		c    warden.Checker
 	}{
-		{"sync", syncAs{p, true}},
-		{"goroutine", syncAs{p, false}},
-		{"sync-with-timeout", timed{p, 5 * time.Second}},
+		{"inline-no-deadline", pathAs{p, true, false}},
+		{"inline-deadline", p},
+		{"goroutine", pathAs{p, false, false}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			runs := 0

@@ -36,7 +36,7 @@ import (
 // operation, plus one per ten characters a string function reads) may not exceed the
 // cost limit ([DefaultConditionCostLimit] unless the policy says otherwise), and a
 // comprehension (all, exists, exists_one, map, filter) stops at its next check once the
-// evaluation's context is done (checked every [conditionInterruptEvery] iterations). A
+// evaluation's context is done (checked every 64 iterations). A
 // condition stopped either way contributes a fault DENY: the model reads
 // [warden.UnauthorizedText], and the rationale, "permission-checker threw: condition
 // '<id>' exceeded its cost limit of <n>" or "... did not finish before its deadline:
@@ -300,6 +300,10 @@ func (cc *compiledCondition) eval(ctx context.Context, act *activation, limit ui
 		out, _, err = cc.prg.ContextEval(ctx, act)
 	} else {
 		out, _, err = cc.prg.Eval(act)
+	}
+	if err == nil && ctx.Err() != nil {
+		// Fail closed: an answer given after the context is done does not count.
+		return cc.overrun(act.in.Tool, fmt.Sprintf("did not finish before its deadline: %v", context.Cause(ctx))), true
 	}
 	if err != nil {
 		var cancelled interpreter.EvalCancelledError
