@@ -266,7 +266,8 @@ type Config struct {
 	Journal Journal
 	// Revision names the policy revision in outcomes and events.
 	Revision string
-	// CheckTimeout bounds each checker call that is not [Synchronous]; 0 means 5s.
+	// CheckTimeout bounds each checker call that is not [Synchronous] or is
+	// [Interruptible]; 0 means 5s.
 	CheckTimeout time.Duration
 	// MaxResultChars caps what the model reads from any tool; 0 means no cap. A cap must
 	// be large enough to hold the smallest truncation marker (18 characters).
@@ -280,7 +281,8 @@ type Config struct {
 
 // Synchronous is implemented by checkers that can decide in-process without blocking
 // (the policy package's checkers, when they call no handler). When Synchronous reports
-// true the Guard calls the checker directly; every other checker runs under
+// true the Guard calls the checker directly, with no deadline of its own unless the
+// checker is also [Interruptible]; every other checker runs under
 // [Config.CheckTimeout] and is abandoned, as a denial, when it does not answer.
 type Synchronous interface {
 	Synchronous() bool
