@@ -80,8 +80,8 @@ type compiledCondition struct {
 // DefaultConditionCostLimit is the runtime cost one condition may spend on one
 // evaluation when the policy sets no limit of its own. Spending it takes about 50 ms on
 // a busy 2-core machine (a nested comprehension comparing strings, the worst case per
-// unit), and lets a string function read tens of megabytes; ordinary conditions cost under
-// 20 and run untracked (see [CompileConditionsWith]).
+// unit), and lets a string function read tens of megabytes; ordinary conditions cost
+// under 20 and run untracked (see [CompileConditionsWith]).
 const DefaultConditionCostLimit uint64 = 1_000_000
 
 // conditionInterruptEvery is how many comprehension iterations pass between two looks
