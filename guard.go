@@ -336,15 +336,24 @@ type passVisitor struct {
 	ctx  context.Context
 	pass string
 	name string
+	// hold records the check but holds its event back, for a checker whose answers
+	// count only if it answered before its deadline (see checkInline).
+	hold bool
 }
 
 func (v *passVisitor) visit(st *callState, r Request, d Decision) {
 	st.out.Checks = append(st.out.Checks, CheckRecord{Pass: v.pass, Checker: v.name, Capability: r.Capability, Target: r.Target, Decision: withoutArgs(d)})
-	if len(st.g.cfg.Sinks) > 0 {
-		e := st.event(EventPermissionCheck)
-		e.Pass, e.Checker, e.Capability, e.Target, e.Effect, e.RuleID, e.Rationale, e.Reason = v.pass, v.name, r.Capability, r.Target, d.Effect, d.RuleID, d.Rationale, d.Reason
-		st.send(v.ctx, &e)
+	if len(st.g.cfg.Sinks) > 0 && !v.hold {
+		st.checkEvent(v.ctx, &st.out.Checks[len(st.out.Checks)-1])
 	}
+}
+
+// checkEvent sends the permission event for one check record.
+func (st *callState) checkEvent(ctx context.Context, c *CheckRecord) {
+	e := st.event(EventPermissionCheck)
+	d := &c.Decision
+	e.Pass, e.Checker, e.Capability, e.Target, e.Effect, e.RuleID, e.Rationale, e.Reason = c.Pass, c.Checker, c.Capability, c.Target, d.Effect, d.RuleID, d.Rationale, d.Reason
+	st.send(ctx, &e)
 }
 
 // check asks checker i about a call (see [CheckCall]) under the checker deadline; v
@@ -352,15 +361,53 @@ func (v *passVisitor) visit(st *callState, r Request, d Decision) {
 func (st *callState) check(ctx context.Context, i int, req Request, declared []Capability, v *passVisitor) (Decision, error) {
 	g := st.g
 	c := g.cfg.Checkers[i]
-	if g.checkerSync[i] && !g.checkerInterrupt[i] {
+	if g.checkerSync[i] {
+		if g.checkerInterrupt[i] {
+			return st.checkInline(ctx, i, req, declared, v)
+		}
 		return checkCall(ctx, c, req, declared, nil, st, v), nil
 	}
 	return st.checkBounded(ctx, i, req, declared, v)
 }
 
-// checkBounded is check for a checker that is not [Synchronous], or is [Interruptible].
-// It is a separate function so that only this path pays for what the goroutine
-// captures (req).
+// checkInline is check for a checker that is [Synchronous] and [Interruptible]: it runs
+// on the caller's goroutine (no goroutine, no channel, no closure) under a context that
+// ends at Config.CheckTimeout, and relies on the checker to stop once that context is
+// done. Its checks are recorded as they come but their events are held back: an answer
+// given after the deadline never counts (its records are dropped for the fault), except
+// the checker's own fault denial, which says more about what ran out than the Guard can.
+// The caller's own cancellation is returned as an error.
+func (st *callState) checkInline(ctx context.Context, i int, req Request, declared []Capability, v *passVisitor) (Decision, error) {
+	g := st.g
+	cctx, cancel := context.WithTimeout(ctx, g.cfg.CheckTimeout)
+	mark := len(st.out.Checks)
+	hold := *v
+	hold.hold = true
+	d := checkCall(cctx, g.cfg.Checkers[i], req, declared, nil, st, &hold)
+	late := cctx.Err() != nil
+	cancel()
+	st.tick() // the checker may have taken a while: its events carry the time it answered
+	if err := ctx.Err(); err != nil {
+		st.out.Checks = st.out.Checks[:mark]
+		return Decision{}, err
+	}
+	if late && (d.Effect != Deny || !d.Fault) {
+		// Fail closed: the deadline passed, whatever the checker says now.
+		st.out.Checks = st.out.Checks[:mark]
+		d, seen := g.lateFault(req)
+		v.visit(st, seen[0].r, seen[0].d)
+		return d, nil
+	}
+	if len(g.cfg.Sinks) > 0 {
+		for k := mark; k < len(st.out.Checks); k++ {
+			st.checkEvent(v.ctx, &st.out.Checks[k])
+		}
+	}
+	return d, nil
+}
+
+// checkBounded is check for a checker that is not [Synchronous]. It is a separate
+// function so that only this path pays for what the goroutine captures (req).
 func (st *callState) checkBounded(ctx context.Context, i int, req Request, declared []Capability, v *passVisitor) (Decision, error) {
 	c := st.g.cfg.Checkers[i]
 	d, seen, err := st.g.bounded(ctx, i, req, func(cctx context.Context, visit func(Request, Decision)) Decision {
@@ -380,8 +427,8 @@ type seenCheck struct {
 }
 
 // bounded runs ask for checker i, which is not [Synchronous] (callers call those
-// directly) or is also [Interruptible] (then see interruptibly), under
-// Config.CheckTimeout; it is abandoned, as a fault denial, when it
+// directly) or is also [Interruptible] (then see interruptibly: the skill gate uses
+// it), under Config.CheckTimeout; it is abandoned, as a fault denial, when it
 // does not answer in time, and an answer that arrives after the deadline never counts.
 // The caller's own cancellation is returned as an error. It returns every answer that
 // counts, in order, for the caller to visit: the goroutine never holds the caller's

@@ -2,6 +2,7 @@ package warden_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -34,6 +35,16 @@ func (faultChecker) Governs(warden.Capability) bool { return false }
 func (faultChecker) Synchronous() bool              { return true }
 func (faultChecker) Interruptible() bool            { return true }
 
+// quickChecker is Synchronous and Interruptible and answers allow at once.
+type quickChecker struct{}
+
+func (quickChecker) Check(context.Context, warden.Request) (warden.Decision, error) {
+	return warden.Decision{Effect: warden.Allow, RuleID: "quick"}, nil
+}
+func (quickChecker) Governs(warden.Capability) bool { return false }
+func (quickChecker) Synchronous() bool              { return true }
+func (quickChecker) Interruptible() bool            { return true }
+
 func TestInterruptibleCheckerRunsUnderDeadline(t *testing.T) {
 	for _, tt := range []struct {
 		name string
@@ -42,6 +53,7 @@ func TestInterruptibleCheckerRunsUnderDeadline(t *testing.T) {
 	}{
 		{"late allow is a fault", &lateChecker{}, "checker.fault"},
 		{"own fault stands", faultChecker{}, "cond"},
+		{"an answer in time counts", quickChecker{}, "quick"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			runs := 0
@@ -55,13 +67,38 @@ func TestInterruptibleCheckerRunsUnderDeadline(t *testing.T) {
 			}); err != nil {
 				t.Fatal(err)
 			}
-			g, err := reg.Bind(warden.Config{Checkers: []warden.Checker{tt.c}, CheckTimeout: 10 * time.Millisecond})
+			var mu sync.Mutex
+			var checks []warden.Event
+			sink := warden.SinkFunc(func(_ context.Context, e warden.Event) {
+				if e.Name == warden.EventPermissionCheck {
+					mu.Lock()
+					checks = append(checks, e)
+					mu.Unlock()
+				}
+			})
+			g, err := reg.Bind(warden.Config{Checkers: []warden.Checker{tt.c}, CheckTimeout: 10 * time.Millisecond, Sinks: []warden.Sink{sink}})
 			if err != nil {
 				t.Fatal(err)
 			}
 			out, err := g.Call(context.Background(), warden.Call{ID: "1", Tool: "lookup"})
 			if err != nil {
 				t.Fatal(err)
+			}
+			// One check, one record, one event, and it is the answer that counted:
+			// a late answer is never recorded or announced.
+			mu.Lock()
+			defer mu.Unlock()
+			if len(out.Checks) != 1 || out.Checks[0].Decision.RuleID != tt.rule {
+				t.Errorf("checks %+v, want one by %s", out.Checks, tt.rule)
+			}
+			if len(checks) != 1 || checks[0].RuleID != tt.rule {
+				t.Errorf("permission events %+v, want one by %s", checks, tt.rule)
+			}
+			if tt.rule == "quick" {
+				if !out.Executed || runs != 1 {
+					t.Errorf("an answer in time: status %s executed %v", out.Status, out.Executed)
+				}
+				return
 			}
 			if out.Executed || runs != 0 || out.Status != warden.StatusRefused {
 				t.Fatalf("status %s executed %v, want refused", out.Status, out.Executed)
