@@ -34,7 +34,10 @@ type Guard struct {
 	order        []string
 	checkerNames []string
 	checkerSync  []bool
-	problems     []error
+	// checkerInterrupt marks Synchronous checkers that are also Interruptible: called
+	// inline, but under the checker deadline.
+	checkerInterrupt []bool
+	problems         []error
 }
 
 type plan struct {
@@ -333,15 +336,24 @@ type passVisitor struct {
 	ctx  context.Context
 	pass string
 	name string
+	// hold records the check but holds its event back, for a checker whose answers
+	// count only if it answered before its deadline (see checkInline).
+	hold bool
 }
 
 func (v *passVisitor) visit(st *callState, r Request, d Decision) {
 	st.out.Checks = append(st.out.Checks, CheckRecord{Pass: v.pass, Checker: v.name, Capability: r.Capability, Target: r.Target, Decision: withoutArgs(d)})
-	if len(st.g.cfg.Sinks) > 0 {
-		e := st.event(EventPermissionCheck)
-		e.Pass, e.Checker, e.Capability, e.Target, e.Effect, e.RuleID, e.Rationale, e.Reason = v.pass, v.name, r.Capability, r.Target, d.Effect, d.RuleID, d.Rationale, d.Reason
-		st.send(v.ctx, &e)
+	if len(st.g.cfg.Sinks) > 0 && !v.hold {
+		st.checkEvent(v.ctx, &st.out.Checks[len(st.out.Checks)-1])
 	}
+}
+
+// checkEvent sends the permission event for one check record.
+func (st *callState) checkEvent(ctx context.Context, c *CheckRecord) {
+	e := st.event(EventPermissionCheck)
+	d := &c.Decision
+	e.Pass, e.Checker, e.Capability, e.Target, e.Effect, e.RuleID, e.Rationale, e.Reason = c.Pass, c.Checker, c.Capability, c.Target, d.Effect, d.RuleID, d.Rationale, d.Reason
+	st.send(ctx, &e)
 }
 
 // check asks checker i about a call (see [CheckCall]) under the checker deadline; v
@@ -350,9 +362,48 @@ func (st *callState) check(ctx context.Context, i int, req Request, declared []C
 	g := st.g
 	c := g.cfg.Checkers[i]
 	if g.checkerSync[i] {
+		if g.checkerInterrupt[i] {
+			return st.checkInline(ctx, i, req, declared, v)
+		}
 		return checkCall(ctx, c, req, declared, nil, st, v), nil
 	}
 	return st.checkBounded(ctx, i, req, declared, v)
+}
+
+// checkInline is check for a checker that is [Synchronous] and [Interruptible]: it runs
+// on the caller's goroutine (no goroutine, no channel, no closure) under a context that
+// ends at Config.CheckTimeout, and relies on the checker to stop once that context is
+// done. Its checks are recorded as they come but their events are held back: an answer
+// given after the deadline never counts (its records are dropped for the fault), except
+// the checker's own fault denial, which says more about what ran out than the Guard can.
+// The caller's own cancellation is returned as an error.
+func (st *callState) checkInline(ctx context.Context, i int, req Request, declared []Capability, v *passVisitor) (Decision, error) {
+	g := st.g
+	cctx, cancel := context.WithTimeout(ctx, g.cfg.CheckTimeout)
+	mark := len(st.out.Checks)
+	hold := *v
+	hold.hold = true
+	d := checkCall(cctx, g.cfg.Checkers[i], req, declared, nil, st, &hold)
+	late := cctx.Err() != nil
+	cancel()
+	st.tick() // the checker may have taken a while: its events carry the time it answered
+	if err := ctx.Err(); err != nil {
+		st.out.Checks = st.out.Checks[:mark]
+		return Decision{}, err
+	}
+	if late && (d.Effect != Deny || !d.Fault) {
+		// Fail closed: the deadline passed, whatever the checker says now.
+		st.out.Checks = st.out.Checks[:mark]
+		d, seen := g.lateFault(req)
+		v.visit(st, seen[0].r, seen[0].d)
+		return d, nil
+	}
+	if len(g.cfg.Sinks) > 0 {
+		for k := mark; k < len(st.out.Checks); k++ {
+			st.checkEvent(v.ctx, &st.out.Checks[k])
+		}
+	}
+	return d, nil
 }
 
 // checkBounded is check for a checker that is not [Synchronous]. It is a separate
@@ -376,12 +427,16 @@ type seenCheck struct {
 }
 
 // bounded runs ask for checker i, which is not [Synchronous] (callers call those
-// directly), under Config.CheckTimeout; it is abandoned, as a fault denial, when it
+// directly) or is also [Interruptible] (then see interruptibly: the skill gate uses
+// it), under Config.CheckTimeout; it is abandoned, as a fault denial, when it
 // does not answer in time, and an answer that arrives after the deadline never counts.
 // The caller's own cancellation is returned as an error. It returns every answer that
 // counts, in order, for the caller to visit: the goroutine never holds the caller's
 // visit callback, so nothing of the call state escapes through it.
 func (g *Guard) bounded(ctx context.Context, i int, req Request, ask func(context.Context, func(Request, Decision)) Decision) (Decision, []seenCheck, error) {
+	if g.checkerSync[i] {
+		return g.interruptibly(ctx, req, ask)
+	}
 	cctx, cancel := context.WithTimeout(ctx, g.cfg.CheckTimeout)
 	defer cancel()
 	type answer struct {
@@ -406,14 +461,41 @@ func (g *Guard) bounded(ctx context.Context, i int, req Request, ask func(contex
 	}
 	if cctx.Err() != nil {
 		// Fail closed: the deadline passed, whatever the checker says now.
-		r := req
-		if r.Capability == "" {
-			r.Capability = CapToolCall
-		}
-		d := CheckerFault(req.Target, fmt.Errorf("did not answer within %s", g.cfg.CheckTimeout))
-		return d, []seenCheck{{r, d}}, nil
+		d, seen := g.lateFault(req)
+		return d, seen, nil
 	}
 	return a.d, a.visits, nil
+}
+
+// interruptibly is bounded for a checker that is [Synchronous] and [Interruptible]: it
+// runs ask on the caller's goroutine (no goroutine, no channel) under a context that
+// ends at Config.CheckTimeout, and relies on the checker to stop once that context is
+// done. An answer given after the deadline never counts, except the checker's own
+// fault denial, which says more about what ran out than the Guard can.
+func (g *Guard) interruptibly(ctx context.Context, req Request, ask func(context.Context, func(Request, Decision)) Decision) (Decision, []seenCheck, error) {
+	cctx, cancel := context.WithTimeout(ctx, g.cfg.CheckTimeout)
+	var seen []seenCheck
+	d := ask(cctx, func(r Request, d Decision) { seen = append(seen, seenCheck{r, d}) })
+	late := cctx.Err() != nil
+	cancel()
+	if err := ctx.Err(); err != nil {
+		return Decision{}, nil, err
+	}
+	if late && (d.Effect != Deny || !d.Fault) {
+		// Fail closed: the deadline passed, whatever the checker says now.
+		d, seen = g.lateFault(req)
+	}
+	return d, seen, nil
+}
+
+// lateFault is the fault denial for a checker that did not answer within the deadline.
+func (g *Guard) lateFault(req Request) (Decision, []seenCheck) {
+	r := req
+	if r.Capability == "" {
+		r.Capability = CapToolCall
+	}
+	d := CheckerFault(req.Target, fmt.Errorf("did not answer within %s", g.cfg.CheckTimeout))
+	return d, []seenCheck{{r, d}}
 }
 
 func (st *callState) halt(ctx context.Context, stage Stage, checker string, d Decision) (*Outcome, error) {
@@ -555,7 +637,7 @@ func (st *callState) skillGate(ctx context.Context) (bool, *Outcome, error) {
 		}
 		var d Decision
 		var err error
-		if st.g.checkerSync[i] {
+		if st.g.checkerSync[i] && !st.g.checkerInterrupt[i] {
 			d = safeCheck(ctx, c, req)
 			visit(req, d)
 		} else {

@@ -268,7 +268,8 @@ type Config struct {
 	Journal Journal
 	// Revision names the policy revision in outcomes and events.
 	Revision string
-	// CheckTimeout bounds each checker call that is not [Synchronous]; 0 means 5s.
+	// CheckTimeout bounds each checker call that is not [Synchronous] or is
+	// [Interruptible]; 0 means 5s.
 	CheckTimeout time.Duration
 	// MaxResultChars caps what the model reads from any tool; 0 means no cap. A cap must
 	// be large enough to hold the smallest truncation marker (18 characters).
@@ -282,10 +283,20 @@ type Config struct {
 
 // Synchronous is implemented by checkers that can decide in-process without blocking
 // (the policy package's checkers, when they call no handler). When Synchronous reports
-// true the Guard calls the checker directly; every other checker runs under
+// true the Guard calls the checker directly, with no deadline of its own unless the
+// checker is also [Interruptible]; every other checker runs under
 // [Config.CheckTimeout] and is abandoned, as a denial, when it does not answer.
 type Synchronous interface {
 	Synchronous() bool
+}
+
+// Interruptible is implemented by [Synchronous] checkers whose work can grow with the
+// arguments and that stop promptly, with a fault denial, once their context is done
+// (the policy package's policies with CEL conditions). When both report true the Guard
+// still calls the checker directly, without a goroutine, but under a context that ends
+// at [Config.CheckTimeout]; an answer given after that deadline is a fault denial.
+type Interruptible interface {
+	Interruptible() bool
 }
 
 // ErrPlanConflict is returned by a second [Registry.Bind] with different inputs.
@@ -346,6 +357,8 @@ func (r *Registry) Bind(cfg Config) (*Guard, error) {
 		g.checkerNames = append(g.checkerNames, checkerName(c, i))
 		s, ok := c.(Synchronous)
 		g.checkerSync = append(g.checkerSync, ok && s.Synchronous())
+		in, ok := c.(Interruptible)
+		g.checkerInterrupt = append(g.checkerInterrupt, ok && in.Interruptible())
 	}
 	for _, t := range r.tools {
 		p := &plan{tool: t}
