@@ -467,30 +467,6 @@ func (c Call) Paths() []string {
 	return out
 }
 
-// ResolveCall returns call with every path argument replaced by the file it names on
-// the real filesystem ([ResolvePath]): what the tool will act on when Claude Code runs
-// it. changed reports whether any path differs from the written form; when it is false,
-// the call is returned as it is. A path that cannot be resolved is an error (what the
-// tool would reach is unknown, so the call cannot be judged).
-func ResolveCall(call Call) (resolved Call, changed bool, err error) {
-	resolved = call
-	for _, k := range pathArgs[call.Tool] {
-		p, ok := call.Args.String(k)
-		if !ok {
-			continue
-		}
-		r, err := ResolvePath(p)
-		if err != nil {
-			return Call{}, false, fmt.Errorf("%s: %w", k, err)
-		}
-		if r != p {
-			resolved.Args = resolved.Args.With(k, r)
-			changed = true
-		}
-	}
-	return resolved, changed, nil
-}
-
 // ManagedSettingsFiles are the managed (enterprise) Claude Code settings files, which
 // can hold hooks: Linux's and macOS's.
 var ManagedSettingsFiles = []string{

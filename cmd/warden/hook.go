@@ -152,14 +152,15 @@ func runHookPre(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, 
 	if err != nil {
 		return refuseHook(stdout, stderr, err.Error())
 	}
-	r, err := judgeResolved(ctx, pol, call, o.role)
+	resolved, err := hook.ResolveClaudeTool(in.ToolName, in.ToolInput, in.Cwd)
 	if err != nil {
 		return refuseHook(stdout, stderr, err.Error())
 	}
+	r := judgeResolved(ctx, pol, call, resolved, o.role)
 	// Self-protection, whatever the policy says: an allow or an ask that would let the
 	// call touch a file Warden reads becomes a deny (a policy deny keeps its own reason).
 	if e := r.decision.Effect; e == warden.Allow || e == warden.Ask {
-		if d, ok := selfProtection(prot, call, in.Cwd); ok {
+		if d, ok := selfProtection(prot, call, resolved, in.Cwd); ok {
 			r = report{tool: call.Tool, decision: d, revision: pol.Revision(), decided: -1}
 		}
 	}
@@ -180,23 +181,19 @@ func runHookPre(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, 
 }
 
 // judgeResolved decides call the way `warden check --tool <call.Tool> --args
-// <call.Args>` does, twice when a path argument names another file on the real
-// filesystem than its written form (a symbolic link on the way, a ".." after one): once
-// as written, once resolved ([hook.ResolveCall]); the more restrictive answer wins (halt
-// > deny > ask > allow), the written form's on a tie. A path that cannot be resolved is
-// an error: what the tool would reach is unknown.
-func judgeResolved(ctx context.Context, pol *policy.Policy, call hook.Call, role string) (report, error) {
+// <call.Args>` does, and, when a path argument names another file on the real
+// filesystem than its written form (a symbolic link on the way, a ".." after one),
+// decides resolved (the same call, paths resolved, from [hook.ResolveClaudeTool]) too:
+// the more restrictive answer wins (halt > deny > ask > allow), the written form's on a
+// tie.
+func judgeResolved(ctx context.Context, pol *policy.Policy, call, resolved hook.Call, role string) report {
 	r := evaluateCall(ctx, pol, callSpec{tool: call.Tool, args: call.Args, role: role})
-	resolved, changed, err := hook.ResolveCall(call)
-	if err != nil {
-		return report{}, err
-	}
-	if !changed {
-		return r, nil
+	if resolved.Args.Equal(call.Args) {
+		return r
 	}
 	rr := evaluateCall(ctx, pol, callSpec{tool: resolved.Tool, args: resolved.Args, role: role})
 	if !rr.decision.Effect.Outranks(r.decision.Effect) {
-		return r, nil
+		return r
 	}
 	var moved []string
 	written, real := call.Paths(), resolved.Paths()
@@ -206,7 +203,7 @@ func judgeResolved(ctx context.Context, pol *policy.Policy, call hook.Call, role
 		}
 	}
 	rr.decision.Rationale = orDefault(rr.decision.Rationale, "policy") + " (judged where the path leads: " + strings.Join(moved, ", ") + ")"
-	return rr, nil
+	return rr
 }
 
 func orDefault(s, def string) string {
@@ -221,10 +218,10 @@ func orDefault(s, def string) string {
 const selfProtectionRule = "warden:self-protection"
 
 // selfProtection is the deny, whatever the policy says, for a call that would write a
-// file Warden reads: a Write, Edit, MultiEdit or NotebookEdit whose file (as written or
-// resolved) is protected, or a Bash command one of whose words names a protected file
+// file Warden reads: a Write, Edit, MultiEdit or NotebookEdit whose file (call, as
+// written and cleaned, or resolved) is protected, or a Bash command one of whose words names a protected file
 // or a directory holding one ([hook.Protected.CommandReaches]).
-func selfProtection(prot *hook.Protected, call hook.Call, cwd string) (warden.Decision, bool) {
+func selfProtection(prot *hook.Protected, call, resolved hook.Call, cwd string) (warden.Decision, bool) {
 	deny := func(h hook.Hit, tell string) (warden.Decision, bool) {
 		return warden.Decision{
 			Effect:    warden.Deny,
@@ -236,7 +233,7 @@ func selfProtection(prot *hook.Protected, call hook.Call, cwd string) (warden.De
 	}
 	switch {
 	case call.IsWrite():
-		for _, p := range call.Paths() {
+		for _, p := range append(call.Paths(), resolved.Paths()...) {
 			if h, ok := prot.Names(p); ok {
 				return deny(h, fmt.Sprintf("Warden refused this write: %s is %s, which no tool call may change, whatever the policy says. Ask the user to make this change themselves.", h.Path, h.What))
 			}
