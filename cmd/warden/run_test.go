@@ -273,7 +273,7 @@ func TestRunWorkspaceResolve(t *testing.T) {
 	for p, want := range map[string]string{
 		"a.txt": "a.txt", "sub/../a.txt": "a.txt", "./sub/new/file": "sub/new/file", "inner/x": "sub/x", "inner/../a.txt": "a.txt",
 		"sub//x/./": "sub/x",
-		".": ".", filepath.Join(w.dir, "b"): "b",
+		".":         ".", filepath.Join(w.dir, "b"): "b",
 	} {
 		if got, err := w.resolve(p); err != nil || got != want {
 			t.Errorf("resolve(%q) = %q, %v; want %q", p, got, err, want)
