@@ -6,8 +6,10 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -326,5 +328,186 @@ func TestHookSelfProtection(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(policyFile); !strings.Contains(string(b), "mode: rules") {
 		t.Error("the policy changed")
+	}
+}
+
+// TestHookPolicyInProject: the hook refuses, at run time, a policy inside the project
+// (the session's cwd or $CLAUDE_PROJECT_DIR) unless it was installed with
+// --policy-in-project; install refuses to write such a hook without the flag. On
+// 445888d both ran the policy from inside the project.
+func TestHookPolicyInProject(t *testing.T) {
+	proj, _, _ := hookProject(t, "")
+	inside := filepath.Join(proj, "warden.yaml")
+	writeFile(t, inside, "version: 1\nmode: rules\nrules:\n  allow:\n    editor: [\"*\"]\n    bash: [\"*\"]\n")
+	read := map[string]any{"file_path": "README.md"}
+
+	out, r := hookCall(t, proj, "Read", read, "--policy", inside)
+	if r.code != exitUsage || out.Permission() != hook.PermissionDeny || !strings.Contains(out.Reason(), "is inside the project directory "+proj) || !strings.Contains(r.stderr, "--policy-in-project") {
+		t.Errorf("exit %d, %s (%s), stderr %q; want the refusal", r.code, out.Permission(), out.Reason(), r.stderr)
+	}
+	t.Setenv("CLAUDE_PROJECT_DIR", proj)
+	if out, r := hookCall(t, filepath.Join(proj, "sub"), "Read", read, "--policy", inside); r.code != exitUsage || out.Permission() != hook.PermissionDeny {
+		t.Errorf("with $CLAUDE_PROJECT_DIR: exit %d, %s (%s)", r.code, out.Permission(), out.Reason())
+	}
+	// Accepted explicitly: the policy decides, and still cannot be rewritten.
+	if out, r := hookCall(t, proj, "Write", map[string]any{"file_path": "x.go", "content": ""}, "--policy", inside, "--policy-in-project"); r.code != 0 || out.Permission() != hook.PermissionAllow {
+		t.Errorf("--policy-in-project: exit %d, %s (%s)", r.code, out.Permission(), out.Reason())
+	}
+	for _, in := range []map[string]any{{"file_path": "warden.yaml", "content": "mode: allow_all"}, {"file_path": "./warden.yaml", "content": ""}} {
+		if out, _ := hookCall(t, proj, "Write", in, "--policy", inside, "--policy-in-project"); out.Permission() != hook.PermissionDeny || !strings.Contains(out.Reason(), "the Warden policy") {
+			t.Errorf("Write %v: %s (%s), want the self-protection deny", in, out.Permission(), out.Reason())
+		}
+	}
+
+	// install --write refuses it, and writes the flag when it is given.
+	settings := filepath.Join(proj, ".claude", "settings.json")
+	install := []string{"hook", "claude-code", "install", "--warden", "/usr/local/bin/warden", "--policy", inside, "--settings", settings, "--write"}
+	r = runWarden(t, install...)
+	if r.code != exitUsage || !strings.Contains(r.stderr, "is inside the project directory") || !strings.Contains(r.stderr, "--policy-in-project") {
+		t.Errorf("install: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if _, err := os.Stat(settings); !os.IsNotExist(err) {
+		t.Errorf("settings written: %v", err)
+	}
+	if r = runWarden(t, append(install, "--policy-in-project")...); r.code != 0 {
+		t.Fatalf("install --policy-in-project: exit %d, %s", r.code, r.stderr)
+	}
+	if got := readSettings(t, settings); !strings.Contains(got, inside+" --policy-in-project ||") {
+		t.Errorf("the hook does not carry --policy-in-project:\n%s", got)
+	}
+}
+
+// TestHookInstallRefusesCleanedBinaries: install will not write a hook that runs a
+// binary from the Go build cache, a go-build directory or a temporary directory. On
+// 445888d, `go run ./cmd/warden hook claude-code install --write` wrote such a path.
+func TestHookInstallRefusesCleanedBinaries(t *testing.T) {
+	policyFile, err := filepath.Abs(hookPolicy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := wardenBinary(t) // built before GOCACHE changes, from the shared cache
+	cache := t.TempDir()
+	t.Setenv("GOCACHE", cache) // `go env GOCACHE` reads it too
+	for _, exe := range []string{
+		filepath.Join(cache, "ab", "warden"),
+		"/home/me/.cache/go-build/ab/cd/exe/warden",
+		"/opt/go-build1234/b001/exe/warden",
+		filepath.Join(os.TempDir(), "go-build99", "b001", "exe", "warden"),
+		filepath.Join(os.TempDir(), "warden"),
+		"/tmp/warden",
+	} {
+		settings := filepath.Join(t.TempDir(), "settings.json")
+		r := runWarden(t, "hook", "claude-code", "install", "--warden", exe, "--policy", policyFile, "--settings", settings, "--write")
+		if r.code != exitUsage || !strings.Contains(r.stderr, "not installing a hook that runs "+exe) ||
+			!strings.Contains(r.stderr, "go install github.com/wardenhq/warden/cmd/warden@latest") || !strings.Contains(r.stderr, "go build -o") {
+			t.Errorf("--warden %s: exit %d, stderr %q", exe, r.code, r.stderr)
+		}
+		if _, err := os.Stat(settings); !os.IsNotExist(err) {
+			t.Errorf("--warden %s: settings written", exe)
+		}
+	}
+	// The binary a test build runs from (a temporary directory) is refused as the
+	// default too, when warden is not on PATH.
+	cmd := exec.Command(bin, "hook", "claude-code", "install", "--policy", policyFile)
+	cmd.Env = []string{"PATH=" + t.TempDir(), "HOME=" + os.Getenv("HOME")}
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != exitUsage || !strings.Contains(string(out), "not installing a hook that runs "+bin) {
+		t.Errorf("default executable: %v, output %q", err, out)
+	}
+}
+
+// TestHookCommandBlocksWhenBroken runs the PreToolUse command install writes through
+// sh -c, the way Claude Code runs it: with the binary missing, not executable, or
+// failing with another code than 2, it exits 2 with a message on stderr; with the real
+// binary at a path with spaces and quotes it answers. On 445888d the command was the
+// bare binary path: a missing binary exited 127, which Claude Code does not block on.
+func TestHookCommandBlocksWhenBroken(t *testing.T) {
+	policyFile, err := filepath.Abs(hookPolicy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe := "/opt/My Tools/it's \"warden\"/$(touch pwned)/warden"
+	settings := filepath.Join(t.TempDir(), "settings.json")
+	if r := runWarden(t, "hook", "claude-code", "install", "--warden", exe, "--policy", policyFile, "--settings", settings, "--write"); r.code != 0 {
+		t.Fatalf("install: exit %d: %s", r.code, r.stderr)
+	}
+	var got struct {
+		Hooks map[string][]struct {
+			Hooks []struct{ Command string }
+		}
+	}
+	if err := json.Unmarshal([]byte(readSettings(t, settings)), &got); err != nil {
+		t.Fatal(err)
+	}
+	command := got.Hooks["PreToolUse"][0].Hooks[0].Command
+	dir := t.TempDir()
+	runHook := func(command string) result {
+		cmd := exec.Command("sh", "-c", command)
+		cmd.Dir = dir
+		cmd.Stdin = strings.NewReader(string(bashInput("git status")))
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		code := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return result{stdout: stdout.String(), stderr: stderr.String(), code: code}
+	}
+	r := runHook(command)
+	if r.code != 2 || !strings.Contains(r.stderr, "Warden's PreToolUse hook failed (exit 127), so this tool call is blocked") {
+		t.Errorf("binary missing: exit %d, stderr %q; want exit 2 and the message", r.code, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "pwned")); !os.IsNotExist(err) {
+		t.Error("the quoted path ran a command substitution")
+	}
+
+	// The same command line for binaries that exist, at a path with spaces and quotes.
+	binDir := filepath.Join(t.TempDir(), `my "bin" it's`)
+	if err := os.MkdirAll(binDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	at := func(name, script string, mode os.FileMode) string {
+		p := filepath.Join(binDir, name)
+		if err := os.WriteFile(p, []byte(script), mode); err != nil {
+			t.Fatal(err)
+		}
+		return blockingCommand([]string{p, "hook", "claude-code", "--policy", policyFile})
+	}
+	for name, tt := range map[string]struct {
+		script string
+		mode   os.FileMode
+		exit   string
+	}{
+		"crashes":        {"#!/bin/sh\necho partial\nexit 1\n", 0o755, "exit 1"},
+		"killed":         {"#!/bin/sh\nkill -9 $$\n", 0o755, "exit 137"},
+		"not executable": {"#!/bin/sh\nexit 0\n", 0o644, "exit 126"},
+	} {
+		r := runHook(at(name, tt.script, tt.mode))
+		if r.code != 2 || !strings.Contains(r.stderr, "hook failed ("+tt.exit+"), so this tool call is blocked") {
+			t.Errorf("%s: exit %d, stderr %q", name, r.code, r.stderr)
+		}
+	}
+	// Warden's own exit 2 passes through without the extra message.
+	r = runHook(at("refuses", "#!/bin/sh\necho 'Warden refused' >&2\nexit 2\n", 0o755))
+	if r.code != 2 || r.stderr != "Warden refused\n" {
+		t.Errorf("exit 2: exit %d, stderr %q", r.code, r.stderr)
+	}
+	// The real binary answers.
+	real := filepath.Join(binDir, "warden")
+	b, err := os.ReadFile(wardenBinary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(real, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r = runHook(blockingCommand([]string{real, "hook", "claude-code", "--policy", policyFile}))
+	if r.code != 0 || hookAnswer(t, r.stdout).Permission() != hook.PermissionAllow {
+		t.Errorf("real binary: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
 }
