@@ -25,9 +25,11 @@ const maxSymlinks = 40
 // the kernel resolves it when a tool opens p: component by component from the root, every
 // symbolic link replaced by its target (a relative target read from the link's
 // directory), a ".." climbing from where the links led (so "proj/link/.." is the parent
-// of the link's target, not proj). Once a component does not exist, the rest of p is
-// cleaned lexically (nothing below a missing directory can be a link yet). The result is
-// absolute and clean.
+// of the link's target, not proj). Below a component that does not exist, the path is
+// taken lexically (nothing there can be a link yet, and a tool that creates the missing
+// directories creates them as named); a ".." that climbs back to an existing directory
+// resumes resolving ("proj/missing/../link/x" is where link leads, as it is once
+// "missing" is created). The result is absolute and clean.
 //
 // It returns an error, and no path, when p is not absolute, holds a NUL byte, goes
 // through more than 40 links, or when a component cannot be inspected for another
@@ -43,7 +45,7 @@ func ResolvePath(p string) (string, error) {
 	sep := string(filepath.Separator)
 	todo := strings.Split(p, sep) // components still to walk, in order
 	done := sep                   // resolved so far: absolute, clean, no links in it
-	missing := false              // done names something that does not exist
+	missing := 0                  // how many trailing components of done do not exist
 	links := 0
 	for len(todo) > 0 {
 		c := todo[0]
@@ -53,17 +55,21 @@ func ResolvePath(p string) (string, error) {
 			continue
 		case "..":
 			done = filepath.Dir(done)
+			if missing > 0 {
+				missing-- // back towards what exists: links count again from there
+			}
 			continue
 		}
 		next := filepath.Join(done, c)
-		if missing {
+		if missing > 0 {
+			missing++
 			done = next
 			continue
 		}
 		fi, err := os.Lstat(next)
 		switch {
 		case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
-			missing = true
+			missing = 1
 			done = next
 			continue
 		case err != nil:
