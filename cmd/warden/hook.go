@@ -64,7 +64,15 @@ everywhere: Bash => bash {command}; Read => reader {path}; Write, Edit, MultiEdi
 NotebookEdit => editor {file_path, action}; Grep, Glob => search {pattern, path};
 WebFetch => web_fetch {url}; WebSearch => web_search {query}; mcp__<server>__<tool>
 keeps its name; any other tool is judged under its lower-cased name. Relative paths
-are resolved against the session's working directory.
+are resolved against the session's working directory. A path is judged as written
+(cleaned) and where it leads on the filesystem (symbolic links resolved); the more
+restrictive answer wins.
+
+Whatever the policy says, a write to the policy, to a Claude Code settings file that
+can run this hook, to the store's files or to the warden binary is denied, and so is a
+Bash command that names one of them or a directory holding one. A policy inside the
+session's working directory or $CLAUDE_PROJECT_DIR is refused unless
+--policy-in-project is given (install writes it when you ask for it).
 
 It fails closed: bad input, a policy that does not load, or any internal error writes
 a deny with the reason, prints the same reason on stderr and exits 2, which Claude
@@ -332,7 +340,7 @@ type hookInstallOptions struct {
 func newHookInstallCommand(stdout, stderr io.Writer) *cobra.Command {
 	var o hookInstallOptions
 	cmd := &cobra.Command{
-		Use:   "install [--settings PATH] [--policy FILE] [--store DSN] [--write]",
+		Use:   "install [--settings PATH] [--policy FILE] [--store DSN] [--warden PATH] [--policy-in-project] [--write]",
 		Short: "Print, or add to .claude/settings.json, the hook that runs Warden",
 		Long: `Install prints the Claude Code settings block that runs Warden as a PreToolUse hook
 for every tool, with the policy's absolute path. With --write it merges the block into
@@ -341,7 +349,14 @@ every key and hook already there is kept, running it twice adds nothing, and a f
 that is not valid JSON is refused and left untouched. The file is replaced atomically
 and keeps its permissions.
 
-The policy must load: a hook whose policy does not load denies every call.
+The policy must load: a hook whose policy does not load denies every call. With --write,
+a policy inside the project (the directory holding the settings' .claude) is refused
+unless --policy-in-project is given: programs the agent runs could rewrite it.
+
+The warden executable must last: one inside the Go build cache, a go-build directory
+(go run, go test) or a temporary directory is refused; go install it first. The
+PreToolUse command ends in '|| { ...; exit 2; }', so a hook whose binary is missing or
+fails blocks the call (Claude Code blocks only on exit 2) and says why on stderr.
 
 With --store, the hook records every decision in that audit log, and a PostToolUse
 hook is added that records the calls that ran.`,

@@ -66,7 +66,11 @@ network access:
                                               echo ..., pwd, wc -l FILE (nothing else
                                               runs; there is no real shell)
 
-A path that leaves the workspace (../etc/passwd, a symlink out of it) is refused.
+A path that leaves the workspace (../etc/passwd, a symlink out of it) is refused. A
+path is judged as written and in the form the tool opens (cleaned, symlinks resolved:
+x.env/ and a link to x.env are judged as x.env), and the tool opens exactly that form
+without following links. The editor never writes the policy, agent.yaml, the
+directives pack, checkpoint files or the store's files, whatever the policy says.
 
 When a call needs a person (a policy escalate rule, an ask), the run pauses: it writes
 the checkpoint to <checkpoint_dir>/warden-checkpoint-<id>.json, prints the command
