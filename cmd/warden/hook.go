@@ -275,8 +275,13 @@ func hookProjectDirs(cwd string) []string {
 func hookProtected(policyPath, dsn string, projects []string) (*hook.Protected, error) {
 	var prot hook.Protected
 	prot.Add(policyPath, "the Warden policy")
-	home, _ := os.UserHomeDir()
-	prot.AddClaudeSettings(projects, home, os.Getenv("CLAUDE_CONFIG_DIR"))
+	home, herr := os.UserHomeDir()
+	configDir := os.Getenv("CLAUDE_CONFIG_DIR")
+	if herr != nil && !filepath.IsAbs(configDir) {
+		// Fail closed: the user's settings, which can run this hook, cannot be found.
+		return nil, fmt.Errorf("cannot tell where the user's Claude Code settings are, to keep them out of reach: %v", herr)
+	}
+	prot.AddClaudeSettings(projects, home, configDir)
 	if dsn != "" {
 		files, err := storeFiles(dsn)
 		if err != nil {
@@ -286,9 +291,11 @@ func hookProtected(policyPath, dsn string, projects []string) (*hook.Protected, 
 			prot.Add(f, "the Warden audit store")
 		}
 	}
-	if exe, err := os.Executable(); err == nil {
-		prot.Add(exe, "the warden executable")
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("cannot tell which warden binary runs, to keep it out of reach: %v", err)
 	}
+	prot.Add(exe, "the warden executable")
 	return &prot, nil
 }
 
