@@ -40,7 +40,9 @@
 // searched) is an error too. A settings file that is not valid JSON is never rewritten.
 //
 // What is not guaranteed: Claude Code opens a path itself after the hook answered, so a
-// link another process swaps in between is not seen; and a program a Bash rule lets run
+// link another process swaps in between is not seen; a Grep or Glob is judged by the
+// directory it searches (resolved), not by each file below it, so a link further down
+// is followed or not as the tool itself decides; and a program a Bash rule lets run
 // can write any file it can reach, whatever its arguments say. The guarantee that does
 // not depend on either is that the hook refuses a policy inside the project directory
 // unless it was installed with --policy-in-project.
