@@ -24,8 +24,9 @@
 //     the written and the resolved form and keep the more restrictive answer.
 //   - [Protected] is the set of files a running Warden reads (its policy, the Claude Code
 //     settings that run the hook, its store, its binary); the command denies any write
-//     to them, and any Bash command naming them or a directory holding them
-//     ([Protected.CommandReaches]), whatever the policy says.
+//     to them, and any Bash command naming them or a directory holding them other than
+//     the working directory and its ancestors ([Protected.CommandReaches]), whatever the
+//     policy says.
 //   - [MergeClaudeSettings] and [InstallClaudeSettings] add the hook to a
 //     .claude/settings.json without touching anything else in it.
 //

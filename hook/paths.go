@@ -178,7 +178,11 @@ func under(prot, form string) bool {
 // Reaches returns what a file a protected file is, or "" with false, when the absolute
 // path p names one of them or a directory holding one (so that a command given p could
 // remove, move or rewrite it), p taken as written (cleaned) and as resolved.
-func (pr *Protected) Reaches(p string) (Hit, bool) {
+func (pr *Protected) Reaches(p string) (Hit, bool) { return pr.reaches(p, "") }
+
+// reaches is [Protected.Reaches], except that a directory that is cwd or one of its
+// ancestors is not a match (see [Protected.CommandReaches]); cwd "" excepts nothing.
+func (pr *Protected) reaches(p, cwd string) (Hit, bool) {
 	if h, ok := pr.Names(p); ok {
 		return h, true
 	}
@@ -186,7 +190,7 @@ func (pr *Protected) Reaches(p string) (Hit, bool) {
 	for _, f := range pr.files {
 		for _, prot := range f.forms {
 			for _, form := range forms {
-				if under(prot, form) {
+				if under(prot, form) && (form == prot || !holdsCwd(form, cwd)) {
 					return Hit{f.path, f.what}, true
 				}
 			}
@@ -195,13 +199,23 @@ func (pr *Protected) Reaches(p string) (Hit, bool) {
 	return Hit{}, false
 }
 
+// holdsCwd reports whether the folded directory form is cwd or one of its ancestors.
+func holdsCwd(form, cwd string) bool {
+	if cwd == "" {
+		return false
+	}
+	c := fold(filepath.Clean(cwd))
+	return c == form || form == string(filepath.Separator) || strings.HasPrefix(c, form+string(filepath.Separator))
+}
+
 // reachesPattern is [Protected.Reaches] for a word that bash expands: re matches the
-// absolute paths the word can stand for.
-func (pr *Protected) reachesPattern(re *regexp.Regexp) (Hit, bool) {
+// absolute paths the word can stand for; directories that hold cwd are excepted as in
+// reaches.
+func (pr *Protected) reachesPattern(re *regexp.Regexp, cwd string) (Hit, bool) {
 	for _, f := range pr.files {
 		for _, prot := range f.forms {
 			for a := prot; ; a = filepath.Dir(a) {
-				if re.MatchString(a) {
+				if re.MatchString(a) && (a == prot || !holdsCwd(a, cwd)) {
 					return Hit{f.path, f.what}, true
 				}
 				if a == filepath.Dir(a) {
@@ -217,16 +231,19 @@ func (pr *Protected) reachesPattern(re *regexp.Regexp) (Hit, bool) {
 // false when none does. Every word of the command (arguments, redirection targets,
 // assignments, the scripts inside quotes, such as sh -c '...' or python -c "...") is
 // taken as a path relative to cwd, and also each piece of it between spaces and shell
-// punctuation; a word naming a protected file or a directory holding one (".", "..",
-// "/", "~", the project) is a match. Parameter expansions, command substitutions and
+// punctuation; a word naming a protected file or a directory below cwd (or beside it)
+// holding one (".claude", "~/.claude") is a match. The working directory itself and its
+// ancestors (".", "..", "/", "~" when cwd is under it) are not: every everyday command
+// ("git add .", "go build .", "ls") names them, so what may run there, "rm -rf ." included,
+// is the policy's decision. Parameter expansions, command substitutions and
 // ANSI-C quoting stand for anything, and glob characters for what they can match, so
 // such a word matches whenever it could expand to a protected path. After a cd, pushd or
 // popd, a relative word is also matched against the end of every protected path, since
 // the directory it is relative to is no longer known.
 //
-// This refuses more than it must ("ls ." in a project whose .claude/settings.json is
-// protected), and it cannot see a file name a program computes at run time: the policy
-// decides which programs may run at all. A command that does not parse is matched piece
+// This refuses more than it must ("cat .claude/settings.json" only reads), and it
+// cannot see a file name a program computes at run time: the policy decides which
+// programs may run at all. A command that does not parse is matched piece
 // by piece.
 func (pr *Protected) CommandReaches(command, cwd, home string) (Hit, bool) {
 	if len(pr.files) == 0 {
@@ -278,10 +295,10 @@ func (pr *Protected) candidateReaches(cand, cwd, home string, moved bool) (Hit, 
 		}
 	}
 	if !strings.ContainsAny(abs, string(anyRune)+string(globRune)) {
-		if h, ok := pr.Reaches(filepath.Clean(abs)); ok {
+		if h, ok := pr.reaches(filepath.Clean(abs), cwd); ok {
 			return h, true
 		}
-	} else if h, ok := pr.reachesPattern(candidateRegexp(abs)); ok {
+	} else if h, ok := pr.reachesPattern(candidateRegexp(abs), cwd); ok {
 		return h, true
 	}
 	if moved && !strings.HasPrefix(cand, "/") {
@@ -291,7 +308,7 @@ func (pr *Protected) candidateReaches(cand, cwd, home string, moved bool) (Hit, 
 			rel = strings.TrimPrefix(rel, "../")
 		}
 		if rel != "" && rel != "." && rel != ".." {
-			if h, ok := pr.reachesPattern(candidateRegexp(string(anyRune) + "/" + rel)); ok {
+			if h, ok := pr.reachesPattern(candidateRegexp(string(anyRune)+"/"+rel), cwd); ok {
 				return h, true
 			}
 		}

@@ -129,8 +129,11 @@ func TestProtected(t *testing.T) {
 		"cat .claude/settings.json":             true,
 		"cat rel/f":                             true,
 		"cp x ../real/sub/f":                    true,
-		"rm -rf ..":                             true,
-		"rm -rf .":                              true,
+		"rm -rf ..":                             false, // cwd's ancestors are the policy's decision
+		"rm -rf .":                              false,
+		"git add .":                             false,
+		"rm -rf .claude":                        true,
+		"mv .claude x":                          true,
 		"ls ~":                                  true,
 		"rm .cl*/*":                             true,
 		"rm .c?aude/settings.json":              true,

@@ -257,12 +257,15 @@ func TestHookBashTable(t *testing.T) {
 		{"cat 'a|b;c&&d'", "allow"}, // operators inside quotes are not operators
 		{"find src -name '*_test.go'", "allow"},
 		{`find src -name '*.go' -exec ls {} \;`, "allow"}, // find is allowed, so is ls
-		// Allowed by the policy, but naming the project directory, which holds the hook's
-		// settings (.claude/settings.json): refused whatever the policy says.
-		{"find . -name '*_test.go'", "protected"},
-		{"/bin/ls -la /work", "protected"},
+		// The working directory and its ancestors hold the hook's settings, but naming
+		// them is left to the policy (every everyday command does).
+		{"find . -name '*_test.go'", "allow"},
+		{"/bin/ls -la /work", "allow"},
+		// Allowed by the policy, but naming the hook's settings or the directory below
+		// the project that holds them: refused whatever the policy says.
 		{"cat .claude/settings.json", "protected"},
-		{"cat /work/app/x/../.claude/settings.local.json", "protected"},
+		{"ls -la .claude", "protected"},
+		{"cat /work/app/x/../.claude/settings.local.json", "deny"}, // cat /* denies first
 		{"ls ~", "protected"},
 		// Denied by a rule, directly or through a wrapper.
 		{"rm", "deny"},
