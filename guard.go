@@ -967,6 +967,8 @@ func RenderResult(v any) string {
 		return ""
 	case Args:
 		return string(t.AppendJSON(nil))
+	case Array:
+		return string(t.AppendJSON(nil))
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
