@@ -28,6 +28,43 @@ const ReadSkillTool = "read_skill"
 // and whether the tool executed. Every stage fails closed: an error, a panic or a timeout
 // is a refusal, and refusals never reach error handlers. A Guard is safe for concurrent
 // use.
+//
+// # The result side
+//
+// Once the tool has run, what the model reads is decided in this order, and the
+// decisions hold whatever the tool did: returned a result, returned an error, or
+// reported its own failure with an [ErrorResult].
+//
+//  1. The tool's answer. A result is rendered ([RenderResult]); a result or ErrorResult
+//     text over the tool's ResultCeiling is replaced by [CeilingText] (stage ceiling,
+//     Outcome.Result nil); an ErrorResult is read as its Text; an error is read as
+//     "Tool '<name>' failed: <error>" unless something below decides otherwise.
+//  2. Result links, innermost first, each seeing what the model would read now (the
+//     current Result, IsError, and the tool's Error). A replacement ([ReplaceModelResult])
+//     is what the model reads and what outer links see; it keeps IsError (a replaced
+//     error or refusal is still an error to the model, and the call still failed: a
+//     middleware cannot answer for the tool). A deny ([DenyResult]) is final: the model
+//     reads its reason, and outer links do not run. A link that panics or returns an
+//     invalid outcome is a denial of what it was shown (fail closed): outer links do not
+//     run, the model never reads what it was shown (an inner replacement or the tool's
+//     raw error included), and its failure, "middleware '<m>' threw: <message>", is a
+//     result-side failure.
+//  3. Error handlers, for a failure only: the tool's error, a link's failure, or both
+//     (joined; handlers see the tool's error with errors.Is). A replacement
+//     ([ReplaceResult]) converts the failure into a result the model reads only when no
+//     link replaced or denied: a link's decision wins over the handlers the way a first
+//     replacement wins over later ones, and they only observe. Without a conversion,
+//     the model reads the link's decision, or else "Tool '<name>' failed: <failure>"
+//     (the failing link's failure when a link failed, never the tool's raw error then).
+//  4. The guard-wide cap (Config.MaxResultChars), last, over whatever was decided.
+//
+// The status is [StatusFailed] when the tool returned an error or an ErrorResult, or a
+// link failed, unless an error handler's replacement converted that error or failure;
+// otherwise [StatusRan]. The stage is the last one that changed what the model reads:
+// [StageExecute], [StageCeiling], or [StageResult] for a link's replace, deny or failure.
+// Outcome.Result keeps what the tool returned (or the handler's replacement), for audit;
+// Outcome.Err keeps the failure that stands. Credential tokens are scrubbed from
+// everything the model reads.
 type Guard struct {
 	cfg          Config
 	plans        map[string]*plan
@@ -794,13 +831,24 @@ func (st *callState) execute(ctx context.Context) (*Outcome, error) {
 	}
 	st.out.Result = result
 	st.out.Stage = StageExecute
-	text, isErr := "", err != nil
-	failed := false
-	if er, ok := result.(ErrorResult); ok && err == nil {
-		// The tool reported its own failure: the model reads its words, the call failed.
-		text, isErr, failed = er.Text, true, true
-	} else if err == nil {
-		text = RenderResult(result)
+	return st.resultSide(ctx, result, err), nil
+}
+
+// resultSide decides what the model reads of an executed call (see "The result side"
+// on [Guard]): the tool's own answer, then the result links innermost first, then the
+// error handlers, then the guard-wide cap. err is the tool's error, nil when it
+// returned a result.
+func (st *callState) resultSide(ctx context.Context, result any, err error) *Outcome {
+	// text and isErr are what the model reads as the result side stands; ownFailure
+	// says the tool reported its own failure (an ErrorResult).
+	text, isErr, ownFailure := "", err != nil, false
+	if err == nil {
+		if er, ok := result.(ErrorResult); ok {
+			// The tool reported its own failure: the model reads its words, the call failed.
+			text, isErr, ownFailure = er.Text, true, true
+		} else {
+			text = RenderResult(result)
+		}
 		if max := st.p.tool.ResultCeiling; max > 0 {
 			if n := utf8.RuneCountInString(text); n > max {
 				e := st.event(EventResultRefused)
@@ -812,61 +860,83 @@ func (st *callState) execute(ctx context.Context) (*Outcome, error) {
 		}
 	}
 	// Result side, the onion: postprocessor first, then middleware in reverse order.
-	modelText, modelSet := "", false
+	// decided: a link replaced or denied what the model reads, and that decision stands
+	// whatever the error handlers answer. linkErr: a link failed; fail closed, the
+	// model reads nothing that link was shown.
+	decided := false
+	var linkErr error
+	errText := ""
+	if err != nil {
+		errText = st.scrub(err.Error())
+	}
 	for _, m := range st.p.results {
-		r := ToolResult{Tool: st.call.Tool, Args: st.args, Result: result, IsError: isErr, CallID: st.call.ID}
-		if err != nil {
-			r.Error = st.scrub(err.Error())
-		}
-		out := st.resultLink(ctx, m, r)
+		out := st.resultLink(ctx, m, ToolResult{Tool: st.call.Tool, Args: st.args, Result: result, IsError: isErr, Error: errText, CallID: st.call.ID})
 		row := LedgerRow{Middleware: m.Name, Moment: "result"}
 		if out.kind == okAllow {
 			row.Outcome, row.Why, row.Changed = "allow", out.why, out.set
 			st.ledger(ctx, row)
 			if out.set {
-				result, text, modelSet = out.result, RenderResult(out.result), false
+				result, text, decided = out.result, RenderResult(out.result), true
+				st.out.Stage = StageResult
 			}
 			continue
 		}
+		st.out.Stage = StageResult
 		if out.kind == okDeny {
 			row.Outcome, row.Why = "deny", out.reason
 			st.ledger(ctx, row)
-			modelText, modelSet = out.reason, true
-			st.out.Stage = StageResult
+			text, isErr, decided = out.reason, true, true
 			break
 		}
+		// A link that panicked or answered something invalid is a denial of what it
+		// was shown (fail closed), and a result-side failure for the error handlers.
 		lerr := out.err
 		if lerr == nil {
 			lerr = errors.New("invalid result outcome")
 		}
 		row.Outcome, row.Why = "deny", ThrewText(m.Name, lerr.Error())
 		st.ledger(ctx, row)
-		if err == nil {
-			err = fmt.Errorf("%s", ThrewText(m.Name, lerr.Error()))
-		}
-		st.out.Stage = StageResult
+		linkErr, decided = errors.New(row.Why), false
 		break
 	}
-	if err != nil {
-		replaced, value := st.handleError(ctx, err)
-		if !replaced {
-			st.out.Status, st.out.Err, st.out.IsError = StatusFailed, st.scrubErr(err), true
-			st.out.ModelText = st.scrub("Tool '" + st.call.Tool + "' failed: " + err.Error())
-			return st.capped(ctx), nil
-		}
-		result, text = value, RenderResult(value)
-		st.out.Result = value
-		isErr = false
-	}
 	st.out.Status = StatusRan
-	if failed {
+	if ownFailure {
 		st.out.Status = StatusFailed
 	}
-	if modelSet {
-		text, isErr = modelText, true
+	failure := err
+	switch {
+	case err == nil:
+		failure = linkErr
+	case linkErr != nil:
+		failure = errors.Join(err, linkErr)
+	}
+	if failure != nil {
+		// Error handlers see every failure. Their replacement converts the failure into
+		// a result only where no result link decided what the model reads: a link's
+		// decision wins the way a first replacement wins, and they only observe.
+		replaced, value := st.handleError(ctx, failure)
+		switch {
+		case replaced && !decided:
+			// The converted failure is the tool's error or a link's; a tool that reported
+			// its own failure (ErrorResult) still failed, and the model is told so.
+			text, isErr = RenderResult(value), ownFailure
+			st.out.Result = value
+		case decided:
+			// A replace or deny of the tool's error stands; the call still failed.
+			st.out.Status, st.out.Err, isErr = StatusFailed, st.scrubErr(err), true
+		default:
+			// The failure stands. The model reads the failing link's failure, never what
+			// it was shown (the tool's raw error included), or else the tool's error.
+			st.out.Status, st.out.Err, isErr = StatusFailed, st.scrubErr(failure), true
+			why := failure
+			if linkErr != nil {
+				why = linkErr
+			}
+			text = "Tool '" + st.call.Tool + "' failed: " + why.Error()
+		}
 	}
 	st.out.ModelText, st.out.IsError = st.scrub(text), isErr
-	return st.capped(ctx), nil
+	return st.capped(ctx)
 }
 
 func (st *callState) run(ctx context.Context) (result any, err error) {
