@@ -288,6 +288,12 @@ func normalize(v any) any {
 	return out
 }
 
+// same reports whether a and b share their storage (and so, being immutable, are the
+// same value), without comparing contents.
+func (a Args) same(b Args) bool {
+	return len(a.fields) == len(b.fields) && (len(a.fields) == 0 || &a.fields[0] == &b.fields[0])
+}
+
 // Equal reports whether a and b have the same keys in the same order with equal values.
 // Numbers compare by their JSON text. Order matters because it changes match strings.
 func (a Args) Equal(b Args) bool {

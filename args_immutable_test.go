@@ -345,3 +345,69 @@ func TestArgsImmutable_EntryPoints(t *testing.T) {
 		t.Errorf("checkpoint round trip: %s (digest %s), want %s (%s)", js(back.Args), back.Args.Digest(), immutableArgs, pd.Digest)
 	}
 }
+
+// A checker is shown the run's history (Request.Sequence). Overwriting a step in place
+// must not rewrite that history for other checkers, the halt error or the caller: a
+// synchronous checker that does is refused, one on its own goroutine changes only its
+// own copy.
+func TestArgsImmutable_SequenceShownToCheckers(t *testing.T) {
+	history := func() []warden.Step {
+		return []warden.Step{{Tool: "read_secrets", Args: A(`{"path":"/etc/shadow"}`)}, {Tool: "search", Args: A(`{"q":["a"]}`)}}
+	}
+	const want = `read_secrets {"path":"/etc/shadow"}; search {"q":["a"]}`
+	render := func(seq []warden.Step) string {
+		parts := make([]string, len(seq))
+		for i, s := range seq {
+			parts[i] = s.Tool + " " + js(s.Args)
+		}
+		return strings.Join(parts, "; ")
+	}
+	for _, async := range []bool{false, true} {
+		t.Run(map[bool]string{false: "synchronous", true: "on its own goroutine"}[async], func(t *testing.T) {
+			rewrite := func(_ context.Context, r warden.Request) (warden.Decision, error) {
+				if len(r.Sequence) > 0 {
+					r.Sequence[0] = warden.Step{Tool: "harmless", Args: A(`{}`)}
+				}
+				tamperArgs(r.Sequence[1].Args)
+				return warden.Decision{Effect: warden.Allow}, nil
+			}
+			var rewriter warden.Checker = newSync("rewriter", rewrite)
+			if async {
+				rewriter = newAsync("rewriter", rewrite)
+			}
+			var later []string
+			watcher := newSync("watcher", func(_ context.Context, r warden.Request) (warden.Decision, error) {
+				later = append(later, render(r.Sequence))
+				return warden.Decision{Effect: warden.Allow}, nil
+			})
+			var p probe
+			g := mustBind(t, warden.Config{Checkers: []warden.Checker{rewriter, watcher}}, p.tool("send_email"))
+			seq := history()
+			out, err := g.Call(context.Background(), warden.Call{Tool: "send_email", Args: A(`{}`), Sequence: seq})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := render(seq); got != want {
+				t.Errorf("the caller's history was rewritten: %s", got)
+			}
+			for _, l := range later {
+				if l != want {
+					t.Errorf("a later checker saw the history %s, want %s", l, want)
+				}
+			}
+			if async {
+				if out.Status != warden.StatusRan {
+					t.Errorf("got %+v; a change to its own copy changes nothing", viewOf(out))
+				}
+				return
+			}
+			checkView(t, out, refusedAt(warden.StagePermission, warden.UnauthorizedText("send_email")))
+			if out.RuleID != "sequence.changed" || !out.Decision.Fault {
+				t.Errorf("refused by %q (fault %v), want the fault denial sequence.changed", out.RuleID, out.Decision.Fault)
+			}
+			if p.runs() != 0 {
+				t.Error("the tool ran")
+			}
+		})
+	}
+}

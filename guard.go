@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -124,9 +125,12 @@ type callState struct {
 	approval     *PendingDecision
 	approvalUsed bool
 	cred         *Credential
-	now          time.Time // event clock, refreshed at stage boundaries
-	jref         JournalRef
-	begun        bool
+	// seq is the copy of the call's sequence lent to synchronous checkers (see
+	// lentSequence); nil until one is needed.
+	seq   []Step
+	now   time.Time // event clock, refreshed at stage boundaries
+	jref  JournalRef
+	begun bool
 
 	bufs *callBufs // allocated on first use, see checksBacking
 }
@@ -387,9 +391,55 @@ func (st *callState) check(ctx context.Context, i int, req Request, declared []C
 	g := st.g
 	c := g.cfg.Checkers[i]
 	if g.checkerSync[i] {
-		return checkCall(ctx, c, req, declared, nil, st, v), nil
+		req.Sequence = st.lentSequence()
+		d := checkCall(ctx, c, req, declared, nil, st, v)
+		if !st.sequenceIntact() {
+			d = st.sequenceTampered(req, v.name)
+			v.visit(st, req, d)
+		}
+		return d, nil
 	}
+	// A checker on its own goroutine may outlive its deadline: it gets its own copy.
+	req.Sequence = slices.Clip(slices.Clone(st.call.Sequence))
 	return st.checkBounded(ctx, i, req, declared, v)
+}
+
+// lentSequence returns the copy of the call's sequence that synchronous checkers are
+// shown. Steps hold immutable Args, but a checker could still overwrite a Step in
+// place: it would rewrite the run's history (the caller's slice) for every later
+// checker and call. Lending a copy and comparing it with the caller's afterwards
+// (sequenceIntact) detects that for one allocation per call, and only for calls that
+// carry a sequence.
+func (st *callState) lentSequence() []Step {
+	n := len(st.call.Sequence)
+	if n == 0 {
+		return nil
+	}
+	if st.seq == nil {
+		st.seq = slices.Clone(st.call.Sequence)
+	}
+	return st.seq[:n:n]
+}
+
+// sequenceIntact reports whether the lent sequence still holds the caller's steps.
+func (st *callState) sequenceIntact() bool {
+	if st.seq == nil {
+		return true
+	}
+	for i, s := range st.call.Sequence {
+		if t := st.seq[i]; t.Tool != s.Tool || !t.Args.same(s.Args) {
+			return false
+		}
+	}
+	return true
+}
+
+// sequenceTampered is the fault denial for a checker that modified the sequence it was
+// shown (fail closed: a checker that rewrites history did not judge this call).
+func (st *callState) sequenceTampered(req Request, checker string) Decision {
+	d := CheckerFault(req.Target, errors.New("checker '"+checker+"' modified the call sequence it was shown"))
+	d.RuleID = "sequence.changed"
+	return d
 }
 
 // checkBounded is check for a checker that is not [Synchronous]. It is a separate
@@ -593,9 +643,14 @@ func (st *callState) skillGate(ctx context.Context) (bool, *Outcome, error) {
 		var d Decision
 		var err error
 		if st.g.checkerSync[i] {
+			req.Sequence = st.lentSequence()
 			d = safeCheck(ctx, c, req)
+			if !st.sequenceIntact() {
+				d = st.sequenceTampered(req, name)
+			}
 			visit(req, d)
 		} else {
+			req.Sequence = slices.Clip(slices.Clone(st.call.Sequence))
 			var seen []seenCheck
 			d, seen, err = st.g.bounded(ctx, i, req, func(cctx context.Context, v func(Request, Decision)) Decision {
 				d := safeCheck(cctx, c, req)
