@@ -49,7 +49,8 @@ const ReadSkillTool = "read_skill"
 //     invalid outcome is a denial of what it was shown (fail closed): outer links do not
 //     run, the model never reads what it was shown (an inner replacement or the tool's
 //     raw error included), and its failure, "middleware '<m>' threw: <message>", is a
-//     result-side failure.
+//     result-side failure. So is a link that changes a result in place (a map, a
+//     slice) instead of replacing it: the ledger would not show that decision.
 //  3. Error handlers, for a failure only: the tool's error, a link's failure, or both
 //     (joined; handlers see the tool's error with errors.Is). A replacement
 //     ([ReplaceResult]) converts the failure into a result the model reads only when no
@@ -924,8 +925,21 @@ func (st *callState) resultSide(ctx context.Context, result any, err error) *Out
 	if err != nil {
 		errText = st.scrub(err.Error())
 	}
+	// A result a link could change in place (a map, a slice, a pointer) is watched: the
+	// model reads text rendered before the link ran, so a link that edits the result
+	// instead of replacing it would leave the model reading what it meant to remove
+	// while the ledger says "unchanged", and Outcome.Result would no longer be what the
+	// tool returned. Such a link (keeping or replacing) fails closed. Strings and the
+	// other immutable results cost nothing here.
+	watched, rendered := changeable(result), ""
+	if watched && len(st.p.results) > 0 {
+		rendered = RenderResult(result)
+	}
 	for _, m := range st.p.results {
 		out := st.resultLink(ctx, m, ToolResult{Tool: st.call.Tool, Args: st.args, Result: result, IsError: isErr, Error: errText, CallID: st.call.ID})
+		if out.kind == okAllow && watched && RenderResult(result) != rendered {
+			out = ResultOutcome{kind: okInvalid, err: errors.New("it changed the result in place (a link changes what the model reads with ReplaceModelResult)")}
+		}
 		row := LedgerRow{Middleware: m.Name, Moment: "result"}
 		if out.kind == okAllow {
 			row.Outcome, row.Why, row.Changed = "allow", out.why, out.set
@@ -933,6 +947,9 @@ func (st *callState) resultSide(ctx context.Context, result any, err error) *Out
 			if out.set {
 				result, text, decided = out.result, RenderResult(out.result), true
 				st.out.Stage = StageResult
+				if watched = changeable(result); watched {
+					rendered = text
+				}
 			}
 			continue
 		}
@@ -992,6 +1009,16 @@ func (st *callState) resultSide(ctx context.Context, result any, err error) *Out
 	}
 	st.out.ModelText, st.out.IsError = st.scrub(text), isErr
 	return st.capped(ctx)
+}
+
+// changeable reports whether a result could be changed in place by a link that holds
+// it: anything but nil, strings, booleans, numbers and Warden's immutable values.
+func changeable(v any) bool {
+	switch v.(type) {
+	case nil, string, bool, int, int64, float64, json.Number, ErrorResult, Args, Array:
+		return false
+	}
+	return true
 }
 
 func (st *callState) run(ctx context.Context) (result any, err error) {

@@ -417,3 +417,54 @@ func TestResultSide_CeilingHoldsForErrorResult(t *testing.T) {
 		t.Errorf("%d result_refused events, want 1", n)
 	}
 }
+
+// A link that edits a result in place instead of replacing it made a decision the
+// ledger does not show: the model would read the text rendered before it ran (the
+// secret it meant to remove), and Outcome.Result would no longer be what the tool
+// returned. It fails closed.
+func TestResultSide_InPlaceEditFailsClosed(t *testing.T) {
+	for _, replace := range []bool{false, true} {
+		t.Run(map[bool]string{false: "edit and keep", true: "edit and replace with the same map"}[replace], func(t *testing.T) {
+			tool := warden.Executable{Tool: warden.Tool{Name: resTool}, Run: func(context.Context, warden.Args, *warden.Credential) (any, error) {
+				return map[string]any{"rows": 3, "ssn": resSecret}, nil
+			}}
+			scrub := &warden.Middleware{Name: "scrub", OnToolResult: func(_ context.Context, r warden.ToolResult) warden.ResultOutcome {
+				m := r.Result.(map[string]any)
+				delete(m, "ssn")
+				if replace {
+					return warden.ReplaceModelResult(m, "drop ssn")
+				}
+				return warden.KeepResult()
+			}}
+			g := mustBind(t, warden.Config{Middleware: []*warden.Middleware{scrub}}, tool)
+			out := call(t, g, resTool, `{}`)
+			text := "Tool 't' failed: middleware 'scrub' threw: it changed the result in place (a link changes what the model reads with ReplaceModelResult)"
+			checkView(t, out, view{Status: warden.StatusFailed, Stage: warden.StageResult, Executed: true, IsError: true, ModelText: text})
+			if strings.Contains(out.ModelText, resSecret) {
+				t.Errorf("the model read the secret: %q", out.ModelText)
+			}
+			if len(out.Ledger) != 1 || out.Ledger[0].Outcome != "deny" {
+				t.Errorf("ledger %+v, want the link's denial", out.Ledger)
+			}
+		})
+	}
+	// Replacing with a new value, leaving the tool's result alone, is the way.
+	tool := warden.Executable{Tool: warden.Tool{Name: resTool}, Run: func(context.Context, warden.Args, *warden.Credential) (any, error) {
+		return map[string]any{"rows": 3, "ssn": resSecret}, nil
+	}}
+	scrub := &warden.Middleware{Name: "scrub", OnToolResult: func(_ context.Context, r warden.ToolResult) warden.ResultOutcome {
+		clean := map[string]any{}
+		for k, v := range r.Result.(map[string]any) {
+			if k != "ssn" {
+				clean[k] = v
+			}
+		}
+		return warden.ReplaceModelResult(clean, "drop ssn")
+	}}
+	g := mustBind(t, warden.Config{Middleware: []*warden.Middleware{scrub}}, tool)
+	out := call(t, g, resTool, `{}`)
+	checkView(t, out, view{Status: warden.StatusRan, Stage: warden.StageResult, Executed: true, ModelText: `{"rows":3}`})
+	if d := cmp.Diff(map[string]any{"rows": 3, "ssn": resSecret}, out.Result); d != "" {
+		t.Errorf("Outcome.Result must keep what the tool returned (-want +got):\n%s", d)
+	}
+}
