@@ -321,6 +321,53 @@ func FuzzParseArgs(f *testing.F) {
 		if !back.Equal(a) || back.Digest() != a.Digest() {
 			t.Fatalf("round trip changed %q into %s", data, b)
 		}
+		// Map builds a tree that encodes to the same object (digest), and that the
+		// caller may change without changing a.
+		m := a.Map()
+		mb, err := json.Marshal(m)
+		if err != nil {
+			t.Fatalf("Map of %s does not encode: %v", b, err)
+		}
+		viaMap, err := warden.ParseArgs(mb)
+		if err != nil || viaMap.Digest() != a.Digest() {
+			t.Fatalf("Map of %s encodes as %s (%v)", b, mb, err)
+		}
+		tamper(m)
+		if string(a.AppendJSON(nil)) != string(b) {
+			t.Fatalf("changing Map's tree changed %s into %s", b, a.AppendJSON(nil))
+		}
+	})
+}
+
+// FuzzWithNumber checks that With accepts exactly the json.Number texts encoding/json
+// accepts (but the empty one), and that an accepted one encodes as valid JSON holding the same number.
+func FuzzWithNumber(f *testing.F) {
+	for _, s := range []string{`0`, `-1.5e+10`, `01`, `1,"x":2`, ``, `1e`, `.5`, `1.0E-3`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		_, stdErr := json.Marshal(json.Number(s))
+		var a warden.Args
+		panicked := func() (p bool) {
+			defer func() { p = recover() != nil }()
+			a = warden.Args{}.With("n", json.Number(s))
+			return false
+		}()
+		// encoding/json writes an empty json.Number as 0; Args refuses it, since its
+		// text is what is written.
+		if panicked != (stdErr != nil || s == "") {
+			t.Fatalf("With(json.Number(%q)) panicked=%v, encoding/json error %v", s, panicked, stdErr)
+		}
+		if panicked {
+			return
+		}
+		back, err := warden.ParseArgs(a.AppendJSON(nil))
+		if err != nil {
+			t.Fatalf("With(json.Number(%q)) encodes as %s: %v", s, a.AppendJSON(nil), err)
+		}
+		if v, _ := back.Get("n"); v != json.Number(s) || back.Len() != 1 {
+			t.Fatalf("With(json.Number(%q)) encodes as %s", s, a.AppendJSON(nil))
+		}
 	})
 }
 
