@@ -39,7 +39,10 @@ const ReadSkillTool = "read_skill"
 //  1. The tool's answer. A result is rendered ([RenderResult]); a result or ErrorResult
 //     text over the tool's ResultCeiling is replaced by [CeilingText] (stage ceiling,
 //     Outcome.Result nil); an ErrorResult is read as its Text; an error is read as
-//     "Tool '<name>' failed: <error>" unless something below decides otherwise.
+//     "Tool '<name>' failed: <error>" unless something below decides otherwise. A
+//     result that cannot be rendered (its encoding panics) is the tool's failure, a
+//     link's replacement that cannot be rendered is that link's failure, and a handler's
+//     that cannot be rendered converts nothing (a secondary error).
 //  2. Result links, innermost first, each seeing what the model would read now (the
 //     current Result, IsError, and the tool's Error). A replacement ([ReplaceModelResult])
 //     is what the model reads and what outer links see; it keeps IsError (a replaced
@@ -897,14 +900,18 @@ func (st *callState) execute(ctx context.Context) (*Outcome, error) {
 func (st *callState) resultSide(ctx context.Context, result any, err error) *Outcome {
 	// text and isErr are what the model reads as the result side stands; ownFailure
 	// says the tool reported its own failure (an ErrorResult).
-	text, isErr, ownFailure := "", err != nil, false
+	text, ownFailure := "", false
 	if err == nil {
 		if er, ok := result.(ErrorResult); ok {
 			// The tool reported its own failure: the model reads its words, the call failed.
-			text, isErr, ownFailure = er.Text, true, true
+			text, ownFailure = er.Text, true
 		} else {
-			text = RenderResult(result)
+			// A result that cannot be shown is the tool's failure (fail closed).
+			text, err = render(result)
 		}
+	}
+	isErr := err != nil || ownFailure
+	if err == nil {
 		if max := st.p.tool.ResultCeiling; max > 0 {
 			if n := utf8.RuneCountInString(text); n > max {
 				e := st.event(EventResultRefused)
@@ -931,21 +938,33 @@ func (st *callState) resultSide(ctx context.Context, result any, err error) *Out
 	// while the ledger says "unchanged", and Outcome.Result would no longer be what the
 	// tool returned. Such a link (keeping or replacing) fails closed. Strings and the
 	// other immutable results cost nothing here.
-	watched, rendered := changeable(result), ""
-	if watched && len(st.p.results) > 0 {
-		rendered = RenderResult(result)
+	watched, rendered := changeable(result) && len(st.p.results) > 0, ""
+	if watched {
+		var rerr error
+		if rendered, rerr = render(result); rerr != nil {
+			watched = false // the tool's failure already (err); nothing to compare
+		}
 	}
 	for _, m := range st.p.results {
 		out := st.resultLink(ctx, m, ToolResult{Tool: st.call.Tool, Args: st.args, Result: result, IsError: isErr, Error: errText, CallID: st.call.ID})
-		if out.kind == okAllow && watched && RenderResult(result) != rendered {
-			out = ResultOutcome{kind: okInvalid, err: errors.New("it changed the result in place (a link changes what the model reads with ReplaceModelResult)")}
+		if out.kind == okAllow && watched {
+			if now, rerr := render(result); rerr != nil || now != rendered {
+				out = ResultOutcome{kind: okInvalid, err: errors.New("it changed the result in place (a link changes what the model reads with ReplaceModelResult)")}
+			}
+		}
+		replacement := ""
+		if out.kind == okAllow && out.set {
+			var rerr error
+			if replacement, rerr = render(out.result); rerr != nil {
+				out = ResultOutcome{kind: okInvalid, err: rerr}
+			}
 		}
 		row := LedgerRow{Middleware: m.Name, Moment: "result"}
 		if out.kind == okAllow {
 			row.Outcome, row.Why, row.Changed = "allow", out.why, out.set
 			st.ledger(ctx, row)
 			if out.set {
-				result, text, decided = out.result, RenderResult(out.result), true
+				result, text, decided = out.result, replacement, true
 				st.out.Stage = StageResult
 				if watched = changeable(result); watched {
 					rendered = text
@@ -987,11 +1006,20 @@ func (st *callState) resultSide(ctx context.Context, result any, err error) *Out
 		// a result only where no result link decided what the model reads: a link's
 		// decision wins the way a first replacement wins, and they only observe.
 		replaced, value := st.handleError(ctx, failure)
+		valueText := ""
+		if replaced && !decided {
+			var rerr error
+			if valueText, rerr = render(value); rerr != nil {
+				// A replacement that cannot be shown converts nothing (fail closed).
+				st.out.SecondaryErrors = append(st.out.SecondaryErrors, fmt.Errorf("error handler replacement: %w", rerr))
+				replaced = false
+			}
+		}
 		switch {
 		case replaced && !decided:
 			// The converted failure is the tool's error or a link's; a tool that reported
 			// its own failure (ErrorResult) still failed, and the model is told so.
-			text, isErr = RenderResult(value), ownFailure
+			text, isErr = valueText, ownFailure
 			st.out.Result = value
 		case decided:
 			// A replace or deny of the tool's error stands; the call still failed.
@@ -1009,6 +1037,17 @@ func (st *callState) resultSide(ctx context.Context, result any, err error) *Out
 	}
 	st.out.ModelText, st.out.IsError = st.scrub(text), isErr
 	return st.capped(ctx)
+}
+
+// render is [RenderResult] for values Warden did not build: a value whose encoding
+// panics is an error, not a panic through the Guard.
+func render(v any) (s string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s, err = "", fmt.Errorf("the result could not be rendered: %v", r)
+		}
+	}()
+	return RenderResult(v), nil
 }
 
 // changeable reports whether a result could be changed in place by a link that holds

@@ -468,3 +468,49 @@ func TestResultSide_InPlaceEditFailsClosed(t *testing.T) {
 		t.Errorf("Outcome.Result must keep what the tool returned (-want +got):\n%s", d)
 	}
 }
+
+// explosive is a result whose encoding panics.
+type explosive struct{}
+
+func (explosive) MarshalJSON() ([]byte, error) { panic("boom") }
+
+// A value that cannot be rendered never unwinds through the Guard: from the tool it is
+// the tool's failure, from a link a link failure, from an error handler a replacement
+// that converts nothing.
+func TestResultSide_UnrenderableValuesFailClosed(t *testing.T) {
+	const unrenderable = "the result could not be rendered: boom"
+	tests := []struct {
+		name string
+		run  any
+		link *warden.Middleware
+		h    *warden.ErrorHandler
+		want view
+	}{
+		{"from the tool", explosive{}, nil, nil,
+			view{warden.StatusFailed, warden.StageExecute, true, true, "Tool 't' failed: " + unrenderable}},
+		{"from a link", "fine", &warden.Middleware{Name: "rs", OnToolResult: func(context.Context, warden.ToolResult) warden.ResultOutcome {
+			return warden.ReplaceModelResult(explosive{}, "why")
+		}}, nil, view{warden.StatusFailed, warden.StageResult, true, true, "Tool 't' failed: middleware 'rs' threw: " + unrenderable}},
+		{"from an error handler", explosive{}, nil, &warden.ErrorHandler{Name: "h", Handle: func(context.Context, warden.ToolError) (warden.ErrorDisposition, error) {
+			return warden.ReplaceResult{Value: explosive{}}, nil
+		}}, view{warden.StatusFailed, warden.StageExecute, true, true, "Tool 't' failed: " + unrenderable}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tool := warden.Executable{Tool: warden.Tool{Name: resTool}, Run: func(context.Context, warden.Args, *warden.Credential) (any, error) { return tt.run, nil }}
+			var cfg warden.Config
+			if tt.link != nil {
+				cfg.Middleware = []*warden.Middleware{tt.link}
+			}
+			if tt.h != nil {
+				cfg.ErrorHandlers = []*warden.ErrorHandler{tt.h}
+			}
+			g := mustBind(t, cfg, tool)
+			out := call(t, g, resTool, `{}`)
+			checkView(t, out, tt.want)
+			if tt.h != nil && len(out.SecondaryErrors) != 1 {
+				t.Errorf("secondary errors %v, want the unrenderable replacement", out.SecondaryErrors)
+			}
+		})
+	}
+}
