@@ -249,10 +249,10 @@ func (st *callState) finish(ctx context.Context) *Outcome {
 		// Recording outlives the caller's cancellation: the outcome happened.
 		jctx := context.WithoutCancel(ctx)
 		if st.begun {
-			if err := j.End(jctx, st.jref, st.call, st.out); err != nil {
+			if err := journalSafely(func() error { return j.End(jctx, st.jref, st.call, st.out) }); err != nil {
 				st.journalFailed(jctx, "end", err)
 			}
-		} else if err := j.Record(jctx, st.call, st.out); err != nil {
+		} else if err := journalSafely(func() error { return j.Record(jctx, st.call, st.out) }); err != nil {
 			st.journalFailed(jctx, "record", err)
 		}
 	}
@@ -867,7 +867,11 @@ func (st *callState) execute(ctx context.Context) (*Outcome, error) {
 	if j := st.g.cfg.Journal; j != nil {
 		intent := st.out
 		intent.Args, intent.Status, intent.Stage, intent.Executed = st.args, "", StageExecute, true
-		ref, err := j.Begin(ctx, st.call, intent)
+		var ref JournalRef
+		err := journalSafely(func() (err error) {
+			ref, err = j.Begin(ctx, st.call, intent)
+			return err
+		})
 		if err != nil {
 			if cerr := ctx.Err(); cerr != nil {
 				return st.abort(ctx, StageExecute, cerr)

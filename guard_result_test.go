@@ -514,3 +514,44 @@ func TestResultSide_UnrenderableValuesFailClosed(t *testing.T) {
 		})
 	}
 }
+
+// panickyJournal panics in the methods named.
+type panickyJournal struct{ begin, end bool }
+
+func (j panickyJournal) Begin(context.Context, warden.Call, warden.Outcome) (warden.JournalRef, error) {
+	if j.begin {
+		panic("journal begin exploded")
+	}
+	return 1, nil
+}
+
+func (j panickyJournal) End(context.Context, warden.JournalRef, warden.Call, warden.Outcome) error {
+	if j.end {
+		panic("journal end exploded")
+	}
+	return nil
+}
+
+func (panickyJournal) Record(context.Context, warden.Call, warden.Outcome) error { return nil }
+
+// A journal that panics never unwinds through the Guard: a panicking Begin refuses the
+// call (it does not run), a panicking End is reported and the outcome stands.
+func TestJournal_PanicsFailClosed(t *testing.T) {
+	captureSlog(t)
+	var p probe
+	rec := &warden.Recorder{}
+	g := mustBind(t, warden.Config{Journal: panickyJournal{begin: true}, Sinks: []warden.Sink{rec}}, p.tool("t"))
+	out := call(t, g, "t", `{}`)
+	checkView(t, out, refusedAt(warden.StageExecute, warden.JournalUnavailableText("t")))
+	if p.runs() != 0 {
+		t.Error("the tool ran although Begin failed")
+	}
+	g = mustBind(t, warden.Config{Journal: panickyJournal{end: true}, Sinks: []warden.Sink{rec}}, p.tool("t"))
+	out = call(t, g, "t", `{}`)
+	if out.Status != warden.StatusRan || p.runs() != 1 {
+		t.Errorf("got %+v after a panicking End, want the call that ran", viewOf(out))
+	}
+	if n := len(rec.Named(warden.EventJournalFailed)); n != 2 {
+		t.Errorf("%d journal.failed events, want 2 (begin, end)", n)
+	}
+}
