@@ -115,7 +115,9 @@ type ErrorResult struct {
 type ToolError struct {
 	Tool string
 	Args Args // the final arguments
-	Err  error
+	// Err is the failure: the tool's own error, a result-side link's failure
+	// ("middleware '<m>' threw: ..."), or both joined (errors.Is finds the tool's).
+	Err error
 }
 
 // ErrorDisposition is an error handler's answer: [Reraise] or [ReplaceResult]. A nil
