@@ -404,7 +404,7 @@ func (st *callState) check(ctx context.Context, i int, req Request, declared []C
 		return d, nil
 	}
 	// A checker on its own goroutine may outlive its deadline: it gets its own copy.
-	req.Sequence = slices.Clip(slices.Clone(st.call.Sequence))
+	req.Sequence = st.ownSequence()
 	return st.checkBounded(ctx, i, req, declared, v)
 }
 
@@ -423,6 +423,15 @@ func (st *callState) lentSequence() []Step {
 		st.seq = slices.Clone(st.call.Sequence)
 	}
 	return st.seq[:n:n]
+}
+
+// ownSequence returns a copy of the call's sequence for a checker that runs on its own
+// goroutine: it may outlive its deadline, so it must not share the lent copy.
+func (st *callState) ownSequence() []Step {
+	if len(st.call.Sequence) == 0 {
+		return nil
+	}
+	return slices.Clip(slices.Clone(st.call.Sequence))
 }
 
 // sequenceIntact reports whether the lent sequence still holds the caller's steps.
@@ -654,7 +663,7 @@ func (st *callState) skillGate(ctx context.Context) (bool, *Outcome, error) {
 			}
 			visit(req, d)
 		} else {
-			req.Sequence = slices.Clip(slices.Clone(st.call.Sequence))
+			req.Sequence = st.ownSequence()
 			var seen []seenCheck
 			d, seen, err = st.g.bounded(ctx, i, req, func(cctx context.Context, v func(Request, Decision)) Decision {
 				d := safeCheck(cctx, c, req)
