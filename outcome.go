@@ -85,7 +85,9 @@ type Outcome struct {
 	// Result is the raw result of the tool (kept for audit even when a result-side
 	// stage replaced what the model reads). Nil when the tool did not run.
 	Result any `json:"-"`
-	// Err is the tool's error (after error handlers), when it failed.
+	// Err is the failure that stands after the error handlers: the tool's error, a
+	// result-side link's failure, or both joined; nil when the tool returned a result
+	// and every link answered, or when a handler's replacement converted the failure.
 	Err error `json:"-"`
 	// SecondaryErrors are errors of error handlers that failed while handling Err.
 	SecondaryErrors []error `json:"-"`

@@ -106,9 +106,9 @@ func (f GateFunc) Authorize(ctx context.Context, inv Invocation) (bool, error) {
 
 // ErrorResult is a tool result that reports the tool's own failure in words meant
 // for the model (an MCP result with isError, an API's error body). The model reads
-// Text as it is, result-side middleware sees IsError, and the call's status is
-// [StatusFailed]; unlike an error returned by the tool, it does not reach error
-// handlers, and Text is not prefixed.
+// Text as it is (subject to the tool's ResultCeiling and to result-side middleware,
+// which sees IsError), and the call's status is [StatusFailed]; unlike an error
+// returned by the tool, it does not reach error handlers, and Text is not prefixed.
 type ErrorResult struct {
 	Text string
 }
@@ -117,7 +117,9 @@ type ErrorResult struct {
 type ToolError struct {
 	Tool string
 	Args Args // the final arguments
-	Err  error
+	// Err is the failure: the tool's own error, a result-side link's failure
+	// ("middleware '<m>' threw: ..."), or both joined (errors.Is finds the tool's).
+	Err error
 }
 
 // ErrorDisposition is an error handler's answer: [Reraise] or [ReplaceResult]. A nil
@@ -127,14 +129,18 @@ type ErrorDisposition interface{ disposition() }
 // Reraise keeps the original error.
 type Reraise struct{}
 
-// ReplaceResult converts the failure into a result. The first replacement wins.
+// ReplaceResult converts the failure into a result the model reads. The first
+// replacement wins; it does not apply where a result-side link already replaced or
+// denied what the model reads (that decision holds; see "The result side" on [Guard]).
 type ReplaceResult struct{ Value any }
 
 func (Reraise) disposition()       {}
 func (ReplaceResult) disposition() {}
 
-// ErrorHandler handles a tool failure (an error from the tool or from a result-side
-// link). It is never called for a refusal.
+// ErrorHandler handles a tool failure (an error from the tool, a result-side link that
+// panicked or answered something invalid, or both). It is never called for a refusal
+// of steps before execution, nor when the tool returned a result (an ErrorResult
+// included) and every link answered.
 type ErrorHandler struct {
 	Name  string
 	Tools []string // scope, as for [Middleware.Tools]

@@ -326,7 +326,7 @@ func jsonKind(v any) string {
 		return "a boolean"
 	case warden.Args:
 		return "an object"
-	case []any:
+	case warden.Array:
 		return "an array"
 	}
 	return "a number"

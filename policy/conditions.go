@@ -481,10 +481,10 @@ func celValue(v any) any {
 		return f
 	case warden.Args:
 		return celArgs(t)
-	case []any:
-		out := make([]any, len(t))
-		for i := range t {
-			out[i] = celValue(t[i])
+	case warden.Array:
+		out := make([]any, t.Len())
+		for i := range out {
+			out[i] = celValue(t.At(i))
 		}
 		return out
 	}
