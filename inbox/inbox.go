@@ -287,6 +287,7 @@ func (ib *Inbox) routes() http.Handler {
 	mux.HandleFunc("POST "+p+"logout", ib.authed(ib.logout))
 	mux.HandleFunc("GET "+p+"pending", ib.authed(ib.pendingPage))
 	mux.HandleFunc("GET "+p+"pending/list", ib.authed(ib.pendingFragment))
+	mux.HandleFunc("GET "+p+"pending/{id}", ib.authed(ib.pendingOne))
 	mux.HandleFunc("POST "+p+"pending/{id}/decide", ib.authed(ib.decide))
 	mux.HandleFunc("GET "+p+"events", ib.authedStream(ib.stream))
 	mux.HandleFunc("GET "+p+"audit", ib.authed(ib.auditPage))

@@ -85,23 +85,29 @@ func (s Shown) String() string {
 	return b.String()
 }
 
-// HTML returns the text as HTML: every plain span HTML-escaped, every escape wrapped in
-// <span class="esc" title="U+…">, so that a page can mark it.
+// HTML returns the text as HTML: every plain span escaped the way html/template
+// escapes text, every escape wrapped in <span class="esc" title="U+…">, so that a page
+// can mark it.
 func (s Shown) HTML() template.HTML {
 	var b strings.Builder
 	for _, sp := range s {
 		if sp.Esc {
 			b.WriteString(`<span class="esc" title="`)
-			b.WriteString(template.HTMLEscapeString(sp.What))
+			b.WriteString(htmlEscaper.Replace(sp.What))
 			b.WriteString(`">`)
-			b.WriteString(template.HTMLEscapeString(sp.Text))
+			b.WriteString(htmlEscaper.Replace(sp.Text))
 			b.WriteString(`</span>`)
 			continue
 		}
-		b.WriteString(template.HTMLEscapeString(sp.Text))
+		b.WriteString(htmlEscaper.Replace(sp.Text))
 	}
 	return template.HTML(b.String())
 }
+
+// htmlEscaper escapes text for an HTML text node or a quoted attribute, with the same
+// entities as html/template. A NUL never reaches it (it is always an escape).
+var htmlEscaper = strings.NewReplacer(`&`, "&amp;", `<`, "&lt;", `>`, "&gt;",
+	`"`, "&#34;", `'`, "&#39;", `+`, "&#43;", "\x00", "\uFFFD")
 
 // Len returns the number of characters of String.
 func (s Shown) Len() int {
@@ -140,68 +146,51 @@ func (s Shown) Cut(head, tail int) Clip {
 		return Clip{Head: s}
 	}
 	var c Clip
-	// Head: whole spans while they fit, then part of a plain span.
-	n := 0
-	i := 0
-	for ; i < len(s) && n < head; i++ {
-		sp := s[i]
+	hEnd, tStart := head, total-tail // the head keeps [0, hEnd), the tail [tStart, total)
+	pos := 0
+	for _, sp := range s {
 		l := utf8.RuneCountInString(sp.Text)
-		if n+l <= head || sp.Esc {
+		end := pos + l
+		switch {
+		case sp.Esc && pos < hEnd:
 			c.Head = append(c.Head, sp)
-			n += l
-			continue
+			hEnd = max(hEnd, end)
+		case sp.Esc && end > tStart:
+			c.Tail = append(c.Tail, sp)
+			tStart = min(tStart, pos)
+		case !sp.Esc:
+			if pos < hEnd {
+				c.Head = append(c.Head, Span{Text: runeSlice(sp.Text, 0, min(end, hEnd)-pos)})
+			}
+			if from := max(pos, tStart, hEnd); from < end {
+				c.Tail = append(c.Tail, Span{Text: runeSlice(sp.Text, from-pos, l)})
+			}
 		}
-		c.Head = append(c.Head, Span{Text: firstRunes(sp.Text, head-n)})
-		n = head
-		break
+		pos = end
 	}
-	// Tail, from the end, not reaching back into what the head kept.
-	m := 0
-	j := len(s) - 1
-	var tailRev []Span
-	for ; j >= 0 && m < tail; j-- {
-		sp := s[j]
-		l := utf8.RuneCountInString(sp.Text)
-		if n+m+l > total { // this span overlaps the head
-			break
-		}
-		if m+l <= tail || sp.Esc {
-			tailRev = append(tailRev, sp)
-			m += l
-			continue
-		}
-		tailRev = append(tailRev, Span{Text: lastRunes(sp.Text, tail-m)})
-		m = tail
-		break
-	}
-	for k := len(tailRev) - 1; k >= 0; k-- {
-		c.Tail = append(c.Tail, tailRev[k])
-	}
-	c.Omitted = total - n - m
+	c.Omitted = total - c.Head.Len() - c.Tail.Len()
 	if c.Omitted <= 0 {
 		return Clip{Head: s}
 	}
 	return c
 }
 
-func firstRunes(s string, n int) string {
+// runeSlice returns the characters [from, to) of s.
+func runeSlice(s string, from, to int) string {
+	start, n := len(s), 0
 	for i := range s {
-		if n == 0 {
-			return s[:i]
+		if n == from {
+			start = i
 		}
-		n--
+		if n == to {
+			return s[start:i]
+		}
+		n++
 	}
-	return s
-}
-
-func lastRunes(s string, n int) string {
-	i := len(s)
-	for n > 0 && i > 0 {
-		_, size := utf8.DecodeLastRuneInString(s[:i])
-		i -= size
-		n--
+	if from >= n {
+		return ""
 	}
-	return s[i:]
+	return s[start:]
 }
 
 // Unsafe reports whether r is never shown as itself (see the package documentation for

@@ -117,7 +117,7 @@ func TestEveryControlAndFormatCharacterEscaped(t *testing.T) {
 
 func TestHTMLMarksEscapes(t *testing.T) {
 	got := string(Line("<b>\u202e&").HTML())
-	want := `&lt;b&gt;<span class="esc" title="U+202E RIGHT-TO-LEFT OVERRIDE">\u202e</span>&amp;`
+	want := `&lt;b&gt;<span class="esc" title="U&#43;202E RIGHT-TO-LEFT OVERRIDE">\u202e</span>&amp;`
 	if got != want {
 		t.Errorf("HTML = %s, want %s", got, want)
 	}
@@ -261,6 +261,16 @@ func FuzzLine(f *testing.F) {
 		}
 		if got2, ok := JSON([]byte(s)); ok {
 			assertVisibleLines(t, got2.String(), true)
+		}
+		sh := Line(s)
+		for _, sz := range [][2]int{{0, 0}, {1, 1}, {3, 2}, {5, 0}, {0, 5}, {7, 7}} {
+			c := sh.Cut(sz[0], sz[1])
+			if c.Head.Len()+c.Omitted+c.Tail.Len() != sh.Len() {
+				t.Fatalf("Cut(%v) of %q: %d+%d+%d != %d", sz, s, c.Head.Len(), c.Omitted, c.Tail.Len(), sh.Len())
+			}
+			if !strings.HasPrefix(sh.String(), c.Head.String()) || !strings.HasSuffix(sh.String(), c.Tail.String()) {
+				t.Fatalf("Cut(%v) of %q: head %q / tail %q not a prefix / suffix", sz, s, c.Head.String(), c.Tail.String())
+			}
 		}
 	})
 }
