@@ -33,15 +33,15 @@ const (
 
 // pendingView is one pending decision as the page shows it.
 type pendingView struct {
-	ID           string
-	Kind         string
-	Question     string
-	Detail       string
-	Middleware   string
-	Tool         string
-	Args         display.Shown // pretty JSON, every hidden character escaped
-	Original     display.Shown // the args as proposed, when a middleware changed them
-	Digest       string
+	ID         string
+	Kind       string
+	Question   string
+	Detail     string
+	Middleware string
+	Tool       string
+	Args       display.Shown // pretty JSON, every hidden character escaped
+	Original   display.Shown // the args as proposed, when a middleware changed them
+	Digest     string
 	// Clip is Args cut for the list when Args is longer than listArgsChars: the list
 	// then shows its head and tail with a marker, and sends the operator to the
 	// call's own page (Full) to read all of it before deciding.
