@@ -20,6 +20,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/internal/display"
 	"github.com/wardenhq/warden/audit"
 	"github.com/wardenhq/warden/policy"
 	"github.com/wardenhq/warden/schema"
@@ -787,18 +788,23 @@ func (g *Gateway) pendingFor(ctx context.Context, st *gatewayState, binding, ses
 }
 
 // ElicitationMessage is the question put to a client's user: the question and the
-// exact call that will run if they accept.
+// exact call that will run if they accept, with the full digest of its arguments.
+// Every control, bidi and invisible character is written as an escape
+// (internal/display: \u202e in the question and tool name, JSON escapes in the
+// arguments), so the client cannot show the user a reordered or partly hidden call;
+// the arguments are never cut.
 func ElicitationMessage(p *warden.PendingDecision) string {
-	args, err := json.MarshalIndent(p.Args, "", "  ")
-	if err != nil {
-		args = p.Args.AppendJSON(nil)
-	}
+	args, _ := display.JSON(p.Args.AppendJSON(nil))
 	var b strings.Builder
-	b.WriteString(p.Question)
+	b.WriteString(display.Line(p.Question).String())
 	if p.Detail != "" {
-		b.WriteString("\n\n" + p.Detail)
+		b.WriteString("\n\n" + display.Block(p.Detail).String())
 	}
-	fmt.Fprintf(&b, "\n\nTool: %s\nArguments:\n%s\n\nAccept to run exactly this call; decline to refuse it.", p.Tool, args)
+	fmt.Fprintf(&b, "\n\nTool: %s\nArguments:\n%s\n", display.Line(p.Tool).String(), args.String())
+	if p.Digest != "" {
+		fmt.Fprintf(&b, "Arguments digest: %s\n", display.Line(p.Digest).String())
+	}
+	b.WriteString("\nAccept to run exactly this call; decline to refuse it.")
 	return b.String()
 }
 
