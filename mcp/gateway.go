@@ -20,8 +20,8 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wardenhq/warden"
-	"github.com/wardenhq/warden/internal/display"
 	"github.com/wardenhq/warden/audit"
+	"github.com/wardenhq/warden/internal/display"
 	"github.com/wardenhq/warden/policy"
 	"github.com/wardenhq/warden/schema"
 	"github.com/wardenhq/warden/store"
