@@ -18,7 +18,9 @@
 //
 // Only operators. An operator is a name and the hash of a secret token ([HashToken]);
 // the inbox knows nothing else, so a token issued to an agent or an MCP client can
-// never sign in or decide. An operator exchanges the token at the login form for a
+// never sign in or decide. [Inbox.SetOperators] changes the operators at once (on a
+// configuration reload): a removed operator, or one whose token changed, is signed out
+// immediately and the old token no longer signs in. An operator exchanges the token at the login form for a
 // session cookie (HttpOnly, SameSite=Strict, Secure when the request came over TLS)
 // that expires after Options.SessionTTL. (Secure is set when the request reached this
 // process over TLS: behind a proxy that terminates TLS the cookie is not marked Secure,
@@ -54,6 +56,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/wardenhq/warden"
@@ -121,7 +124,6 @@ type Options struct {
 type Inbox struct {
 	// Set by New, read-only afterwards.
 	store     store.Store
-	operators []Operator
 	path      string
 	ttl       time.Duration
 	events    func(string) []warden.Event
@@ -131,6 +133,10 @@ type Inbox struct {
 	static    map[string]staticFile
 	handler   http.Handler
 	failDelay time.Duration // constant delay after a failed sign-in
+
+	// ops is the operator set in force; SetOperators replaces it whole. An atomic
+	// pointer so that sign-in and every request read one consistent set without a lock.
+	ops atomic.Pointer[operatorSet]
 
 	sessions *sessions
 	limiter  *limiter
@@ -151,17 +157,9 @@ func New(o Options) (*Inbox, error) {
 	if len(o.Operators) == 0 {
 		return nil, errors.New("inbox: no operator configured (the inbox stays off without one)")
 	}
-	seen := make(map[string]bool, len(o.Operators))
-	ops := make([]Operator, len(o.Operators))
-	for i, op := range o.Operators {
-		if err := checkOperator(op); err != nil {
-			return nil, fmt.Errorf("inbox: operator %d: %w", i+1, err)
-		}
-		if seen[op.TokenHash] {
-			return nil, fmt.Errorf("inbox: operator %d (%q): the same token hash is configured twice", i+1, op.Name)
-		}
-		seen[op.TokenHash] = true
-		ops[i] = op
+	ops, err := newOperatorSet(o.Operators)
+	if err != nil {
+		return nil, err
 	}
 	if o.Path == "" {
 		o.Path = DefaultPath
@@ -183,7 +181,6 @@ func New(o Options) (*Inbox, error) {
 	}
 	ib := &Inbox{
 		store:     o.Store,
-		operators: ops,
 		path:      o.Path,
 		ttl:       o.SessionTTL,
 		events:    o.Events,
@@ -195,6 +192,7 @@ func New(o Options) (*Inbox, error) {
 		limiter:   newLimiter(loginFailuresPerMinute, time.Minute),
 		done:      make(chan struct{}),
 	}
+	ib.ops.Store(ops)
 	pages, err := ib.parsePages()
 	if err != nil {
 		return nil, err
@@ -203,6 +201,66 @@ func New(o Options) (*Inbox, error) {
 	ib.hub = newHub(ib.pendingState, pollInterval, ib.done, ib.log)
 	ib.handler = ib.routes()
 	return ib, nil
+}
+
+// operatorSet is the operators in force. It is never changed after it is built:
+// SetOperators swaps in a new one and closes the old one's changed channel.
+type operatorSet struct {
+	list    []Operator
+	byHash  map[string]string // token hash -> operator name
+	changed chan struct{}     // closed when this set is replaced
+}
+
+// newOperatorSet checks ops (see New) and returns them as a set; an empty list gives
+// an empty set, with which nobody can sign in.
+func newOperatorSet(ops []Operator) (*operatorSet, error) {
+	set := &operatorSet{list: make([]Operator, len(ops)), byHash: make(map[string]string, len(ops)), changed: make(chan struct{})}
+	for i, op := range ops {
+		if err := checkOperator(op); err != nil {
+			return nil, fmt.Errorf("inbox: operator %d: %w", i+1, err)
+		}
+		if _, dup := set.byHash[op.TokenHash]; dup {
+			return nil, fmt.Errorf("inbox: operator %d (%q): the same token hash is configured twice", i+1, op.Name)
+		}
+		set.byHash[op.TokenHash] = op.Name
+		set.list[i] = op
+	}
+	return set, nil
+}
+
+// SetOperators replaces the operators who may use the inbox, at once: from its return
+// on, only a token in ops signs in, and every session signed in with a token that is
+// no longer configured, or that is now configured under another name, has ended
+// (its next request is sent to the login page, its event stream is told it signed
+// out). Sessions of operators whose name and token are unchanged go on. An empty
+// list leaves nobody able to sign in. The operators are checked as New checks them;
+// when they are not valid, SetOperators fails closed: it installs no operator at all,
+// ends every session, and returns the error. It is safe for concurrent use, and is
+// meant for a configuration reload.
+//
+// A request already past its session check when SetOperators runs (for example a
+// decision being recorded) completes; every request that starts afterwards is
+// checked against the new operators.
+func (ib *Inbox) SetOperators(ops []Operator) error {
+	set, err := newOperatorSet(ops)
+	if err != nil {
+		set, _ = newOperatorSet(nil) // fail closed: nobody signs in until a valid list arrives
+	}
+	old := ib.ops.Swap(set)
+	ended := ib.sessions.retain(func(ss *session) bool { return set.valid(ss.tokenHash, ss.Operator) })
+	close(old.changed)
+	if err != nil {
+		ib.log.Error("inbox: the new operator list is not valid; nobody can sign in until it is fixed", "err", err, "sessions_ended", ended)
+		return err
+	}
+	ib.log.Info("inbox: operators updated", "operators", len(set.list), "sessions_ended", ended)
+	return nil
+}
+
+// valid reports whether a session signed in with this token hash as name still may.
+func (s *operatorSet) valid(tokenHash, name string) bool {
+	got, ok := s.byHash[tokenHash]
+	return ok && got == name
 }
 
 func checkOperator(op Operator) error {

@@ -154,7 +154,8 @@ func (g *Gateway) Config() *Config { return g.state.Load().cfg }
 // configuration (or the transport policy) changed are admitted and discovered again,
 // and the new revision replaces the old one atomically. On any error the old revision
 // stays in force and the error says why. Settings that need a restart (listen, path,
-// operators, ui) are reported in the log and otherwise ignored.
+// ui) are reported in the log and otherwise ignored; the operators are the inbox's,
+// which its owner updates (Inbox.SetOperators).
 func (g *Gateway) Reload(ctx context.Context, cfg *Config) error {
 	pol, err := policy.LoadFile(cfg.Policy, nil)
 	if err != nil {
@@ -175,8 +176,10 @@ func (g *Gateway) Reload(ctx context.Context, cfg *Config) error {
 		return errors.New("mcp: gateway is closed")
 	}
 	if old := g.state.Load(); old != nil {
-		if old.cfg.Listen != cfg.Listen || old.cfg.Path != cfg.Path || old.cfg.UIPath != cfg.UIPath || !reflect.DeepEqual(old.cfg.Operators, cfg.Operators) {
-			g.log.Warn("listen, path, ui and operators apply after a restart; the running values stay in force")
+		// Operators are not the gateway's: the inbox takes the new list at once (see
+		// warden serve); only the addresses need a restart.
+		if old.cfg.Listen != cfg.Listen || old.cfg.Path != cfg.Path || old.cfg.UIPath != cfg.UIPath {
+			g.log.Warn("listen, path and ui apply after a restart; the running values stay in force")
 		}
 	}
 	// Upstreams: keep those whose configuration and transport policy are unchanged.

@@ -49,7 +49,9 @@ its store, so operators decide their approvals in the same inbox); logs go to
 stderr only, and the process ends when the client closes stdin.
 
 SIGHUP, or a change to the config or policy file, reloads both: the new revision
-applies to new calls; a bad file keeps the old revision and the log says why.`,
+applies to new calls; a bad file keeps the old revision and the log says why.
+Operator changes take effect on the reload: a removed operator, or one whose
+token changed, is signed out of the inbox at once and the old token is refused.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.config == "" {
@@ -125,11 +127,7 @@ func runServe(ctx context.Context, o serveOptions, stdin io.Reader, stdout, stde
 		mux.Handle("/healthz", health)
 		mux.Handle("/readyz", health)
 		if len(cfg.Operators) > 0 {
-			ops := make([]inbox.Operator, len(cfg.Operators))
-			for i, op := range cfg.Operators {
-				ops[i] = inbox.Operator{Name: op.Name, TokenHash: op.TokenHash}
-			}
-			ib, err = inbox.New(inbox.Options{Store: st, Operators: ops, Path: cfg.UIPath, Events: gw.Events().ForCall, Logger: log})
+			ib, err = inbox.New(inbox.Options{Store: st, Operators: inboxOperators(cfg), Path: cfg.UIPath, Events: gw.Events().ForCall, Logger: log})
 			if err != nil {
 				gw.Close()
 				return configError(fmt.Errorf("%s: web inbox: %w", cfg.File, err))
@@ -165,6 +163,17 @@ func runServe(ctx context.Context, o serveOptions, stdin io.Reader, stdout, stde
 		if err != nil {
 			log.Error("reload refused; the previous configuration stays in force", "trigger", why, "error", err)
 			return
+		}
+		// Operators take effect at once: a removed operator (or a replaced token) is
+		// signed out and refused from here on. SetOperators fails closed on a list it
+		// cannot accept (nobody signs in), which the config decoder already refuses.
+		switch {
+		case ib != nil:
+			if err := ib.SetOperators(inboxOperators(next)); err != nil {
+				log.Error("web inbox: the new operators are not valid; nobody can sign in until the config is fixed", "error", err)
+			}
+		case len(next.Operators) > 0:
+			log.Warn("web inbox: operators were added, but the inbox was off at start; it starts after a restart")
 		}
 		log.Info("configuration reloaded", "trigger", why)
 	}
@@ -221,6 +230,15 @@ loop:
 		log.Warn("shutdown", "error", err)
 	}
 	return runErr
+}
+
+// inboxOperators returns the operators of cfg as the inbox takes them.
+func inboxOperators(cfg *mcp.Config) []inbox.Operator {
+	ops := make([]inbox.Operator, len(cfg.Operators))
+	for i, op := range cfg.Operators {
+		ops[i] = inbox.Operator{Name: op.Name, TokenHash: op.TokenHash}
+	}
+	return ops
 }
 
 // responseGrace is how long a shutting-down gateway lets the last responses be
