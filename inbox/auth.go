@@ -34,9 +34,9 @@ type session struct {
 	key       [sha256.Size]byte // SHA-256 of the cookie value: the map key
 	tokenHash string            // the operator token hash it signed in with
 	Operator  string
-	CSRF     string
-	Expires  time.Time
-	flash    *flash
+	CSRF      string
+	Expires   time.Time
+	flash     *flash
 }
 
 // sessions is the in-memory session table. The map is keyed by the hash of the cookie

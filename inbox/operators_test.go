@@ -14,8 +14,10 @@ import (
 
 const bobToken = "op-token-bob-51e0aa"
 
-func alice() inbox.Operator { return inbox.Operator{Name: operatorName, TokenHash: inbox.HashToken(operatorToken)} }
-func bob() inbox.Operator   { return inbox.Operator{Name: "bob", TokenHash: inbox.HashToken(bobToken)} }
+func alice() inbox.Operator {
+	return inbox.Operator{Name: operatorName, TokenHash: inbox.HashToken(operatorToken)}
+}
+func bob() inbox.Operator { return inbox.Operator{Name: "bob", TokenHash: inbox.HashToken(bobToken)} }
 
 // signedInAs signs a new client in with token.
 func (f *fixture) signedInAs(token string) *http.Client {
