@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/wardenhq/warden/inbox"
 )
@@ -49,8 +50,9 @@ func TestSetOperatorsTakesEffectAtOnce(t *testing.T) {
 	a := f.signedInAs(operatorToken)
 	b := f.signedInAs(bobToken)
 
-	// Bob's open event stream.
-	ctx, cancel := context.WithCancel(context.Background())
+	// Bob's open event stream; bounded, so a stream that is never told it ended
+	// fails the test instead of hanging it.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, f.srv.URL+"/ui/events", nil)
 	resp, err := b.Do(req)

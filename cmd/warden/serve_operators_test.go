@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/wardenhq/warden/internal/mcptest"
 	"github.com/wardenhq/warden/mcp"
@@ -83,8 +84,9 @@ func TestServeReloadOperators(t *testing.T) {
 			t.Fatalf("%s's pending page: status %d", name, code)
 		}
 	}
-	// Bob's live stream.
-	ctx, cancel := context.WithCancel(context.Background())
+	// Bob's live stream; bounded, so a stream that is never told it ended fails the
+	// test instead of hanging it.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, bob.base+"events", nil)
 	resp, err := bob.c.Do(req)
@@ -109,9 +111,6 @@ func TestServeReloadOperators(t *testing.T) {
 	if g.log.Count("apply after a restart") != 0 {
 		t.Errorf("the log still says a change needs a restart:\n%s", g.log.String())
 	}
-	if ev := nextSSE(t, stream); ev != "signedout" {
-		t.Errorf("bob's stream got %q after his removal, want signedout", ev)
-	}
 	for name, c := range map[string]*inboxClient{"bob": bob, "carol": carol} {
 		if code := c.pendingStatus(); code != http.StatusSeeOther {
 			t.Errorf("%s's old session after the reload: status %d, want 303 to the login page", name, code)
@@ -127,6 +126,9 @@ func TestServeReloadOperators(t *testing.T) {
 	}
 	if code := newInboxClient(t, g).login(carolNewToken); code != http.StatusSeeOther {
 		t.Errorf("carol's new token: status %d, want 303", code)
+	}
+	if ev := nextSSE(t, stream); ev != "signedout" {
+		t.Errorf("bob's stream got %q after his removal, want signedout", ev)
 	}
 }
 
