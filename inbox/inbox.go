@@ -40,6 +40,17 @@
 //     Referrer-Policy: no-referrer and X-Frame-Options: DENY; pages are not cached.
 //   - All output is escaped by html/template, including arguments, questions and tool
 //     definitions written by agents or upstream servers.
+//   - What is shown is what runs. Every string written by an agent, a client or an
+//     upstream server (arguments, questions, tool names, principals, rule IDs, event
+//     fields, pin diffs) is shown through internal/display: control characters, bidi
+//     controls (U+202E and friends), zero-width and other invisible characters are
+//     shown as \u202e-style escapes, each marked (class "esc", with the character's
+//     name as its title) so it cannot pass for text that reads the same. Spaces and
+//     line breaks are kept, long values wrap (never a sideways scroll), and the cards
+//     show the full arguments digest. The pending list shows a long argument list as
+//     its head and tail around a marker that says how much it leaves out, and such a
+//     card is decided only on the call's own page (GET {path}pending/{id}), which
+//     shows every character.
 //   - A wrong token gets one generic message after a constant delay, and failed sign-ins
 //     are limited per remote address (10 a minute). The address is the TCP peer: behind
 //     a reverse proxy every operator shares the proxy's budget.

@@ -61,7 +61,9 @@ func (ib *Inbox) parsePages() (map[string]*template.Template, error) {
 		// Untrusted text (written by agents, clients, upstream servers) goes through
 		// one of these, never straight into the page: see internal/display.
 		"show":  func(s string) template.HTML { return display.Line(s).HTML() },
-		"lines": func(s string) template.HTML { return display.Block(s).HTML() },
+		"lines": func(s string) template.HTML {
+			return `<span class="lines">` + display.Block(s).HTML() + `</span>`
+		},
 		"plain": func(s string) string { return display.Line(s).String() },
 		"shown": func(s display.Shown) template.HTML { return s.HTML() },
 		"num":   formatCount,
