@@ -60,7 +60,7 @@ func (ib *Inbox) parsePages() (map[string]*template.Template, error) {
 		"kindLabel": kindLabel,
 		// Untrusted text (written by agents, clients, upstream servers) goes through
 		// one of these, never straight into the page: see internal/display.
-		"show":  func(s string) template.HTML { return display.Line(s).HTML() },
+		"show": func(s string) template.HTML { return display.Line(s).HTML() },
 		"lines": func(s string) template.HTML {
 			return `<span class="lines">` + display.Block(s).HTML() + `</span>`
 		},
