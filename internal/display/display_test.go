@@ -249,10 +249,21 @@ func TestCut(t *testing.T) {
 	}
 }
 
+// decodeNumbers decodes one JSON value, numbers kept as written.
+func decodeNumbers(s string) (any, error) {
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
+	var v any
+	err := dec.Decode(&v)
+	return v, err
+}
+
 func FuzzLine(f *testing.F) {
 	for _, c := range hostile {
 		f.Add(c.in)
 	}
+	f.Add(`{"a":[1,"x\u202e",{"b":null}],"c":"\ud800"}`)
+	f.Add("[\"\u2066\xff\"]")
 	f.Fuzz(func(t *testing.T, s string) {
 		got := Line(s).String()
 		assertVisible(t, got)
@@ -261,6 +272,18 @@ func FuzzLine(f *testing.F) {
 		}
 		if got2, ok := JSON([]byte(s)); ok {
 			assertVisibleLines(t, got2.String(), true)
+			// What is shown decodes to exactly the value that runs.
+			want, err := decodeNumbers(s)
+			if err != nil {
+				t.Fatalf("JSON accepted %q, which encoding/json refuses: %v", s, err)
+			}
+			back, err := decodeNumbers(got2.String())
+			if err != nil {
+				t.Fatalf("shown JSON %q is not JSON: %v", got2.String(), err)
+			}
+			if !reflect.DeepEqual(want, back) {
+				t.Fatalf("shown JSON %q decodes to %v, want %v", got2.String(), back, want)
+			}
 		}
 		sh := Line(s)
 		for _, sz := range [][2]int{{0, 0}, {1, 1}, {3, 2}, {5, 0}, {0, 5}, {7, 7}} {
@@ -273,4 +296,20 @@ func FuzzLine(f *testing.F) {
 			}
 		}
 	})
+}
+
+func BenchmarkJSON100k(b *testing.B) {
+	raw, _ := json.Marshal(map[string]string{"cmd": strings.Repeat("harmless-", 100_000/9) + "\u202e; rm -rf /"})
+	b.SetBytes(int64(len(raw)))
+	for b.Loop() {
+		s, _ := JSON(raw)
+		_ = s.HTML()
+	}
+}
+
+func BenchmarkLine(b *testing.B) {
+	s := "Allow reading the deploy key at /srv/deploy/id_ed25519?"
+	for b.Loop() {
+		_ = Line(s).String()
+	}
 }
