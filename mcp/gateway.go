@@ -21,6 +21,7 @@ import (
 
 	"github.com/wardenhq/warden"
 	"github.com/wardenhq/warden/audit"
+	"github.com/wardenhq/warden/internal/display"
 	"github.com/wardenhq/warden/policy"
 	"github.com/wardenhq/warden/schema"
 	"github.com/wardenhq/warden/store"
@@ -157,7 +158,8 @@ func (g *Gateway) Revision() string { return g.state.Load().pol.Revision() }
 // the tool definitions of the servers kept are listed and their pins checked again,
 // and the new revision replaces the old one atomically. On any error the old revision
 // stays in force and the error says why. Settings that need a restart (listen, path,
-// operators, ui) are reported in the log and otherwise ignored.
+// ui) are reported in the log and otherwise ignored; the operators are the inbox's,
+// which its owner updates (Inbox.SetOperators).
 func (g *Gateway) Reload(ctx context.Context, cfg *Config) error {
 	pol, err := policy.LoadFile(cfg.Policy, nil)
 	if err != nil {
@@ -178,8 +180,10 @@ func (g *Gateway) Reload(ctx context.Context, cfg *Config) error {
 		return errors.New("mcp: gateway is closed")
 	}
 	if old := g.state.Load(); old != nil {
-		if old.cfg.Listen != cfg.Listen || old.cfg.Path != cfg.Path || old.cfg.UIPath != cfg.UIPath || !reflect.DeepEqual(old.cfg.Operators, cfg.Operators) {
-			g.log.Warn("listen, path, ui and operators apply after a restart; the running values stay in force")
+		// Operators are not the gateway's: the inbox takes the new list at once (see
+		// warden serve); only the addresses need a restart.
+		if old.cfg.Listen != cfg.Listen || old.cfg.Path != cfg.Path || old.cfg.UIPath != cfg.UIPath {
+			g.log.Warn("listen, path and ui apply after a restart; the running values stay in force")
 		}
 	}
 	// Upstreams: keep those whose configuration and transport policy are unchanged.
@@ -900,18 +904,23 @@ func (g *Gateway) pendingFor(ctx context.Context, st *gatewayState, binding, ses
 }
 
 // ElicitationMessage is the question put to a client's user: the question and the
-// exact call that will run if they accept.
+// exact call that will run if they accept, with the full digest of its arguments.
+// Every control, bidi and invisible character is written as an escape
+// (internal/display: \u202e in the question and tool name, JSON escapes in the
+// arguments), so the client cannot show the user a reordered or partly hidden call;
+// the arguments are never cut.
 func ElicitationMessage(p *warden.PendingDecision) string {
-	args, err := json.MarshalIndent(p.Args, "", "  ")
-	if err != nil {
-		args = p.Args.AppendJSON(nil)
-	}
+	args, _ := display.JSON(p.Args.AppendJSON(nil))
 	var b strings.Builder
-	b.WriteString(p.Question)
+	b.WriteString(display.Line(p.Question).String())
 	if p.Detail != "" {
-		b.WriteString("\n\n" + p.Detail)
+		b.WriteString("\n\n" + display.Block(p.Detail).String())
 	}
-	fmt.Fprintf(&b, "\n\nTool: %s\nArguments:\n%s\n\nAccept to run exactly this call; decline to refuse it.", p.Tool, args)
+	fmt.Fprintf(&b, "\n\nTool: %s\nArguments:\n%s\n", display.Line(p.Tool).String(), args.String())
+	if p.Digest != "" {
+		fmt.Fprintf(&b, "Arguments digest: %s\n", display.Line(p.Digest).String())
+	}
+	b.WriteString("\nAccept to run exactly this call; decline to refuse it.")
 	return b.String()
 }
 

@@ -55,7 +55,8 @@ SIGHUP, or a change to the config or policy file, reloads both: the new revision
 applies to new calls; a bad file keeps the old revision and the log says why. The
 files are compared by content every --watch interval (1s; 0 turns that off), with
 each file hashed before it is read, so an edit saved during a reload is applied by
-the next one.`,
+the next one. Operator changes take effect on the reload: a removed operator, or one
+whose token changed, is signed out of the inbox at once and the old token is refused.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.config == "" {
@@ -135,11 +136,7 @@ func runServe(ctx context.Context, o serveOptions, stdin io.Reader, stdout, stde
 		mux.Handle("/healthz", health)
 		mux.Handle("/readyz", health)
 		if len(cfg.Operators) > 0 {
-			ops := make([]inbox.Operator, len(cfg.Operators))
-			for i, op := range cfg.Operators {
-				ops[i] = inbox.Operator{Name: op.Name, TokenHash: op.TokenHash}
-			}
-			ib, err = inbox.New(inbox.Options{Store: st, Operators: ops, Path: cfg.UIPath, Events: gw.Events().ForCall, Logger: log})
+			ib, err = inbox.New(inbox.Options{Store: st, Operators: inboxOperators(cfg), Path: cfg.UIPath, Events: gw.Events().ForCall, Logger: log})
 			if err != nil {
 				gw.Close()
 				return configError(fmt.Errorf("%s: web inbox: %w", cfg.File, err))
@@ -181,10 +178,10 @@ loop:
 		case <-ctx.Done():
 			break loop
 		case <-hup:
-			reloadGateway(ctx, gw, watch, log, "SIGHUP")
+			applyOperators(ib, reloadGateway(ctx, gw, watch, log, "SIGHUP"), log)
 		case <-ticks:
 			if watch.changed() {
-				reloadGateway(ctx, gw, watch, log, "file change")
+				applyOperators(ib, reloadGateway(ctx, gw, watch, log, "file change"), log)
 			}
 		case err := <-serveErr:
 			if !errors.Is(err, errStdioClosed) {
@@ -222,6 +219,15 @@ loop:
 		log.Warn("shutdown", "error", err)
 	}
 	return runErr
+}
+
+// inboxOperators returns the operators of cfg as the inbox takes them.
+func inboxOperators(cfg *mcp.Config) []inbox.Operator {
+	ops := make([]inbox.Operator, len(cfg.Operators))
+	for i, op := range cfg.Operators {
+		ops[i] = inbox.Operator{Name: op.Name, TokenHash: op.TokenHash}
+	}
+	return ops
 }
 
 // responseGrace is how long a shutting-down gateway lets the last responses be
@@ -274,4 +280,20 @@ func version() string {
 		return bi.Main.Version
 	}
 	return "dev"
+}
+
+// applyOperators puts the operators of a reloaded config (nil: the reload was refused,
+// nothing changes) into effect at once: a removed operator, or one whose token changed,
+// is signed out and refused from here on. SetOperators fails closed on a list it cannot
+// accept (nobody signs in), which the config decoder already refuses.
+func applyOperators(ib *inbox.Inbox, next *mcp.Config, log *slog.Logger) {
+	switch {
+	case next == nil:
+	case ib != nil:
+		if err := ib.SetOperators(inboxOperators(next)); err != nil {
+			log.Error("web inbox: the new operators are not valid; nobody can sign in until the config is fixed", "error", err)
+		}
+	case len(next.Operators) > 0:
+		log.Warn("web inbox: operators were added, but the inbox was off at start; it starts after a restart")
+	}
 }

@@ -127,13 +127,15 @@ func (configChangedError) Error() string {
 	return "the config file changed while it was read; it is loaded on the next check"
 }
 
-// reloadGateway loads the config again and applies it to gw. A refused reload leaves
-// the previous revision in force and says why in the log.
-func reloadGateway(ctx context.Context, gw *mcp.Gateway, w *configWatch, log *slog.Logger, why string) {
-	_, err := w.load(func(c *mcp.Config) error { return gw.Reload(ctx, c) })
+// reloadGateway loads the config again and applies it to gw, and returns the config it
+// applied (nil when refused). A refused reload leaves the previous revision in force and
+// says why in the log.
+func reloadGateway(ctx context.Context, gw *mcp.Gateway, w *configWatch, log *slog.Logger, why string) *mcp.Config {
+	next, err := w.load(func(c *mcp.Config) error { return gw.Reload(ctx, c) })
 	if err != nil {
 		log.Error("reload refused; the previous configuration stays in force", "trigger", why, "error", err)
-		return
+		return nil
 	}
 	log.Info("configuration reloaded", "trigger", why)
+	return next
 }
