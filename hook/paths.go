@@ -252,7 +252,7 @@ func (pr *Protected) CommandReaches(command, cwd, home string) (Hit, bool) {
 	words := commandWords(command)
 	moved := false
 	for _, w := range words {
-		if w.cd {
+		if w.cd || pr.changesDir(w, cwd) {
 			moved = true
 		}
 	}
@@ -274,6 +274,51 @@ const anyRune = '\x00'
 // globRune stands, in a candidate, for an unquoted glob character's match: anything but
 // '/'.
 const globRune = '\x01'
+
+// changesDir reports whether a word may mean that what follows runs in another
+// directory than cwd: a piece that is cd, pushd or popd (builtin cd, command cd, sh -c
+// 'cd ..; ...'), or a word naming cwd's parent or another ancestor of it, which a program
+// can be told to work in (env -C .., git -C .., make -C .., tar -C ~). The ancestors
+// themselves are not matches (see [Protected.CommandReaches]), so the words relative to
+// them must be matched against the end of every protected path.
+func (pr *Protected) changesDir(w shellWord, cwd string) bool {
+	for _, cand := range w.candidates() {
+		if cand == "cd" || cand == "pushd" || cand == "popd" {
+			return true
+		}
+		if strings.ContainsAny(cand, string(anyRune)+string(globRune)) || !filepath.IsAbs(cwd) {
+			continue
+		}
+		if i := strings.IndexByte(cand, '='); i >= 0 && strings.HasPrefix(cand, "-") {
+			cand = cand[i+1:] // --chdir=.., --directory=..
+		} else if strings.HasPrefix(cand, "-C") && len(cand) > 2 {
+			cand = cand[2:] // make -C.., tar -C..
+		}
+		if cand == "~" || strings.HasPrefix(cand, "~/") {
+			home, err := os.UserHomeDir()
+			if err != nil {
+				return true // fail closed: where ~ is is unknown
+			}
+			cand = home + cand[1:]
+		}
+		abs := cand
+		if !filepath.IsAbs(cand) {
+			abs = filepath.Join(cwd, cand)
+		}
+		c := fold(filepath.Clean(cwd))
+		for _, form := range pathForms(filepath.Clean(abs)) {
+			if form != c && holdsCwd(form, cwd) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// hasDotDot reports whether the relative candidate climbs with a ".." component.
+func hasDotDot(cand string) bool {
+	return slices.Contains(strings.Split(cand, "/"), "..")
+}
 
 func (pr *Protected) candidateReaches(cand, cwd, home string, moved bool) (Hit, bool) {
 	if cand == "" {
@@ -301,8 +346,10 @@ func (pr *Protected) candidateReaches(cand, cwd, home string, moved bool) (Hit, 
 	} else if h, ok := pr.reachesPattern(candidateRegexp(abs), cwd); ok {
 		return h, true
 	}
-	if moved && !strings.HasPrefix(cand, "/") {
-		// Relative to a directory a cd chose: match the end of every protected path.
+	if (moved || hasDotDot(cand)) && !strings.HasPrefix(cand, "/") {
+		// Relative to a directory a cd chose, or climbing out of one a program was told
+		// to work in (env -C /tmp/a cp x ../../home/u/p.yaml): match the end of every
+		// protected path.
 		rel := strings.TrimLeft(filepath.Clean(cand), "./")
 		for strings.HasPrefix(rel, "../") {
 			rel = strings.TrimPrefix(rel, "../")
