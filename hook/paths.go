@@ -257,8 +257,14 @@ func (pr *Protected) CommandReaches(command, cwd, home string) (Hit, bool) {
 		}
 	}
 	for _, w := range words {
-		for _, cand := range w.candidates() {
+		cands := w.candidates()
+		for _, cand := range cands {
 			if h, ok := pr.candidateReaches(cand, cwd, home, moved); ok {
+				return h, true
+			}
+		}
+		for _, tail := range optionTails(cands) {
+			if h, ok := pr.candidateReaches(tail, cwd, home, moved && strings.ContainsAny(tail, "/.~")); ok {
 				return h, true
 			}
 		}
@@ -282,7 +288,8 @@ const globRune = '\x01'
 // themselves are not matches (see [Protected.CommandReaches]), so the words relative to
 // them must be matched against the end of every protected path.
 func (pr *Protected) changesDir(w shellWord, cwd string) bool {
-	for _, cand := range w.candidates() {
+	cands := w.candidates()
+	for _, cand := range append(cands, optionTails(cands)...) {
 		if cand == "cd" || cand == "pushd" || cand == "popd" {
 			return true
 		}
@@ -399,12 +406,32 @@ type shellWord struct {
 // can name a path with.
 const wordSeparators = " \t\n;|&<>()'\"`=,:{}"
 
-// candidates are the word itself and its pieces between separators.
+// candidates are the word itself and its pieces between separators (see
+// optionTails for the tails of short option clusters).
 func (w shellWord) candidates() []string {
 	out := []string{w.text}
 	for _, piece := range strings.FieldsFunc(w.text, func(r rune) bool { return strings.ContainsRune(wordSeparators, r) }) {
 		if piece != w.text {
 			out = append(out, piece)
+		}
+	}
+	return out
+}
+
+// optionTails are, for each candidate that is a cluster of short options
+// ("-o.claude/x", "-Dt.claude"), every tail of it after an option letter: a short
+// option takes its argument attached, so any tail can be a path (sort
+// -o.claude/settings.json, cp -t.claude). A tail is one more candidate, except that it
+// is matched against the end of the protected paths (after a cd, see
+// [Protected.CommandReaches]) only when it holds a '/', '.' or '~': "f" in "rm -rf .."
+// is an option letter far more often than a file.
+func optionTails(cands []string) []string {
+	var out []string
+	for _, c := range cands {
+		if len(c) > 2 && c[0] == '-' && c[1] != '-' {
+			for k := 2; k < len(c); k++ {
+				out = append(out, c[k:])
+			}
 		}
 	}
 	return out
