@@ -142,6 +142,12 @@ type Hit struct {
 // p exists, the same file under another name (a hard link). A p that cannot be resolved
 // is judged as written.
 func (pr *Protected) Names(p string) (Hit, bool) {
+	if re, ok := procPattern(filepath.Clean(p)); ok {
+		// Where it leads depends on the process that opens it, not on this one.
+		if h, ok := pr.namesPattern(re); ok {
+			return h, true
+		}
+	}
 	forms := pathForms(p)
 	var fi fs.FileInfo
 	if len(pr.files) > 0 {
@@ -155,6 +161,53 @@ func (pr *Protected) Names(p string) (Hit, bool) {
 		}
 		if fi != nil && f.info != nil && os.SameFile(fi, f.info) {
 			return Hit{f.path, f.what}, true
+		}
+	}
+	return Hit{}, false
+}
+
+// procPattern returns, for a clean absolute path through another process's links
+// into the filesystem (/proc/<pid>/cwd, /proc/<pid>/root, /proc/<pid>/fd/<n>, the
+// same below /proc/<pid>/task/<tid>, /dev/fd/<n>, /dev/stdin and friends), the pattern
+// of what it can name: what such a path names depends on the process that opens it,
+// which is the tool's, not Warden's. "/proc/self/cwd/.claude/x" can be any ".claude/x",
+// "/proc/1/root/etc/x" any "etc/x" (fail closed). ok is false for any other path
+// (/proc/cpuinfo included).
+func procPattern(p string) (*regexp.Regexp, bool) {
+	parts := strings.Split(strings.TrimPrefix(p, "/"), "/")
+	rest := -1 // index of the first component after the link
+	switch {
+	case len(parts) >= 2 && parts[0] == "dev" && (parts[1] == "stdin" || parts[1] == "stdout" || parts[1] == "stderr"):
+		rest = 2
+	case len(parts) >= 3 && parts[0] == "dev" && parts[1] == "fd":
+		rest = 3
+	case len(parts) >= 3 && parts[0] == "proc":
+		for i := 2; i < len(parts) && rest < 0; i++ {
+			switch parts[i] {
+			case "cwd", "root", "exe":
+				rest = i + 1
+			case "fd", "map_files":
+				rest = i + 2
+			}
+		}
+	}
+	if rest < 0 {
+		return nil, false
+	}
+	tail := ""
+	if rest < len(parts) {
+		tail = strings.Join(parts[rest:], "/")
+	}
+	return candidateRegexp(string(anyRune) + "/" + tail), true
+}
+
+// namesPattern is [Protected.Names] for a pattern: a protected file re matches.
+func (pr *Protected) namesPattern(re *regexp.Regexp) (Hit, bool) {
+	for _, f := range pr.files {
+		for _, prot := range f.forms {
+			if re.MatchString(prot) {
+				return Hit{f.path, f.what}, true
+			}
 		}
 	}
 	return Hit{}, false
@@ -346,7 +399,12 @@ func (pr *Protected) candidateReaches(cand, cwd, home string, moved bool) (Hit, 
 			abs = cwd + "/" + cand
 		}
 	}
-	if !strings.ContainsAny(abs, string(anyRune)+string(globRune)) {
+	if re, ok := procPattern(filepath.Clean(abs)); ok && !strings.ContainsAny(abs, string(anyRune)+string(globRune)) {
+		// Through another process's links: matched as whatever it can name.
+		if h, ok := pr.reachesPattern(re, cwd); ok {
+			return h, true
+		}
+	} else if !strings.ContainsAny(abs, string(anyRune)+string(globRune)) {
 		if h, ok := pr.reaches(filepath.Clean(abs), cwd); ok {
 			return h, true
 		}
