@@ -142,6 +142,12 @@ type Hit struct {
 // p exists, the same file under another name (a hard link). A p that cannot be resolved
 // is judged as written.
 func (pr *Protected) Names(p string) (Hit, bool) {
+	if re, ok := procPattern(filepath.Clean(p)); ok {
+		// Where it leads depends on the process that opens it, not on this one.
+		if h, ok := pr.namesPattern(re); ok {
+			return h, true
+		}
+	}
 	forms := pathForms(p)
 	var fi fs.FileInfo
 	if len(pr.files) > 0 {
@@ -155,6 +161,53 @@ func (pr *Protected) Names(p string) (Hit, bool) {
 		}
 		if fi != nil && f.info != nil && os.SameFile(fi, f.info) {
 			return Hit{f.path, f.what}, true
+		}
+	}
+	return Hit{}, false
+}
+
+// procPattern returns, for a clean absolute path through another process's links
+// into the filesystem (/proc/<pid>/cwd, /proc/<pid>/root, /proc/<pid>/fd/<n>, the
+// same below /proc/<pid>/task/<tid>, /dev/fd/<n>, /dev/stdin and friends), the pattern
+// of what it can name: what such a path names depends on the process that opens it,
+// which is the tool's, not Warden's. "/proc/self/cwd/.claude/x" can be any ".claude/x",
+// "/proc/1/root/etc/x" any "etc/x" (fail closed). ok is false for any other path
+// (/proc/cpuinfo included).
+func procPattern(p string) (*regexp.Regexp, bool) {
+	parts := strings.Split(strings.TrimPrefix(p, "/"), "/")
+	rest := -1 // index of the first component after the link
+	switch {
+	case len(parts) >= 2 && parts[0] == "dev" && (parts[1] == "stdin" || parts[1] == "stdout" || parts[1] == "stderr"):
+		rest = 2
+	case len(parts) >= 3 && parts[0] == "dev" && parts[1] == "fd":
+		rest = 3
+	case len(parts) >= 3 && parts[0] == "proc":
+		for i := 2; i < len(parts) && rest < 0; i++ {
+			switch parts[i] {
+			case "cwd", "root", "exe":
+				rest = i + 1
+			case "fd", "map_files":
+				rest = i + 2
+			}
+		}
+	}
+	if rest < 0 {
+		return nil, false
+	}
+	tail := ""
+	if rest < len(parts) {
+		tail = strings.Join(parts[rest:], "/")
+	}
+	return candidateRegexp(string(anyRune) + "/" + tail), true
+}
+
+// namesPattern is [Protected.Names] for a pattern: a protected file re matches.
+func (pr *Protected) namesPattern(re *regexp.Regexp) (Hit, bool) {
+	for _, f := range pr.files {
+		for _, prot := range f.forms {
+			if re.MatchString(prot) {
+				return Hit{f.path, f.what}, true
+			}
 		}
 	}
 	return Hit{}, false
@@ -252,13 +305,19 @@ func (pr *Protected) CommandReaches(command, cwd, home string) (Hit, bool) {
 	words := commandWords(command)
 	moved := false
 	for _, w := range words {
-		if w.cd {
+		if w.cd || pr.changesDir(w, cwd) {
 			moved = true
 		}
 	}
 	for _, w := range words {
-		for _, cand := range w.candidates() {
+		cands := w.candidates()
+		for _, cand := range cands {
 			if h, ok := pr.candidateReaches(cand, cwd, home, moved); ok {
+				return h, true
+			}
+		}
+		for _, tail := range optionTails(cands) {
+			if h, ok := pr.candidateReaches(tail, cwd, home, moved && strings.ContainsAny(tail, "/.~")); ok {
 				return h, true
 			}
 		}
@@ -274,6 +333,52 @@ const anyRune = '\x00'
 // globRune stands, in a candidate, for an unquoted glob character's match: anything but
 // '/'.
 const globRune = '\x01'
+
+// changesDir reports whether a word may mean that what follows runs in another
+// directory than cwd: a piece that is cd, pushd or popd (builtin cd, command cd, sh -c
+// 'cd ..; ...'), or a word naming cwd's parent or another ancestor of it, which a program
+// can be told to work in (env -C .., git -C .., make -C .., tar -C ~). The ancestors
+// themselves are not matches (see [Protected.CommandReaches]), so the words relative to
+// them must be matched against the end of every protected path.
+func (pr *Protected) changesDir(w shellWord, cwd string) bool {
+	cands := w.candidates()
+	for _, cand := range append(cands, optionTails(cands)...) {
+		if cand == "cd" || cand == "pushd" || cand == "popd" {
+			return true
+		}
+		if strings.ContainsAny(cand, string(anyRune)+string(globRune)) || !filepath.IsAbs(cwd) {
+			continue
+		}
+		if i := strings.IndexByte(cand, '='); i >= 0 && strings.HasPrefix(cand, "-") {
+			cand = cand[i+1:] // --chdir=.., --directory=..
+		} else if strings.HasPrefix(cand, "-C") && len(cand) > 2 {
+			cand = cand[2:] // make -C.., tar -C..
+		}
+		if cand == "~" || strings.HasPrefix(cand, "~/") {
+			home, err := os.UserHomeDir()
+			if err != nil {
+				return true // fail closed: where ~ is is unknown
+			}
+			cand = home + cand[1:]
+		}
+		abs := cand
+		if !filepath.IsAbs(cand) {
+			abs = filepath.Join(cwd, cand)
+		}
+		c := fold(filepath.Clean(cwd))
+		for _, form := range pathForms(filepath.Clean(abs)) {
+			if form != c && holdsCwd(form, cwd) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// hasDotDot reports whether the relative candidate climbs with a ".." component.
+func hasDotDot(cand string) bool {
+	return slices.Contains(strings.Split(cand, "/"), "..")
+}
 
 func (pr *Protected) candidateReaches(cand, cwd, home string, moved bool) (Hit, bool) {
 	if cand == "" {
@@ -294,15 +399,22 @@ func (pr *Protected) candidateReaches(cand, cwd, home string, moved bool) (Hit, 
 			abs = cwd + "/" + cand
 		}
 	}
-	if !strings.ContainsAny(abs, string(anyRune)+string(globRune)) {
+	if re, ok := procPattern(filepath.Clean(abs)); ok && !strings.ContainsAny(abs, string(anyRune)+string(globRune)) {
+		// Through another process's links: matched as whatever it can name.
+		if h, ok := pr.reachesPattern(re, cwd); ok {
+			return h, true
+		}
+	} else if !strings.ContainsAny(abs, string(anyRune)+string(globRune)) {
 		if h, ok := pr.reaches(filepath.Clean(abs), cwd); ok {
 			return h, true
 		}
 	} else if h, ok := pr.reachesPattern(candidateRegexp(abs), cwd); ok {
 		return h, true
 	}
-	if moved && !strings.HasPrefix(cand, "/") {
-		// Relative to a directory a cd chose: match the end of every protected path.
+	if (moved || hasDotDot(cand)) && !strings.HasPrefix(cand, "/") {
+		// Relative to a directory a cd chose, or climbing out of one a program was told
+		// to work in (env -C /tmp/a cp x ../../home/u/p.yaml): match the end of every
+		// protected path.
 		rel := strings.TrimLeft(filepath.Clean(cand), "./")
 		for strings.HasPrefix(rel, "../") {
 			rel = strings.TrimPrefix(rel, "../")
@@ -352,12 +464,32 @@ type shellWord struct {
 // can name a path with.
 const wordSeparators = " \t\n;|&<>()'\"`=,:{}"
 
-// candidates are the word itself and its pieces between separators.
+// candidates are the word itself and its pieces between separators (see
+// optionTails for the tails of short option clusters).
 func (w shellWord) candidates() []string {
 	out := []string{w.text}
 	for _, piece := range strings.FieldsFunc(w.text, func(r rune) bool { return strings.ContainsRune(wordSeparators, r) }) {
 		if piece != w.text {
 			out = append(out, piece)
+		}
+	}
+	return out
+}
+
+// optionTails are, for each candidate that is a cluster of short options
+// ("-o.claude/x", "-Dt.claude"), every tail of it after an option letter: a short
+// option takes its argument attached, so any tail can be a path (sort
+// -o.claude/settings.json, cp -t.claude). A tail is one more candidate, except that it
+// is matched against the end of the protected paths (after a cd, see
+// [Protected.CommandReaches]) only when it holds a '/', '.' or '~': "f" in "rm -rf .."
+// is an option letter far more often than a file.
+func optionTails(cands []string) []string {
+	var out []string
+	for _, c := range cands {
+		if len(c) > 2 && c[0] == '-' && c[1] != '-' {
+			for k := 2; k < len(c); k++ {
+				out = append(out, c[k:])
+			}
 		}
 	}
 	return out

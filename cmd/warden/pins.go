@@ -127,7 +127,7 @@ func runPinsList(ctx context.Context, w io.Writer, o pinsOptions) error {
 		if p.PendingHash != "" {
 			state, hash = "QUARANTINED", shortHash(p.PendingHash)+" (pending)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Name, state, p.ApprovedBy, hash)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", shown(p.Name), state, dash(p.ApprovedBy), shown(hash))
 	}
 	return tw.Flush()
 }
@@ -154,12 +154,19 @@ func runPinsDiff(ctx context.Context, w io.Writer, o pinsOptions, name string) e
 		return cmdError(exitInternal, "reading the pin: %w", err)
 	}
 	if p.PendingHash == "" {
-		_, err := fmt.Fprintf(w, "%s is not quarantined: its definition matches the approved one (%s).\n", name, p.Hash)
+		_, err := fmt.Fprintf(w, "%s is not quarantined: its definition matches the approved one (%s).\n", shown(name), shown(p.Hash))
 		return err
 	}
-	fmt.Fprintf(w, "%s changed its definition.\napproved: %s (by %s)\npending:  %s\n\n", name, p.Hash, p.ApprovedBy, p.PendingHash)
-	fmt.Fprint(w, mcp.PinDiff(p))
-	_, err = fmt.Fprintf(w, "\nTo accept it: warden pins approve %s --hash %s\n", name, p.PendingHash)
+	// Every value is escaped (display): the definitions come from the upstream, and
+	// a bidi or invisible character in a description must not reorder or hide what
+	// the operator approves.
+	fmt.Fprintf(w, "%s changed its definition.\napproved: %s (by %s)\npending:  %s\n\n", shown(name), shown(p.Hash), dash(p.ApprovedBy), shown(p.PendingHash))
+	for _, l := range strings.SplitAfter(mcp.PinDiff(p), "\n") {
+		if l != "" {
+			fmt.Fprintln(w, shown(strings.TrimSuffix(l, "\n")))
+		}
+	}
+	_, err = fmt.Fprintf(w, "\nTo accept it: warden pins approve %s --hash %s\n", shown(name), shown(p.PendingHash))
 	return err
 }
 
@@ -189,7 +196,7 @@ func runPinsApprove(ctx context.Context, w io.Writer, o pinsOptions, name string
 	if err != nil {
 		return cmdError(exitUsage, "%v", err)
 	}
-	if _, err := fmt.Fprintf(w, "Approved the new definition of %s (%s) by %s. Running gateways serve it again within a few seconds.\n", p.Name, p.Hash, by); err != nil {
+	if _, err := fmt.Fprintf(w, "Approved the new definition of %s (%s) by %s. Running gateways serve it again within a few seconds.\n", shown(p.Name), shown(p.Hash), shown(by)); err != nil {
 		return err
 	}
 	return nil

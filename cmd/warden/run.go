@@ -317,6 +317,16 @@ func newRuntime(cfg *runConfig, saved *runCheckpoint, w io.Writer) (*runtime, er
 		}
 		return nil, configError(located(cfg.path, cfg.workspaceNode, "workspace: "+err.Error(), "create the directory, or leave workspace out to use a new temporary one"))
 	}
+	// A directory search opens every file below it: each is judged as a search of that
+	// file (fail closed: anything but an allow skips it).
+	role := cfg.role
+	rt.ws.maySearch = func(pattern, rel string) bool {
+		args, err := warden.NewArgs("pattern", pattern, "path", rel)
+		if err != nil {
+			return false
+		}
+		return evaluateCall(context.Background(), pol, callSpec{tool: "search", args: args, role: role}).decision.Effect == warden.Allow
+	}
 	var reg warden.Registry
 	for _, t := range rt.ws.tools() {
 		if err := reg.Register(t); err != nil {
@@ -1036,6 +1046,9 @@ func (p providerConfig) build() (agent.Provider, error) {
 //   - The files Warden itself reads (the policy, agent.yaml, the directives pack, the
 //     checkpoint files and the store's files) are never written by the editor, whatever
 //     the policy says.
+//   - A search of a directory reads every file below it, so each file is judged as a
+//     search of that file alone ({pattern, path: the file}); a file the policy does not
+//     allow is not opened, and the answer says how many were skipped.
 type workspace struct {
 	dir  string // absolute, symlinks resolved
 	root *os.Root
@@ -1043,6 +1056,10 @@ type workspace struct {
 	// checkpoint directory whose warden-checkpoint-*.json files are protected.
 	protected     hook.Protected
 	checkpointDir string
+	// maySearch reports whether the policy allows searching the one file rel
+	// (canonical) for pattern: a search of a directory reads every file below it, and
+	// each is judged as a search of that file alone. Nil allows every file.
+	maySearch func(pattern, rel string) bool
 }
 
 func openWorkspace(dir string) (*workspace, error) {
@@ -1540,6 +1557,7 @@ func (w *workspace) search(pattern, p string) (string, error) {
 	}
 	var out []string
 	more := false
+	skipped := 0
 	// scan adds the matching lines of one open file.
 	scan := func(f *os.File, name string) {
 		text, err := readAll(f, name)
@@ -1577,6 +1595,10 @@ func (w *workspace) search(pattern, p string) (string, error) {
 					sub.Close()
 				}
 			case e.Type().IsRegular():
+				if w.maySearch != nil && !w.maySearch(pattern, name) {
+					skipped++ // the policy would refuse searching this file by name
+					continue
+				}
 				if f, err := openIn(d, e.Name(), name, os.O_RDONLY, 0); err == nil {
 					scan(f, name)
 				}
@@ -1597,11 +1619,14 @@ func (w *workspace) search(pattern, p string) (string, error) {
 		walk(d, rel, 0)
 		d.Close()
 	}
-	if len(out) == 0 {
-		return "no matches", nil
-	}
 	if more {
 		out = append(out, fmt.Sprintf("(stopped after %d matches; narrow the search)", maxSearchMatches))
+	}
+	if skipped > 0 {
+		out = append(out, fmt.Sprintf("(%d %s not searched: the policy does not allow searching %s)", skipped, pluralWord(skipped, "file", "files"), pluralWord(skipped, "it", "them")))
+	}
+	if len(out) == 0 {
+		return "no matches", nil
 	}
 	return strings.Join(out, "\n"), nil
 }
@@ -1681,4 +1706,12 @@ func (w *workspace) ls(p string) (string, error) {
 		b.WriteByte('\n')
 	}
 	return b.String(), nil
+}
+
+// pluralWord is one when n is 1, many otherwise.
+func pluralWord(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
