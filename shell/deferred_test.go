@@ -18,7 +18,7 @@ func TestDeferredScriptsAreRefused(t *testing.T) {
 		"mapfile -C 'rm -rf /' -c 1 arr":       "mapfile -C callback",
 		"readarray -tC 'touch /tmp/x' arr":     "readarray -C callback",
 		"enable -f /tmp/evil.so evil":          "enable -f",
-		"env X=1 bash -c \"trap 'rm x' EXIT\"": "trap action",
+		"env LANG=C bash -c \"trap 'rm x' EXIT\"": "trap action",
 	}
 	for cmd, want := range refused {
 		a := shell.Analyze(cmd)

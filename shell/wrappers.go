@@ -15,7 +15,11 @@ func (an *analyzer) emit(argv []string, depth int, wrapped bool) string {
 	}
 	base := baseName(name)
 	an.cmds = append(an.cmds, joinCommand(base, argv[1:]))
-	return an.unwrap(strings.ToLower(base), argv[1:], depth)
+	lower := strings.ToLower(base)
+	if problem := builtinProblem(lower, argv[1:]); problem != "" {
+		return problem
+	}
+	return an.unwrap(lower, argv[1:], depth)
 }
 
 // nameProblem refuses command names that cannot be judged by their text.
@@ -127,7 +131,7 @@ func (an *analyzer) unwrap(name string, args []string, depth int) string {
 	case "timeout":
 		return an.timeout(args, depth)
 	case "xargs":
-		return an.xargs(args, depth)
+		return an.xargs()
 	case "find":
 		return an.find(args, depth)
 	case "busybox":
@@ -140,7 +144,41 @@ func (an *analyzer) unwrap(name string, args []string, depth int) string {
 			return ""
 		}
 		return an.wrap(args, depth)
-	case "sh", "bash", "zsh", "dash", "ksh", "ash", "mksh", "rbash":
+	case "stdbuf":
+		return an.stdbuf(args, depth)
+	case "ionice":
+		return an.ionice(args, depth)
+	case "chrt":
+		return an.chrt(args, depth)
+	case "taskset":
+		return an.taskset(args, depth)
+	case "flock":
+		return an.flock(args, depth)
+	case "unshare":
+		return an.namespaced(name, &unshareSpec, args, depth)
+	case "nsenter":
+		return an.namespaced(name, &nsenterSpec, args, depth)
+	case "watch":
+		return an.watch(args, depth)
+	case "strace":
+		return an.tracer(name, &straceSpec, args, depth)
+	case "ltrace":
+		return an.tracer(name, &ltraceSpec, args, depth)
+	case "su", "runuser":
+		return an.su(name, args, depth)
+	case "setpriv":
+		return an.setpriv(args, depth)
+	case "chroot":
+		return an.chroot(args, depth)
+	case "script":
+		return an.scriptCmd(args, depth)
+	case "systemd-run":
+		return an.systemdRun(args, depth)
+	case "ssh":
+		return an.ssh(args, depth)
+	case "git":
+		return an.git(args)
+	case "sh", "bash", "zsh", "dash", "ksh", "ash", "mksh", "rbash", "hush":
 		if script, ok := shellScript(args); ok {
 			return an.nested("in sh -c script: ", script, depth)
 		}
@@ -152,14 +190,6 @@ func (an *analyzer) unwrap(name string, args []string, depth int) string {
 		for _, a := range args {
 			if a != "-l" && a != "-p" && a != "--" {
 				return "trap action (a script bash runs later)"
-			}
-		}
-		return ""
-	case "mapfile", "readarray":
-		// -C CALLBACK runs a script for every line read.
-		for _, a := range args {
-			if strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "C") {
-				return name + " -C callback (a script bash runs per line)"
 			}
 		}
 		return ""
@@ -238,17 +268,6 @@ var (
 		{"type", argRequired}, {"other-user", argRequired}, {"user", argRequired},
 		{"validate", argNone}, {"version", argNone},
 	}}
-	// xargsSpec is GNU xargs plus the BSD -J, -R and -S.
-	xargsSpec = optSpec{short: "+0a:d:E:e::I:i::J:L:l::n:oP:pR:rS:s:tx", long: []longOpt{
-		{"null", argNone}, {"arg-file", argRequired}, {"delimiter", argRequired},
-		{"eof", argOptional}, {"exit", argNone}, {"replace", argOptional},
-		{"interactive", argNone}, {"max-lines", argOptional},
-		{"max-args", argRequired}, {"open-tty", argNone},
-		{"max-procs", argRequired}, {"no-run-if-empty", argNone},
-		{"max-chars", argRequired}, {"process-slot-var", argRequired},
-		{"show-limits", argNone}, {"verbose", argNone},
-		{"help", argNone}, {"version", argNone},
-	}}
 )
 
 // sudo skips sudo's options and the NAME=VALUE words it accepts among
@@ -272,6 +291,9 @@ func (an *analyzer) sudo(args []string, depth int) string {
 		if dashdash || i >= len(args) || !sudoEnvVar(args[i]) {
 			break
 		}
+		if problem := envSettingProblem("sudo", args[i]); problem != "" {
+			return problem
+		}
 		i++
 	}
 	rest := args[i:]
@@ -293,8 +315,11 @@ func sudoEnvVar(s string) bool {
 // a string into words by its own rules, which are not analyzed.
 func (an *analyzer) env(args []string, depth int) string {
 	i, _, problem := envSpec.scan(args, func(o opt) string {
-		if o.name == "S" || o.name == "split-string" {
+		switch o.name {
+		case "S", "split-string":
 			return "env -S cannot be analyzed"
+		case "P":
+			return "env -P (searches its own path for the command)"
 		}
 		return ""
 	})
@@ -305,6 +330,9 @@ func (an *analyzer) env(args []string, depth int) string {
 		i++
 	}
 	for i < len(args) && strings.IndexByte(args[i], '=') >= 0 {
+		if problem := envSettingProblem("env", args[i]); problem != "" {
+			return problem
+		}
 		i++
 	}
 	return an.wrap(args[i:], depth)
@@ -319,32 +347,11 @@ func (an *analyzer) timeout(args []string, depth int) string {
 	return an.wrap(args[i+1:], depth)
 }
 
-// xargs skips xargs's options; the rest is the command, echo by default.
-// A command name holding the replace string comes from the input and
-// cannot be judged.
-func (an *analyzer) xargs(args []string, depth int) string {
-	var replace []string
-	i, _, _ := xargsSpec.scan(args, func(o opt) string {
-		switch o.name {
-		case "I", "J", "replace", "i":
-			if o.hasVal {
-				replace = append(replace, o.value)
-			} else {
-				replace = append(replace, "{}")
-			}
-		}
-		return ""
-	})
-	rest := args[i:]
-	if len(rest) == 0 {
-		rest = []string{"echo"}
-	}
-	for _, r := range replace {
-		if r != "" && strings.Contains(rest[0], r) {
-			return "xargs command name comes from its input"
-		}
-	}
-	return an.wrap(rest, depth)
+// xargs is refused: it appends words read from standard input (which a
+// command run by bash -c inherits) or from -a FILE to its command, so no
+// policy can see what that command will be.
+func (an *analyzer) xargs() string {
+	return "xargs (its command gets words from its input, which the policy never sees)"
 }
 
 // find judges each -exec, -execdir, -ok and -okdir command, made of the
