@@ -111,23 +111,27 @@ func (an *analyzer) unwrap(name string, args []string, depth int) string {
 	case "sudo":
 		return an.sudo(args, depth)
 	case "doas":
-		return an.simpleWrapper(&doasSpec, args, depth)
+		return an.simpleWrapper(name, &doasSpec, args, depth)
 	case "env":
 		return an.env(args, depth)
 	case "command":
-		return an.simpleWrapper(&commandSpec, args, depth)
+		return an.simpleWrapper(name, &commandSpec, args, depth)
 	case "builtin":
-		return an.simpleWrapper(&builtinSpec, args, depth)
+		return an.simpleWrapper(name, &builtinSpec, args, depth)
 	case "exec":
-		return an.simpleWrapper(&execSpec, args, depth)
+		return an.simpleWrapper(name, &execSpec, args, depth)
 	case "nice":
-		return an.simpleWrapper(&niceSpec, args, depth)
+		// nice -N is GNU nice's old spelling of -n N.
+		if len(args) > 0 && len(args[0]) > 1 && args[0][0] == '-' && isNumber(strings.TrimPrefix(args[0][1:], "-")) {
+			args = args[1:]
+		}
+		return an.simpleWrapper(name, &niceSpec, args, depth)
 	case "nohup":
-		return an.simpleWrapper(&nohupSpec, args, depth)
+		return an.simpleWrapper(name, &nohupSpec, args, depth)
 	case "setsid":
-		return an.simpleWrapper(&setsidSpec, args, depth)
+		return an.simpleWrapper(name, &setsidSpec, args, depth)
 	case "time":
-		return an.simpleWrapper(&timeSpec, args, depth)
+		return an.simpleWrapper(name, &timeSpec, args, depth)
 	case "timeout":
 		return an.timeout(args, depth)
 	case "xargs":
@@ -214,37 +218,40 @@ func (an *analyzer) unwrap(name string, args []string, depth int) string {
 }
 
 // simpleWrapper handles wrappers whose command follows their options.
-func (an *analyzer) simpleWrapper(spec *optSpec, args []string, depth int) string {
-	next, _, _ := spec.scan(args, nil)
+func (an *analyzer) simpleWrapper(name string, spec *optSpec, args []string, depth int) string {
+	next, _, problem := spec.scan(args, nil)
+	if problem != "" {
+		return name + ": " + problem
+	}
 	return an.wrap(args[next:], depth)
 }
 
 var (
-	doasSpec    = optSpec{short: "+C:Lnsu:"}
-	commandSpec = optSpec{short: "pvV"}
-	builtinSpec = optSpec{}
-	execSpec    = optSpec{short: "cla:"}
-	niceSpec    = optSpec{short: "+n:", long: []longOpt{
+	doasSpec    = optSpec{strict: true, short: "+C:Lnsu:"}
+	commandSpec = optSpec{strict: true, short: "pvV"}
+	builtinSpec = optSpec{strict: true}
+	execSpec    = optSpec{strict: true, short: "cla:"}
+	niceSpec    = optSpec{strict: true, short: "+n:", long: []longOpt{
 		{"adjustment", argRequired}, {"help", argNone}, {"version", argNone},
 	}}
-	nohupSpec  = optSpec{long: []longOpt{{"help", argNone}, {"version", argNone}}}
-	setsidSpec = optSpec{short: "+cfwhV", long: []longOpt{
+	nohupSpec  = optSpec{strict: true, long: []longOpt{{"help", argNone}, {"version", argNone}}}
+	setsidSpec = optSpec{strict: true, short: "+cfwhV", long: []longOpt{
 		{"ctty", argNone}, {"fork", argNone}, {"wait", argNone},
 		{"help", argNone}, {"version", argNone},
 	}}
 	// timeSpec covers both the bash keyword (time -p) and GNU time.
-	timeSpec = optSpec{short: "+ao:f:pqvV", long: []longOpt{
+	timeSpec = optSpec{strict: true, short: "+ao:f:pqvV", long: []longOpt{
 		{"append", argNone}, {"format", argRequired}, {"output", argRequired},
 		{"portability", argNone}, {"quiet", argNone}, {"verbose", argNone},
 		{"help", argNone}, {"version", argNone},
 	}}
-	timeoutSpec = optSpec{short: "+k:s:v", long: []longOpt{
+	timeoutSpec = optSpec{strict: true, short: "+k:s:v", long: []longOpt{
 		{"kill-after", argRequired}, {"signal", argRequired},
 		{"preserve-status", argNone}, {"foreground", argNone},
 		{"verbose", argNone}, {"help", argNone}, {"version", argNone},
 	}}
 	// envSpec is GNU env plus the BSD -L and -P.
-	envSpec = optSpec{short: "+0a:C:iL:P:S:u:v", long: []longOpt{
+	envSpec = optSpec{strict: true, short: "+0a:C:iL:P:S:u:v", long: []longOpt{
 		{"ignore-environment", argNone}, {"null", argNone},
 		{"unset", argRequired}, {"chdir", argRequired},
 		{"split-string", argRequired}, {"argv0", argRequired},
@@ -255,7 +262,7 @@ var (
 	// sudoSpec is sudo 1.9's option table. -h takes the next word as a
 	// host name unless it looks like an option; taking it always only
 	// means judging one word less of a command sudo would not run.
-	sudoSpec = optSpec{short: "+Aa:BbC:c:D:Eeg:Hh:iKklNnPp:R:r:SsT:t:U:u:Vv", long: []longOpt{
+	sudoSpec = optSpec{strict: true, short: "+Aa:BbC:c:D:Eeg:Hh:iKklNnPp:R:r:SsT:t:U:u:Vv", long: []longOpt{
 		{"askpass", argNone}, {"auth-type", argRequired}, {"background", argNone},
 		{"bell", argNone}, {"close-from", argRequired}, {"login-class", argRequired},
 		{"chdir", argRequired}, {"preserve-env", argOptional}, {"edit", argNone},
@@ -286,7 +293,10 @@ func (an *analyzer) sudo(args []string, depth int) string {
 	}
 	i := 0
 	for {
-		next, dashdash, _ := sudoSpec.scan(args[i:], visit)
+		next, dashdash, problem := sudoSpec.scan(args[i:], visit)
+		if problem != "" {
+			return "sudo: " + problem
+		}
 		i += next
 		if dashdash || i >= len(args) || !sudoEnvVar(args[i]) {
 			break
@@ -340,7 +350,10 @@ func (an *analyzer) env(args []string, depth int) string {
 
 // timeout skips timeout's options and its DURATION.
 func (an *analyzer) timeout(args []string, depth int) string {
-	i, _, _ := timeoutSpec.scan(args, nil)
+	i, _, problem := timeoutSpec.scan(args, nil)
+	if problem != "" {
+		return "timeout: " + problem
+	}
 	if i >= len(args) {
 		return ""
 	}
