@@ -22,9 +22,7 @@
 // # What is refused
 //
 //   - More than one statement, or any control operator: ';', '&&', '||',
-//     '&', a trailing ';' or '&', and unquoted newlines (a backslash-newline
-//     line continuation is allowed, since bash deletes it before reading
-//     words).
+//     '&', a trailing ';' or '&', and unquoted newlines.
 //   - Pipes '|' and '|&', negation '!', coprocesses.
 //   - Any redirection, here-document or here-string: they write or read
 //     files the policy never sees.
@@ -35,11 +33,11 @@
 //     what the command does (PATH, LD_PRELOAD, ...).
 //   - Every expansion that computes text at run time: parameters ($VAR,
 //     ${...}), command substitution ($(...) and backticks), arithmetic
-//     ($((...))), process substitution (<(...), >(...)), extended globs,
-//     and the $'...' and $"..." quotes.
+//     ($((...)) and $[...]), process substitution (<(...), >(...)),
+//     extended globs, and the $'...' and $"..." quotes.
 //   - Brace expansion ({rm,-rf,/} becomes three words), and pathname
 //     expansion characters (*, ?, [...]) in a command name, where
-//     /???/r? could expand to /bin/rm. Globs in arguments are allowed.
+//     /???/r? could expand to /bin/rm. Globs in arguments: see below.
 //   - Comments, which could mislead a reviewer reading the raw text.
 //   - Bytes that the parser and bash read differently: NUL, carriage
 //     return (which can also hide text on a terminal), a lone backslash at
@@ -54,15 +52,88 @@
 // as with bash -c: aliases and history expansion ("!!") are not expanded
 // there, and are not considered here.
 //
-// # Normalization
+// # Line continuations
 //
-// Each word is replaced by its value: quotes are removed and backslash
-// escapes resolved as bash would, so r\m, "rm" and 'r'm all become rm.
-// Words are joined by single spaces; blanks inside a quoted argument fold
-// to one space and an argument left empty is dropped, so no form has two
-// spaces in a row. The command name loses its directory (/bin/rm becomes
-// rm); arguments keep theirs. Case is preserved and the tilde is left as
-// written.
+// bash deletes every backslash-newline pair (whose backslash is not itself
+// escaped) before it splits words, everywhere but inside single quotes, so
+// "$\<newline>(touch x)" is a command substitution to bash while a parser
+// reading the text as written sees a literal '$' followed by "(touch x)".
+// The same join hides ${...}, $[...], $'...' and $"...". So whenever a
+// command holds a line continuation, it is judged in the form bash reads:
+// the continuations are deleted, the result is parsed again, and every rule
+// of this package applies to it; a refusal there is reported as "after
+// joining line continuations: ...". The single-quoted spans that keep their
+// backslash-newline come from the first parse; bash could only disagree
+// about one of them after an earlier join had changed the text, and that
+// join is in the result, where it is refused. Scripts that a wrapper hands
+// to a shell (sh -c, eval, watch, su -c, ssh, ...) are values, and are
+// judged the same way when they are parsed in their turn.
+//
+// # Builtins that evaluate their arguments
+//
+// bash evaluates the array subscript of a variable name given to several
+// builtins as arithmetic, and arithmetic runs command substitutions:
+// printf -v 'a[$(cmd)]' runs cmd. Verified against bash 5.2, and decided
+// per builtin (wherever the command appears, also under a wrapper):
+//
+//   - declare, typeset, local, export, readonly, let: refused. At the start
+//     of a command the parser already reports them as clauses; through
+//     builtin or command they are refused by name.
+//   - fc: refused; it runs commands from the history or an editor.
+//   - printf -v NAME, read [-a NAME] NAME..., mapfile/readarray ARRAY,
+//     getopts OPTSTRING NAME, wait -p NAME, unset NAME...: every name must
+//     be a plain identifier ([A-Za-z_][A-Za-z0-9_]*), and an option the
+//     builtin does not have is refused. mapfile and readarray -C CALLBACK
+//     are refused.
+//   - test and [: -v NAME and -R NAME need a plain identifier. Their
+//     numeric operators (-eq, ...) do not evaluate arithmetic in bash 5.2.
+//   - compgen and complete: -W (a word list bash expands), -C (a command)
+//     and -F (a function) are refused.
+//   - trap with an action, and enable -f (loads a shared object): refused.
+//   - The rest are judged by the policy like any program: source and .
+//     (they run a script file, like bash FILE), hash -p, alias, shopt, set,
+//     cd, ulimit, bind, history (none of them evaluates a literal argument
+//     as code, and a simple command has no later command for a changed
+//     setting to act on).
+//
+// # Globs in arguments
+//
+// An unquoted glob (*, ?, or [ closed by ], after quotes and escapes are
+// resolved) in an argument is replaced by bash with the names of matching
+// files, and files can be named anything: with files "1" and "rm" here,
+// "timeout * ls -rf DIR" runs rm; a file named -exec turns
+// "find . -exe[c] rm {} +" into an exec; -delet[e] dodges a deny on
+// "find *-delete*". So a glob in any argument is refused when the command
+// is one whose arguments choose what runs or what it does:
+//
+//   - every wrapper judged through (see below), sh and the other shells,
+//     eval, source and ., trap;
+//   - the builtins above that take names or callbacks: printf, read,
+//     mapfile, readarray, wait, unset, getopts, test, [, compgen, complete,
+//     enable (a file can be named a[$(cmd)]);
+//   - git, tar, rsync, scp, sftp, sed, awk (gawk, mawk, nawk), perl,
+//     python, ruby, node, php, lua, sort (--compress-program), rg (--pre),
+//     less, more, man, vi, vim, nvim, emacs, make, zip, 7z, wget, curl,
+//     parallel, docker, podman, kubectl, npm, npx, go, cargo, gdb, tmux,
+//     screen, ssh-agent, fakeroot, crontab, at, systemctl, dpkg, apt,
+//     apt-get, pip; a version suffix is ignored (python3.12, perl5).
+//
+// Names are compared lower-cased, by base name. Other programs keep their
+// globs: ls *.go and cat * are accepted. A glob can still make such a
+// program's arguments differ from the text judged (a file named -rf turns
+// rm * into rm -rf ...), so a policy should not count on a deny rule about
+// an argument of a program it allows with a trailing *.
+//
+// # Environment settings
+//
+// env NAME=VALUE, sudo NAME=VALUE, strace -E and systemd-run -E are
+// accepted only for names that cannot change which program runs or make it
+// load other code: LANG, LANGUAGE, LC_*, TZ, TERM, NO_COLOR, CLICOLOR,
+// CLICOLOR_FORCE, FORCE_COLOR, COLUMNS, LINES, DEBIAN_FRONTEND and CI.
+// Everything else is refused (PATH, LD_PRELOAD and every LD_*, BASH_ENV,
+// ENV, SHELLOPTS, BASHOPTS, PS4, IFS, BASH_FUNC_*, GIT_*, PAGER, EDITOR,
+// PYTHONSTARTUP, NODE_OPTIONS, ...): the names programs read to find code
+// are an open list, so only a closed one is allowed.
 //
 // # Wrappers
 //
@@ -73,30 +144,78 @@
 //	sudo env timeout 5 rm x
 //
 // yields "sudo env timeout 5 rm x", "env timeout 5 rm x",
-// "timeout 5 rm x" and "rm x". The wrappers known, by the base name of the
-// command and ignoring case, are:
+// "timeout 5 rm x" and "rm x". The policy takes the most restrictive answer
+// over all of them, so the inner command decides and deny beats ask. The
+// wrappers known, by the base name of the command and ignoring case, are:
 //
 //   - sudo (its options, including the ones taking a value, and NAME=VALUE
 //     settings; with -s or -i the command is handed to a shell, so it is
 //     analyzed as a script; -e edits files and runs no command) and doas;
 //   - env (options, "-", NAME=VALUE; -S is refused, its splitting rules
-//     are not analyzed);
+//     are not analyzed; -P, which searches its own path, is refused);
 //   - command, builtin, exec, nice, nohup, setsid, time (the bash keyword,
 //     time -p, and GNU time), timeout (options, then the duration);
-//   - xargs (options; the command defaults to echo);
+//   - stdbuf, ionice (with -p, -P or -u it runs nothing), chrt (then the
+//     priority; with -p or -m nothing), taskset (then the mask; with -p
+//     nothing), flock (then the lock file; "FILE -c SCRIPT" is a script),
+//     unshare, nsenter, setpriv (--dump runs nothing), chroot (then the new
+//     root, in which the command is looked up: its name is only as
+//     trustworthy as that directory), systemd-run (unit properties,
+//     --shell, --host and --machine are refused);
+//   - strace and ltrace (-o |CMD, which pipes output into a shell command,
+//     is refused, and -E is an environment setting);
+//   - watch, whose words joined by spaces are a script for sh -c (with -x,
+//     the command itself);
+//   - su and runuser, which permute their options: -c and --session-command
+//     are scripts, as is a -c among the arguments after the user, which su
+//     hands to the shell; runuser -u USER COMMAND runs the command; -s
+//     (which chooses the program that runs the command) and -w are
+//     refused;
+//   - script, whose -c is a script;
+//   - ssh, whose options may also follow the destination: the words after
+//     the destination joined by spaces are a script for the remote shell;
+//     -F (a config file), -I (a PKCS#11 library) and -o keys other than a
+//     short list that runs nothing (StrictHostKeyChecking, ConnectTimeout,
+//     Port, User, IdentityFile, BatchMode, ...) are refused;
 //   - find, whose every -exec, -execdir, -ok and -okdir runs the words up
 //     to ";" or to a "+" after "{}";
-//   - sh, bash, zsh, dash, ksh, ash, mksh and rbash with -c (also inside a
-//     cluster such as -lc): the script is analyzed with all the rules
-//     above, and must itself be simple;
+//   - sh, bash, zsh, dash, ksh, ash, mksh, rbash and hush with -c (also
+//     inside a cluster such as -lc): the script is analyzed with all the
+//     rules above, and must itself be simple;
 //   - eval, whose arguments joined by spaces are analyzed as a script;
-//   - busybox, whose first argument is the applet to run.
+//   - busybox, whose first argument is the applet to run (so busybox sh,
+//     ash and hush are shells as above).
 //
 // A wrapper with no command after its options contributes only its own
-// form. Options are read the way the real tool reads them (getopt_long
-// with unambiguous long-option prefixes); an option a tool does not know
-// makes it fail without running anything. A command name that the wrapper
-// fills in at run time, such as find -exec {} or xargs -I % %, is refused.
+// form; unshare, nsenter and chroot then start $SHELL on standard input,
+// like a bare "bash". Options are read the way the real tool reads them
+// (getopt_long with unambiguous long-option prefixes, permuted where the
+// tool permutes), and every wrapper's option table is strict: an option not
+// in it is refused, since a newer option that takes a value would move the
+// command. A command name that the wrapper fills in at run time, such as
+// find -exec {}, is refused.
+//
+// xargs is refused outright: it appends words read from its input, standard
+// input (which a command run by bash -c inherits) or an -a FILE, to its
+// command, and no policy can see them.
+//
+// # git
+//
+// git runs commands named by its configuration: alias.x=!cmd, core.pager,
+// core.fsmonitor, core.sshCommand, core.editor, core.hooksPath,
+// diff.external, credential.helper, sequence.editor, gpg.program and more.
+// Unless the caller opts in with Options.AllowGitConfig (AnalyzeWith), the
+// global options that set configuration or where git finds its programs
+// (-c, --config-env, --exec-path=DIR) are refused, and so is git config
+// unless it only reads (--get, --list, get, list, ...). Always refused are
+// the subcommand options that run a command from the command line: rebase
+// and difftool -x/--exec/--extcmd, bisect run, submodule foreach,
+// filter-branch, --upload-pack, --receive-pack and --exec of the transport
+// commands (clone -u, and clone -c/--config), grep -O, and send-email's
+// command options. The configuration of the repository git works in
+// (including one named by -C or --git-dir) is trusted as much as the
+// working directory is; GIT_* variables set through env are refused as
+// environment settings.
 //
 // # Matching is not done here
 //
