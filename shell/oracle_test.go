@@ -1,0 +1,476 @@
+package shell
+
+// The execution oracle for Analyze: every command Analyze calls simple is
+// run under real bash, in a sandbox (oracle_sandbox_test.go), with strace
+// recording every program that starts (oracle_trace_test.go), and every
+// program that starts must be among Analysis.Commands. The corpus is in
+// oracle_corpus_test.go and testdata/oracle/seeds.txt.
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// oracleVerdict is what the oracle found for one command.
+type oracleVerdict struct {
+	Command  string
+	Analysis Analysis
+	Execs    []oracleExec // every program the command started
+	Unjudged []oracleExec // those not among Analysis.Commands
+	TimedOut bool
+	Stderr   string
+}
+
+func (v oracleVerdict) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "command %s\n  Analysis.Commands %q\n  bash ran, unjudged:", strconv.Quote(v.Command), v.Analysis.Commands)
+	for _, e := range v.Unjudged {
+		fmt.Fprintf(&b, "\n    %v = %q", e, oracleForms(e))
+	}
+	if v.TimedOut {
+		b.WriteString("\n  (timed out)")
+	}
+	return b.String()
+}
+
+// oracleCheck runs command in the sandbox if Analyze calls it simple. It
+// returns ran=false for a refused command. A sandbox or trace failure is an
+// error: the oracle could not see what ran, which is never a pass.
+func oracleCheck(sb *oracleSandbox, command string) (v oracleVerdict, ran bool, err error) {
+	v.Command = command
+	v.Analysis = Analyze(command)
+	if !v.Analysis.Simple {
+		return v, false, nil
+	}
+	resp, err := sb.Run(command)
+	if err != nil {
+		return v, true, fmt.Errorf("%q: %v", command, err)
+	}
+	v.TimedOut, v.Stderr = resp.TimedOut, resp.Stderr
+	v.Execs, err = parseOracleTrace(resp.Trace, command)
+	if err != nil {
+		return v, true, fmt.Errorf("%q: %v", command, err)
+	}
+	for _, e := range v.Execs {
+		if !oracleJudged(e, v.Analysis.Commands) {
+			v.Unjudged = append(v.Unjudged, e)
+		}
+	}
+	return v, true, nil
+}
+
+// oracleCorpus returns the commands of one run: every seed, then mutations
+// of the seeds, then generated commands, n in all (at least the seeds),
+// from a fixed random seed so that a run is reproducible.
+func oracleCorpus(t testing.TB, n int, seed uint64) []string {
+	seeds, err := oracleLoadSeeds()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := slices.Clone(seeds)
+	g := newOracleGen(seed, seeds)
+	for i := 0; len(out) < n; i++ {
+		if i%3 == 0 {
+			out = append(out, g.Mutate(seeds[i/3%len(seeds)]))
+		} else {
+			out = append(out, g.Command())
+		}
+	}
+	return out
+}
+
+// oracleSize reads WARDEN_SHELL_ORACLE: unset for the bounded CI slice,
+// "long" for a long run, or a number of corpus commands.
+func oracleSize() (n int, mode string) {
+	const bounded, long = 12000, 200000
+	switch v := os.Getenv("WARDEN_SHELL_ORACLE"); v {
+	case "":
+		return bounded, "bounded"
+	case "long":
+		return long, "long"
+	default:
+		if n, err := strconv.Atoi(v); err == nil && n > 0 {
+			return n, "custom"
+		}
+		return bounded, "bounded"
+	}
+}
+
+// TestOracle is the execution oracle for the bash check. It runs every
+// command of the corpus that Analyze calls simple under real bash
+// (bash -c COMMAND, standard input /dev/null, oracleTimeout) in a sandbox
+// whose only writable place is a fresh tmpfs seeded with hostile file names
+// and a git repository, records with strace every program that starts, and
+// fails when one of them is not among Analysis.Commands (same normalized
+// form: base name of argv[0], arguments through joinCommand; see
+// oracleJudged for the one placeholder, find's {}).
+//
+// Modes, by the environment variable WARDEN_SHELL_ORACLE:
+//
+//	unset   the bounded slice for CI: every seed plus generated commands,
+//	        12,000 corpus commands in all (about two minutes on two cores)
+//	long    200,000 corpus commands
+//	N       N corpus commands
+//
+// WARDEN_SHELL_ORACLE_SEED changes the random seed (default 1) and
+// WARDEN_SHELL_ORACLE_PROCS the number of sandboxes run at once (default
+// 2). Without root, strace, setpriv, unshare or user namespaces the test
+// is skipped, except when CI=true, where it fails.
+func TestOracle(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the execution oracle runs commands under bash: not in -short")
+	}
+	sb := oracleSandboxOrSkip(t)
+	n, mode := oracleSize()
+	seed := uint64(1)
+	if v, err := strconv.ParseUint(os.Getenv("WARDEN_SHELL_ORACLE_SEED"), 10, 64); err == nil {
+		seed = v
+	}
+	corpus := oracleCorpus(t, n, seed)
+	start := time.Now()
+
+	var (
+		accepted, refused, executed, execs atomic.Int64
+		mu                                 sync.Mutex
+		failures                           []oracleVerdict
+		errs                               []error
+		seen                               = map[string]bool{}
+	)
+	jobs := make(chan string)
+	var wg sync.WaitGroup
+	for range oracleWorkers() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c := range jobs {
+				v, ran, err := oracleCheck(sb, c)
+				if !ran {
+					refused.Add(1)
+					continue
+				}
+				executed.Add(1)
+				execs.Add(int64(len(v.Execs)))
+				mu.Lock()
+				if err != nil {
+					errs = append(errs, err)
+				} else if len(v.Unjudged) > 0 {
+					failures = append(failures, v)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	for _, c := range corpus {
+		if seen[c] {
+			continue
+		}
+		seen[c] = true
+		if !Analyze(c).Simple {
+			refused.Add(1)
+			continue
+		}
+		accepted.Add(1)
+		jobs <- c
+	}
+	close(jobs)
+	wg.Wait()
+
+	t.Logf("oracle %s run (seed %d): %d corpus commands, %d distinct: %d accepted and executed, %d refused; %d programs started; %v",
+		mode, seed, len(corpus), len(seen), executed.Load(), refused.Load(), execs.Load(), time.Since(start).Round(time.Millisecond))
+	for _, err := range errs {
+		t.Errorf("oracle could not judge: %v", err)
+	}
+	slices.SortFunc(failures, func(a, b oracleVerdict) int { return len(a.Command) - len(b.Command) })
+	for i, v := range failures {
+		if i == 200 {
+			t.Errorf("... and %d more", len(failures)-i)
+			break
+		}
+		t.Errorf("bash ran a program Analyze did not list:\n%v", v)
+	}
+	if len(failures) > 0 {
+		t.Logf("%d commands ran unjudged programs", len(failures))
+	}
+}
+
+// FuzzOracle runs the oracle's check on fuzzed input: whatever Analyze
+// calls simple runs in the sandbox, and every program it starts must be
+// among Analysis.Commands. Run it with
+//
+//	go test ./shell -run '^$' -fuzz FuzzOracle
+//
+// Without a sandbox (see TestOracle) it is skipped.
+func FuzzOracle(f *testing.F) {
+	seeds, err := oracleLoadSeeds()
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, s := range seeds {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, command string) {
+		if !Analyze(command).Simple {
+			return
+		}
+		sb := oracleSandboxOrSkip(t)
+		v, _, err := oracleCheck(sb, command)
+		if err != nil {
+			t.Fatalf("oracle could not judge: %v", err)
+		}
+		if len(v.Unjudged) > 0 {
+			t.Fatalf("bash ran a program Analyze did not list:\n%v", v)
+		}
+	})
+}
+
+// TestOracleSandbox checks, from inside the sandbox, that a command cannot
+// change anything outside its box, has no network and cannot stop the
+// oracle; and that the oracle sees what bash runs, including what a
+// builtin's subshell runs.
+func TestOracleSandbox(t *testing.T) {
+	sb := oracleSandboxOrSkip(t)
+	outside, err := os.MkdirTemp("", "warden-oracle-outside-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(outside)
+	// World-writable, so that only the read-only mount can stop the write.
+	if err := os.Chmod(outside, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, cmd string
+		wantErr   string // in the command's standard error
+	}{
+		{"write /", "touch /oracle-escape", "Read-only file system"},
+		{"write /tmp", "touch " + outside + "/escape", "Read-only file system"},
+		{"write /dev", "touch /dev/oracle-escape", "Read-only file system"},
+		{"remount /", "mount -o remount,rw /", "permission denied"},
+		{"unmount /", "umount -l " + outside, ""},
+		{"no network", "bash -c 'echo > /dev/tcp/127.0.0.1/22'", "Network is unreachable"},
+		{"no network ip", "ip -o link", ""},
+		{"proc sys", "bash -c 'echo 3 > /proc/sys/vm/drop_caches'", "Permission denied"},
+		{"kill all", "kill -9 -1", ""},
+		{"reboot", "reboot -f", ""},
+	} {
+		resp, err := sb.Run(tc.cmd)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if tc.wantErr != "" && !strings.Contains(resp.Stderr, tc.wantErr) {
+			t.Errorf("%s: %q: stderr %q, want %q", tc.name, tc.cmd, resp.Stderr, tc.wantErr)
+		}
+	}
+	if _, err := os.Stat("/oracle-escape"); err == nil {
+		os.Remove("/oracle-escape")
+		t.Error("a command wrote to /")
+	}
+	if _, err := os.Stat(outside + "/escape"); err == nil {
+		t.Error("a command wrote to /tmp outside its box")
+	}
+	// The network namespace has a loopback interface only, and it is down.
+	resp, err := sb.Run("cat /proc/net/dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.TimedOut {
+		t.Fatal("cat timed out")
+	}
+	// The box is fresh every time: a file made by one command is gone for
+	// the next, and the hostile names are there.
+	for _, cmd := range []string{"touch made-here", "ls made-here"} {
+		if _, err := sb.Run(cmd); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resp, err = sb.Run("ls made-here")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(resp.Stderr, "No such file") {
+		t.Errorf("box not fresh: ls made-here: %q", resp.Stderr)
+	}
+
+	// The oracle sees what bash runs, with exact argv, and what a builtin's
+	// subshell runs. These commands are judged against fixed lists here,
+	// not Analyze, so that the machinery itself is tested.
+	for _, tc := range []struct {
+		cmd      string
+		commands []string
+		unjudged []string // forms of the execs that must be reported
+	}{
+		{"touch 'a  b' ''", []string{"touch a b"}, nil},
+		{"/usr/bin/touch x", []string{"touch x"}, nil},
+		{"echo $(touch pwned)", []string{"echo"}, []string{"touch pwned"}},
+		{"printf -v 'a[$(touch pwned)]' x", []string{"printf -v a[$(touch pwned)] x"}, []string{"touch pwned"}},
+		{"timeout [1] [r]m ls", []string{"timeout [1] [r]m ls", "[r]m ls"}, []string{"rm ls"}},
+		{"find . -maxdepth 1 -name x -exec rm {} +", []string{"find . -maxdepth 1 -name x -exec rm {} +", "rm {}"}, nil},
+		{"find . -maxdepth 1 -name 'a*' -exec touch {}.t \\;", []string{"find . -maxdepth 1 -name a* -exec touch {}.t ;", "touch {}.t"}, nil},
+		{"xargs -a args.txt -I{} echo {}", []string{"xargs -a args.txt -I{} echo {}", "echo {}"}, []string{"echo touch pwned-args"}},
+		{"exec -a ls touch x", []string{"exec -a ls touch x", "touch x"}, []string{"ls x"}},
+		{"bash -c 'sh -c \"touch deep\"'", []string{"bash -c sh -c \"touch deep\"", "sh -c touch deep"}, []string{"touch deep"}},
+		{"find sub -maxdepth 1 -name rm -exec {} \\;", []string{"find sub -maxdepth 1 -name rm -exec {} ;", "{}"}, []string{"rm"}},
+	} {
+		resp, err := sb.Run(tc.cmd)
+		if err != nil {
+			t.Fatalf("%q: %v", tc.cmd, err)
+		}
+		execs, err := parseOracleTrace(resp.Trace, tc.cmd)
+		if err != nil {
+			t.Fatalf("%q: %v", tc.cmd, err)
+		}
+		var got []string
+		for _, e := range execs {
+			if !oracleJudged(e, tc.commands) {
+				got = append(got, oracleUnjudgedForm(e, tc.commands))
+			}
+		}
+		if !slices.Equal(got, tc.unjudged) {
+			t.Errorf("%q: unjudged %q, want %q (execs %v, stderr %q)", tc.cmd, got, tc.unjudged, execs, resp.Stderr)
+		}
+	}
+}
+
+// TestOracleTraceParse checks the strace reader on the shapes strace
+// prints: finished, unfinished and resumed calls, failed calls, execveat,
+// NULL and unreadable argv, and refuses what it cannot read.
+func TestOracleTraceParse(t *testing.T) {
+	hex := func(s string) string {
+		var b strings.Builder
+		b.WriteByte('"')
+		for _, c := range []byte(s) {
+			fmt.Fprintf(&b, "\\x%02x", c)
+		}
+		b.WriteByte('"')
+		return b.String()
+	}
+	argv := func(a ...string) string {
+		q := make([]string, len(a))
+		for i, s := range a {
+			q[i] = hex(s)
+		}
+		return "[" + strings.Join(q, ", ") + "]"
+	}
+	cmd := "touch a\nb"
+	prefix := fmt.Sprintf("10 execve(%s, %s, 0x7ffe /* 5 vars */) = 0\n", hex("/usr/bin/setpriv"), argv("setpriv", "--"))
+	prefix += fmt.Sprintf("10 execve(%s, %s, 0x7ffe /* 5 vars */) = 0\n", hex("/usr/bin/unshare"), argv("unshare"))
+	prefix += fmt.Sprintf("10 execve(%s, %s, 0x7ffe /* 5 vars */) = 0\n", hex("/usr/bin/bash"), argv("/usr/bin/bash", "-c", cmd))
+	good := prefix +
+		fmt.Sprintf("11 execve(%s, %s, 0x55 /* 5 vars */) = -1 ENOENT (No such file or directory)\n", hex("/usr/local/bin/touch"), argv("touch", "a\nb")) +
+		fmt.Sprintf("11 execve(%s, %s, 0x55 /* 5 vars */ <unfinished ...>\n", hex("/usr/bin/touch"), argv("touch", "a\nb", `"q"`)) +
+		fmt.Sprintf("12 execveat(AT_FDCWD, %s, %s, 0x55 /* 5 vars */, 0) = 0\n", hex("/usr/bin/id"), argv("id")) +
+		"11 <... execve resumed>)            = 0\n" +
+		fmt.Sprintf("13 execve(%s, NULL, NULL) = 0\n", hex("/usr/bin/x")) +
+		fmt.Sprintf("14 execve(%s, 0x1234, NULL) = 0\n", hex("/usr/bin/y")) +
+		"11 +++ exited with 0 +++\n"
+	execs, err := parseOracleTrace(good, cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{`12 ["id"]`, `11 ["touch" "a\nb" "\"q\""]`, `13 []`, `14 "/usr/bin/y" with an unreadable argv`}
+	var got []string
+	for _, e := range execs {
+		got = append(got, fmt.Sprintf("%d %v", e.PID, e))
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("parsed %q, want %q", got, want)
+	}
+	if oracleJudged(execs[3], []string{"y"}) || oracleJudged(execs[2], []string{""}) {
+		t.Error("an exec with no readable argv was judged")
+	}
+	for name, bad := range map[string]string{
+		"truncated": prefix + fmt.Sprintf("11 execve(%s, [%s...], 0x55 /* 5 vars */) = 0\n", hex("/usr/bin/touch"), hex("touch")),
+		"plain":     prefix + "11 execve(\"/usr/bin/touch\", [\"touch\"], 0x55 /* 5 vars */) = 0\n",
+		"no start":  fmt.Sprintf("10 execve(%s, %s, 0x7ffe /* 5 vars */) = 0\n", hex("/usr/bin/bash"), argv("bash", "-c", cmd)),
+		"other cmd": strings.Replace(prefix, hex(cmd), hex("other"), 1),
+		"garbage":   prefix + "11 something else\n",
+		"resumed":   prefix + "11 <... execve resumed>) = 0\n",
+		"empty":     "",
+	} {
+		if _, err := parseOracleTrace(bad, cmd); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}
+
+// TestOracleJudged checks the matching of execs against Commands,
+// including find's {} placeholder.
+func TestOracleJudged(t *testing.T) {
+	if oracleHomeDir == "" {
+		oracleHomeDir = "/tmp/box"
+	}
+	ex := func(argv ...string) oracleExec { return oracleExec{Path: "/usr/bin/" + baseName(argv[0]), Argv: argv} }
+	for _, tc := range []struct {
+		e        oracleExec
+		commands []string
+		want     bool
+	}{
+		{ex("rm", "-rf", "x"), []string{"rm -rf x"}, true},
+		{ex("/bin/rm", "-rf", "  x ", ""), []string{"rm -rf x"}, true},
+		{ex("rm", "-rf", "x"), []string{"rm -rf"}, false},
+		{ex("rm", "-rf", "x"), []string{"rm -r x"}, false},
+		{ex("rm", "./a b"), []string{"rm {}"}, true},
+		{ex("rm", "./a", "./b", "sub/x"), []string{"rm {}"}, true},
+		{ex("rm", "-rf", "./a"), []string{"rm {}"}, false},
+		{ex("rm", "./a", "-rf"), []string{"rm {}"}, false},
+		{ex("rm", "-rf"), []string{"rm {}"}, false},
+		{ex("echo", "touch pwned"), []string{"echo {}"}, false},
+		{ex("echo", "{}", "touch", "pwned"), []string{"echo {}"}, false},
+		{ex("echo", "{}"), []string{"echo {}"}, true},
+		{ex("sh", "-c", "echo ./x"), []string{"sh -c echo {}"}, true},
+		{ex("touch", "./x.t", "./x"), []string{"touch {}.t {}"}, true},
+		{ex("touch", "./x.t", "./y"), []string{"touch {}.t {}"}, false},
+		{ex("x"), []string{"{}"}, false},
+		{ex("rm", "./x"), []string{"{} ./x"}, false},
+		{ex("ls", "1", "rm", "rootlink"), []string{"ls [1r]*"}, true},
+		{ex("ls", "1", "rm", "x"), []string{"ls [1r]*"}, false},
+		{ex("ls", "[1r]*"), []string{"ls [1r]*"}, true},
+		{ex("ls", "-rf", "x"), []string{"ls *"}, false},
+		{ex("ls", "--", "-rf", "x"), []string{"ls -- *"}, true},
+		{ex("find", ".", "-exec"), []string{"find . -exe[c]"}, true},
+		{ex("cat", "sub/a b", "sub/rm"), []string{"cat s*/*"}, true},
+		{ex("cat", "sub/a b", ".x"), []string{"cat *"}, false},
+		{ex("cat", "sub/x"), []string{"cat *"}, false},
+		{ex("ls", oracleHomeDir+"/sub", "/root"), []string{"ls ~/sub ~root"}, true},
+		{ex("env", "A="+oracleHomeDir+":"+oracleHomeDir+"/x"), []string{"env A=~:~/x"}, true},
+		{ex("ls", "/etc"), []string{"ls ~"}, false},
+		{oracleExec{Path: "/usr/bin/rm", Argv: []string{"ls", "x"}}, []string{"ls x"}, false},
+		{oracleExec{Path: "/usr/bin/rm", Argv: []string{"ls", "x"}}, []string{"ls x", "rm x"}, true},
+	} {
+		if got := oracleJudged(tc.e, tc.commands); got != tc.want {
+			t.Errorf("oracleJudged(%v, %q) = %v, want %v", tc.e, tc.commands, got, tc.want)
+		}
+	}
+}
+
+// TestOracleCorpus checks that the seeds load, that generation is
+// deterministic, and that the corpus exercises what it is meant to.
+func TestOracleCorpus(t *testing.T) {
+	seeds, err := oracleLoadSeeds()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(seeds) < 300 {
+		t.Errorf("only %d seeds", len(seeds))
+	}
+	a, b := oracleCorpus(t, 3000, 7), oracleCorpus(t, 3000, 7)
+	if !slices.Equal(a, b) {
+		t.Error("corpus generation is not deterministic")
+	}
+	if c := oracleCorpus(t, 3000, 8); slices.Equal(a, c) {
+		t.Error("the seed does not change the corpus")
+	}
+	joined := strings.Join(a, "\x00")
+	for _, want := range []string{"\\\n", "printf", "-exe[c]", "xargs -a", "git", "find", "sudo", "timeout", "$(", "a[", "'", "\""} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("corpus never contains %q", want)
+		}
+	}
+}
