@@ -63,7 +63,7 @@ const (
 )
 
 // oracleTools are the programs the sandbox needs, looked up in oraclePath.
-var oracleTools = []string{"bash", "strace", "setpriv", "unshare"}
+var oracleTools = []string{"bash", "strace", "prlimit", "setpriv", "unshare"}
 
 func init() {
 	if base := os.Getenv(oracleHelperEnv); base != "" {
@@ -75,6 +75,7 @@ func init() {
 type oracleRequest struct {
 	ID  int
 	Cmd string
+	Box string // the box template: "" for the hostile one, "pair" for one holding only 1 and rm
 }
 
 // oracleResponse is what the helper saw of one command.
@@ -217,7 +218,16 @@ func oracleRunOne(base string, tools map[string]string, req oracleRequest) (resp
 			resp.Err = "unmount box: " + err.Error()
 		}
 	}()
-	if err := oracleCopyTree(filepath.Join(base, "template"), box); err != nil {
+	template := filepath.Join(base, "template")
+	switch req.Box {
+	case "":
+	case "pair":
+		template = filepath.Join(base, "template-pair")
+	default:
+		resp.Err = "unknown box " + strconv.Quote(req.Box)
+		return resp
+	}
+	if err := oracleCopyTree(template, box); err != nil {
 		resp.Err = "fill box: " + err.Error()
 		return resp
 	}
@@ -240,6 +250,9 @@ func oracleRunOne(base string, tools map[string]string, req oracleRequest) (resp
 	cmd := exec.Command(tools["strace"],
 		"-f", "--seccomp-bpf", "-qq", "-e", "signal=none", "-e", "trace=execve,execveat",
 		"-xx", "-s", "1048576", "-o", tracePath, "--",
+		// Limits that the command cannot raise: address space per process,
+		// processes per user (a fork bomb), no core files.
+		tools["prlimit"], "--as=4294967296", "--nproc=1024", "--core=0", "--",
 		tools["setpriv"], fmt.Sprintf("--reuid=%d", oracleUID), fmt.Sprintf("--regid=%d", oracleUID), "--clear-groups", "--",
 		tools["unshare"], "--user", "--map-root-user", "--mount", "--",
 		tools["bash"], "-c", req.Cmd)
@@ -411,7 +424,7 @@ func oracleCopyTree(src, dst string) error {
 var oracleHostileNames = map[string]string{
 	"-exec": "", "-execdir": "", "-delete": "", "-ok": "", "-rf": "", "-i": "", "--help": "",
 	"-c": "", "-e": "", "-x": "", "1": "", "*": "", "?": "", "[": "", ";": "", "&&": "", "|": "",
-	"$(x)": "", "`x`": "", "${x}": "", "a b": "", "a\tb": "", "new\nline": "", " lead": "",
+	"$(touch pwned-name)": "", "`touch pwned-bq`": "", "${x}": "", "a b": "", "a\tb": "", "new\nline": "", " lead": "",
 	"é": "", "\xff": "", "{}": "", "~": "", "-": "",
 	"tracked.txt": "b\n",
 	"args.txt":    "touch pwned-args\n",
@@ -479,6 +492,19 @@ func oracleBuildTemplate(dir string) error {
 	return os.RemoveAll(filepath.Join(dir, ".git", "hooks"))
 }
 
+// oracleBuildPairTemplate writes the second box: only the files 1 and rm
+// (an executable no-op) and an empty subdirectory, so that "*" expands to
+// exactly "1 rm sub" (timeout * ls runs rm).
+func oracleBuildPairTemplate(dir string) error {
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "1"), nil, 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "rm"), []byte("#!/bin/sh\n:\n"), 0o755)
+}
+
 // oracleSandbox is a pool of helper processes.
 type oracleSandbox struct {
 	base    string
@@ -542,12 +568,15 @@ func newOracleSandbox(n int) (*oracleSandbox, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, d := range []string{"root", "box", "out", "template"} {
+	for _, d := range []string{"root", "box", "out", "template", "template-pair"} {
 		if err := os.Mkdir(filepath.Join(base, d), 0o755); err != nil {
 			return nil, err
 		}
 	}
 	if err := oracleBuildTemplate(filepath.Join(base, "template")); err != nil {
+		return nil, fmt.Errorf("box template: %w", err)
+	}
+	if err := oracleBuildPairTemplate(filepath.Join(base, "template-pair")); err != nil {
 		return nil, fmt.Errorf("box template: %w", err)
 	}
 	s := &oracleSandbox{base: base, workers: make(chan *oracleWorker, n)}
@@ -607,15 +636,20 @@ func (s *oracleSandbox) startWorker() (*oracleWorker, error) {
 	return &oracleWorker{cmd: cmd, in: in, out: out}, nil
 }
 
-// Run runs one command in the sandbox. An error means the sandbox failed
-// (not the command); the worker is then replaced.
+// Run runs one command in the hostile box of the sandbox. An error means
+// the sandbox failed (not the command); the worker is then replaced.
 func (s *oracleSandbox) Run(command string) (oracleResponse, error) {
+	return s.RunIn("", command)
+}
+
+// RunIn runs one command in the named box (see oracleRequest).
+func (s *oracleSandbox) RunIn(box, command string) (oracleResponse, error) {
 	s.mu.Lock()
 	s.nextID++
 	id := s.nextID
 	s.mu.Unlock()
 	w := <-s.workers
-	resp, err := w.run(oracleRequest{ID: id, Cmd: command})
+	resp, err := w.run(oracleRequest{ID: id, Cmd: command, Box: box})
 	if err != nil {
 		w.cmd.Process.Kill()
 		w.cmd.Wait()

@@ -49,18 +49,28 @@ func oracleCheck(sb *oracleSandbox, command string) (v oracleVerdict, ran bool, 
 	if !v.Analysis.Simple {
 		return v, false, nil
 	}
-	resp, err := sb.Run(command)
-	if err != nil {
-		return v, true, fmt.Errorf("%q: %v", command, err)
+	// A command with glob characters also runs in the second box, where
+	// "*" is exactly "1 rm sub".
+	boxes := []string{""}
+	if strings.ContainsAny(command, "*?[") {
+		boxes = append(boxes, "pair")
 	}
-	v.TimedOut, v.Stderr = resp.TimedOut, resp.Stderr
-	v.Execs, err = parseOracleTrace(resp.Trace, command)
-	if err != nil {
-		return v, true, fmt.Errorf("%q: %v", command, err)
-	}
-	for _, e := range v.Execs {
-		if !oracleJudged(e, v.Analysis.Commands) {
-			v.Unjudged = append(v.Unjudged, e)
+	for _, box := range boxes {
+		resp, err := sb.RunIn(box, command)
+		if err != nil {
+			return v, true, fmt.Errorf("%q: %v", command, err)
+		}
+		v.TimedOut = v.TimedOut || resp.TimedOut
+		v.Stderr += resp.Stderr
+		execs, err := parseOracleTrace(resp.Trace, command)
+		if err != nil {
+			return v, true, fmt.Errorf("%q: %v", command, err)
+		}
+		v.Execs = append(v.Execs, execs...)
+		for _, e := range execs {
+			if !oracleJudged(e, v.Analysis.Commands) {
+				v.Unjudged = append(v.Unjudged, e)
+			}
 		}
 	}
 	return v, true, nil
@@ -89,7 +99,7 @@ func oracleCorpus(t testing.TB, n int, seed uint64) []string {
 // oracleSize reads WARDEN_SHELL_ORACLE: unset for the bounded CI slice,
 // "long" for a long run, or a number of corpus commands.
 func oracleSize() (n int, mode string) {
-	const bounded, long = 12000, 200000
+	const bounded, long = 20000, 200000
 	switch v := os.Getenv("WARDEN_SHELL_ORACLE"); v {
 	case "":
 		return bounded, "bounded"
@@ -115,7 +125,7 @@ func oracleSize() (n int, mode string) {
 // Modes, by the environment variable WARDEN_SHELL_ORACLE:
 //
 //	unset   the bounded slice for CI: every seed plus generated commands,
-//	        12,000 corpus commands in all (about two minutes on two cores)
+//	        20,000 corpus commands in all (about two minutes on two cores)
 //	long    200,000 corpus commands
 //	N       N corpus commands
 //
@@ -258,6 +268,8 @@ func TestOracleSandbox(t *testing.T) {
 		{"no network ip", "ip -o link", ""},
 		{"proc sys", "bash -c 'echo 3 > /proc/sys/vm/drop_caches'", "Permission denied"},
 		{"kill all", "kill -9 -1", ""},
+		{"rm everything", "rm -rf --no-preserve-root /", ""},
+		{"fork bomb", "bash -c 'f() { f & f & }; f'", ""},
 		{"reboot", "reboot -f", ""},
 	} {
 		resp, err := sb.Run(tc.cmd)
@@ -274,6 +286,9 @@ func TestOracleSandbox(t *testing.T) {
 	}
 	if _, err := os.Stat(outside + "/escape"); err == nil {
 		t.Error("a command wrote to /tmp outside its box")
+	}
+	if _, err := os.Stat(outside); err != nil {
+		t.Errorf("rm -rf / reached the host: %v", err)
 	}
 	// The network namespace has a loopback interface only, and it is down.
 	resp, err := sb.Run("cat /proc/net/dev")
@@ -305,20 +320,24 @@ func TestOracleSandbox(t *testing.T) {
 		cmd      string
 		commands []string
 		unjudged []string // forms of the execs that must be reported
+		box      string
 	}{
-		{"touch 'a  b' ''", []string{"touch a b"}, nil},
-		{"/usr/bin/touch x", []string{"touch x"}, nil},
-		{"echo $(touch pwned)", []string{"echo"}, []string{"touch pwned"}},
-		{"printf -v 'a[$(touch pwned)]' x", []string{"printf -v a[$(touch pwned)] x"}, []string{"touch pwned"}},
-		{"timeout [1] [r]m ls", []string{"timeout [1] [r]m ls", "[r]m ls"}, []string{"rm ls"}},
-		{"find . -maxdepth 1 -name x -exec rm {} +", []string{"find . -maxdepth 1 -name x -exec rm {} +", "rm {}"}, nil},
-		{"find . -maxdepth 1 -name 'a*' -exec touch {}.t \\;", []string{"find . -maxdepth 1 -name a* -exec touch {}.t ;", "touch {}.t"}, nil},
-		{"xargs -a args.txt -I{} echo {}", []string{"xargs -a args.txt -I{} echo {}", "echo {}"}, []string{"echo touch pwned-args"}},
-		{"exec -a ls touch x", []string{"exec -a ls touch x", "touch x"}, []string{"ls x"}},
-		{"bash -c 'sh -c \"touch deep\"'", []string{"bash -c sh -c \"touch deep\"", "sh -c touch deep"}, []string{"touch deep"}},
-		{"find sub -maxdepth 1 -name rm -exec {} \\;", []string{"find sub -maxdepth 1 -name rm -exec {} ;", "{}"}, []string{"rm"}},
+		{"touch 'a  b' ''", []string{"touch a b"}, nil, ""},
+		{"/usr/bin/touch x", []string{"touch x"}, nil, ""},
+		{"echo $(touch pwned)", []string{"echo"}, []string{"touch pwned"}, ""},
+		{"printf -v 'a[$(touch pwned)]' x", []string{"printf -v a[$(touch pwned)] x"}, []string{"touch pwned"}, ""},
+		{"timeout [1] [r]m ls", []string{"timeout [1] [r]m ls", "[r]m ls"}, []string{"rm ls"}, ""},
+		{"timeout * ls", []string{"timeout * ls", "ls"}, []string{"rm sub ls"}, "pair"},
+		{"find . -maxdepth 1 -name '*touch*' -exec sh -c 'echo {}' \\;", []string{"find . -maxdepth 1 -name *touch* -exec sh -c echo {} ;", "sh -c echo {}", "echo {}"},
+			[]string{"touch pwned-bq", "touch pwned-name"}, ""},
+		{"find . -maxdepth 1 -name x -exec rm {} +", []string{"find . -maxdepth 1 -name x -exec rm {} +", "rm {}"}, nil, ""},
+		{"find . -maxdepth 1 -name 'a*' -exec touch {}.t \\;", []string{"find . -maxdepth 1 -name a* -exec touch {}.t ;", "touch {}.t"}, nil, ""},
+		{"xargs -a args.txt -I{} echo {}", []string{"xargs -a args.txt -I{} echo {}", "echo {}"}, []string{"echo touch pwned-args"}, ""},
+		{"exec -a ls touch x", []string{"exec -a ls touch x", "touch x"}, []string{"ls x"}, ""},
+		{"bash -c 'sh -c \"touch deep\"'", []string{"bash -c sh -c \"touch deep\"", "sh -c touch deep"}, []string{"touch deep"}, ""},
+		{"find sub -maxdepth 1 -name rm -exec {} \\;", []string{"find sub -maxdepth 1 -name rm -exec {} ;", "{}"}, []string{"rm"}, ""},
 	} {
-		resp, err := sb.Run(tc.cmd)
+		resp, err := sb.RunIn(tc.box, tc.cmd)
 		if err != nil {
 			t.Fatalf("%q: %v", tc.cmd, err)
 		}
@@ -332,6 +351,7 @@ func TestOracleSandbox(t *testing.T) {
 				got = append(got, oracleUnjudgedForm(e, tc.commands))
 			}
 		}
+		slices.Sort(got)
 		if !slices.Equal(got, tc.unjudged) {
 			t.Errorf("%q: unjudged %q, want %q (execs %v, stderr %q)", tc.cmd, got, tc.unjudged, execs, resp.Stderr)
 		}
@@ -359,7 +379,8 @@ func TestOracleTraceParse(t *testing.T) {
 		return "[" + strings.Join(q, ", ") + "]"
 	}
 	cmd := "touch a\nb"
-	prefix := fmt.Sprintf("10 execve(%s, %s, 0x7ffe /* 5 vars */) = 0\n", hex("/usr/bin/setpriv"), argv("setpriv", "--"))
+	prefix := fmt.Sprintf("10 execve(%s, %s, 0x7ffe /* 5 vars */) = 0\n", hex("/usr/bin/prlimit"), argv("prlimit", "--"))
+	prefix += fmt.Sprintf("10 execve(%s, %s, 0x7ffe /* 5 vars */) = 0\n", hex("/usr/bin/setpriv"), argv("setpriv", "--"))
 	prefix += fmt.Sprintf("10 execve(%s, %s, 0x7ffe /* 5 vars */) = 0\n", hex("/usr/bin/unshare"), argv("unshare"))
 	prefix += fmt.Sprintf("10 execve(%s, %s, 0x7ffe /* 5 vars */) = 0\n", hex("/usr/bin/bash"), argv("/usr/bin/bash", "-c", cmd))
 	good := prefix +

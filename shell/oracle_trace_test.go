@@ -52,7 +52,7 @@ var (
 // parseOracleTrace reads the output of strace -f -xx -e trace=execve,execveat
 // (-o FILE, so every line starts with a PID) and returns the successful execs
 // that the traced command caused: everything after the sandbox's own
-// setpriv, unshare and bash -c COMMAND, which must come first, in that order,
+// prlimit, setpriv, unshare and bash -c COMMAND, which must come first, in that order,
 // in the first process. An unexpected line, a truncated string or a missing
 // start is an error, never an empty list.
 func parseOracleTrace(trace, command string) ([]oracleExec, error) {
@@ -136,7 +136,7 @@ func parseOracleTrace(trace, command string) ([]oracleExec, error) {
 		all = append(all, c.exec)
 	}
 	// The sandbox's own prefix.
-	want := []string{"setpriv", "unshare", "bash"}
+	want := []string{"prlimit", "setpriv", "unshare", "bash"}
 	var rest []oracleExec
 	seen := 0
 	for _, e := range all {
@@ -144,7 +144,7 @@ func parseOracleTrace(trace, command string) ([]oracleExec, error) {
 			if baseName(e.Path) != want[seen] {
 				return nil, fmt.Errorf("trace: sandbox start %d is %v, want %s", seen, e, want[seen])
 			}
-			if seen == 2 && (len(e.Argv) != 3 || e.Argv[1] != "-c" || e.Argv[2] != command) {
+			if seen == len(want)-1 && (len(e.Argv) != 3 || e.Argv[1] != "-c" || e.Argv[2] != command) {
 				return nil, fmt.Errorf("trace: bash started as %v, not with the command", e)
 			}
 			seen++
