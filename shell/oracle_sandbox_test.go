@@ -248,7 +248,7 @@ func oracleRunOne(base string, tools map[string]string, req oracleRequest) (resp
 	defer devnull.Close()
 
 	cmd := exec.Command(tools["strace"],
-		"-f", "--seccomp-bpf", "-qq", "-e", "signal=none", "-e", "trace=execve,execveat",
+		"-f", "--seccomp-bpf", "-qq", "-e", "signal=none", "-e", "trace=execve,execveat,clone,clone3,fork,vfork",
 		"-xx", "-s", "1048576", "-o", tracePath, "--",
 		// Limits that the command cannot raise: address space per process,
 		// processes per user (a fork bomb), no core files.
@@ -566,6 +566,10 @@ func newOracleSandbox(n int) (*oracleSandbox, error) {
 	}
 	base, err := os.MkdirTemp("", "warden-oracle-")
 	if err != nil {
+		return nil, err
+	}
+	// The commands (uid 65534) must reach their box by its full path.
+	if err := os.Chmod(base, 0o755); err != nil {
 		return nil, err
 	}
 	for _, d := range []string{"root", "box", "out", "template", "template-pair"} {

@@ -14,9 +14,10 @@ import (
 
 // oracleExec is one successful execve (or execveat) seen by strace.
 type oracleExec struct {
-	PID  int
-	Path string   // the file the kernel ran
-	Argv []string // nil when strace could not read argv
+	PID    int
+	Path   string   // the file the kernel ran
+	Argv   []string // nil when strace could not read argv
+	Runner string   // the file of the program that started it ("" if unknown)
 }
 
 // String shows an exec as its Go-quoted argv.
@@ -47,6 +48,8 @@ var (
 	oracleLinePID   = regexp.MustCompile(`^(\d+) +(.*)$`)
 	oracleResult    = regexp.MustCompile(`^\) *= (-?\d+)`)
 	oracleSupersede = regexp.MustCompile(`^\+\+\+ superseded by execve in pid (\d+) \+\+\+$`)
+	oracleClone     = regexp.MustCompile(`^(clone|clone3|fork|vfork)\(`)
+	oracleCloneRes  = regexp.MustCompile(`\) += (-?\d+)(?: .*)?$`)
 )
 
 // parseOracleTrace reads the output of strace -f -xx -e trace=execve,execveat
@@ -60,6 +63,10 @@ func parseOracleTrace(trace, command string) ([]oracleExec, error) {
 		exec oracleExec
 	}
 	pending := map[int]*call{}
+	// image is the program each process runs now; creator the program
+	// that was running in the process that cloned it, until it execs.
+	image := map[int]string{}
+	clonePending := map[int]bool{}
 	var all []oracleExec
 	root := -1
 	for n, line := range strings.Split(trace, "\n") {
@@ -103,6 +110,27 @@ func parseOracleTrace(trace, command string) ([]oracleExec, error) {
 			if strings.HasPrefix(tail, ", ") {
 				tail = tail[strings.IndexByte(tail, ')'):]
 			}
+		case oracleClone.MatchString(rest) || strings.HasPrefix(rest, "<... clone resumed>") ||
+			strings.HasPrefix(rest, "<... clone3 resumed>") || strings.HasPrefix(rest, "<... fork resumed>") ||
+			strings.HasPrefix(rest, "<... vfork resumed>"):
+			if strings.HasSuffix(rest, " <unfinished ...>") {
+				clonePending[pid] = true
+				continue
+			}
+			if strings.HasPrefix(rest, "<...") {
+				if !clonePending[pid] {
+					return nil, fmt.Errorf("trace line %d: resumed clone never started: %q", n+1, line)
+				}
+				delete(clonePending, pid)
+			}
+			r := oracleCloneRes.FindStringSubmatch(rest)
+			if r == nil {
+				return nil, fmt.Errorf("trace line %d: clone without result: %q", n+1, line)
+			}
+			if child, _ := strconv.Atoi(r[1]); child > 0 {
+				image[child] = image[pid]
+			}
+			continue
 		default:
 			if sm := oracleSupersede.FindStringSubmatch(rest); sm != nil {
 				// A thread other than the leader called execve; the
@@ -126,6 +154,8 @@ func parseOracleTrace(trace, command string) ([]oracleExec, error) {
 		}
 		if r[1] == "0" {
 			c.exec.PID = pid
+			c.exec.Runner = image[pid]
+			image[pid] = c.exec.Path
 			all = append(all, c.exec)
 		}
 	}
@@ -133,6 +163,7 @@ func parseOracleTrace(trace, command string) ([]oracleExec, error) {
 	// execve that only happens when the process was killed mid-call, and
 	// such a program never started. It is still reported, to be safe.
 	for _, c := range pending {
+		c.exec.Runner = image[c.exec.PID]
 		all = append(all, c.exec)
 	}
 	// The sandbox's own prefix.
@@ -307,6 +338,19 @@ func oracleJudged(e oracleExec, commands []string) bool {
 		}
 	}
 	return true
+}
+
+// oracleGitSelf reports whether e is git running a part of itself: the
+// git binary or a program in git's exec-path, started by git or by such a
+// program (git commit runs git maintenance, git stash runs git
+// update-index). Git's own parts are its implementation; whatever else they
+// start (a shell, a pager, an editor, sed) is still judged on its own.
+func oracleGitSelf(e oracleExec) bool {
+	return oracleIsGit(e.Path) && oracleIsGit(e.Runner)
+}
+
+func oracleIsGit(p string) bool {
+	return p == "/usr/bin/git" || strings.HasPrefix(p, "/usr/lib/git-core/")
 }
 
 // oracleFormName is the command name of form i of oracleForms(e).
