@@ -397,6 +397,9 @@ func TestOracleTraceParse(t *testing.T) {
 		fmt.Sprintf("11 execve(%s, %s, 0x55 /* 5 vars */) = -1 ENOENT (No such file or directory)\n", hex("/usr/local/bin/touch"), argv("touch", "a\nb")) +
 		"10 <... clone3 resumed> => {parent_tid=[12]}, 88) = 12\n" +
 		"10 vfork() = -1 EAGAIN (Resource temporarily unavailable)\n" +
+		"10 vfork( <unfinished ...>\n" +
+		fmt.Sprintf("15 execve(%s, %s, 0x55 /* 5 vars */) = 0\n", hex("/usr/bin/git"), argv("git")) +
+		"10 <... vfork resumed>) = 15\n" +
 		fmt.Sprintf("11 execve(%s, %s, 0x55 /* 5 vars */ <unfinished ...>\n", hex("/usr/bin/touch"), argv("touch", "a\nb", `"q"`)) +
 		fmt.Sprintf("12 execveat(AT_FDCWD, %s, %s, 0x55 /* 5 vars */, 0) = 0\n", hex("/usr/bin/id"), argv("id")) +
 		"11 <... execve resumed>)            = 0\n" +
@@ -407,7 +410,7 @@ func TestOracleTraceParse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{`12 ["id"] by /usr/bin/bash`, `11 ["touch" "a\nb" "\"q\""] by /usr/bin/bash`, `13 [] by `, `14 "/usr/bin/y" with an unreadable argv by `}
+	want := []string{`15 ["git"] by /usr/bin/bash`, `12 ["id"] by /usr/bin/bash`, `11 ["touch" "a\nb" "\"q\""] by /usr/bin/bash`, `13 [] by `, `14 "/usr/bin/y" with an unreadable argv by `}
 	var got []string
 	for _, e := range execs {
 		got = append(got, fmt.Sprintf("%d %v by %s", e.PID, e, e.Runner))

@@ -65,8 +65,12 @@ func parseOracleTrace(trace, command string) ([]oracleExec, error) {
 	pending := map[int]*call{}
 	// image is the program each process runs now; creator the program
 	// that was running in the process that cloned it, until it execs.
+	// creator is the program that cloned each process. With vfork the
+	// child may exec before strace prints the parent's clone result, so
+	// creators are joined to the execs at the end.
 	image := map[int]string{}
-	clonePending := map[int]bool{}
+	creator := map[int]string{}
+	clonePending := map[int]string{}
 	var all []oracleExec
 	root := -1
 	for n, line := range strings.Split(trace, "\n") {
@@ -114,21 +118,27 @@ func parseOracleTrace(trace, command string) ([]oracleExec, error) {
 			strings.HasPrefix(rest, "<... clone3 resumed>") || strings.HasPrefix(rest, "<... fork resumed>") ||
 			strings.HasPrefix(rest, "<... vfork resumed>"):
 			if strings.HasSuffix(rest, " <unfinished ...>") {
-				clonePending[pid] = true
+				clonePending[pid] = image[pid]
 				continue
 			}
+			parent := image[pid]
 			if strings.HasPrefix(rest, "<...") {
-				if !clonePending[pid] {
+				p, ok := clonePending[pid]
+				if !ok {
 					return nil, fmt.Errorf("trace line %d: resumed clone never started: %q", n+1, line)
 				}
 				delete(clonePending, pid)
+				parent = p
 			}
 			r := oracleCloneRes.FindStringSubmatch(rest)
 			if r == nil {
 				return nil, fmt.Errorf("trace line %d: clone without result: %q", n+1, line)
 			}
 			if child, _ := strconv.Atoi(r[1]); child > 0 {
-				image[child] = image[pid]
+				creator[child] = parent
+				if _, ok := image[child]; !ok {
+					image[child] = parent
+				}
 			}
 			continue
 		default:
@@ -165,6 +175,11 @@ func parseOracleTrace(trace, command string) ([]oracleExec, error) {
 	for _, c := range pending {
 		c.exec.Runner = image[c.exec.PID]
 		all = append(all, c.exec)
+	}
+	for i := range all {
+		if all[i].Runner == "" {
+			all[i].Runner = creator[all[i].PID]
+		}
 	}
 	// The sandbox's own prefix.
 	want := []string{"prlimit", "setpriv", "unshare", "bash"}
