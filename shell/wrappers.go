@@ -19,6 +19,9 @@ func (an *analyzer) emit(argv []string, depth int, wrapped bool) string {
 	if problem := builtinProblem(lower, argv[1:]); problem != "" {
 		return problem
 	}
+	if problem := commandOptionProblem(lower, argv[1:]); problem != "" {
+		return problem
+	}
 	return an.unwrap(lower, argv[1:], depth)
 }
 
@@ -111,6 +114,14 @@ func (an *analyzer) unwrap(name string, args []string, depth int) string {
 	case "sudo":
 		return an.sudo(args, depth)
 	case "doas":
+		for _, a := range args {
+			if a == "-s" {
+				return defaultShell("doas -s")
+			}
+			if !strings.HasPrefix(a, "-") {
+				break
+			}
+		}
 		return an.simpleWrapper(name, &doasSpec, args, depth)
 	case "env":
 		return an.env(args, depth)
@@ -182,11 +193,32 @@ func (an *analyzer) unwrap(name string, args []string, depth int) string {
 		return an.ssh(args, depth)
 	case "git":
 		return an.git(args)
+	case "jobs":
+		return an.jobs(args, depth)
+	case "logsave":
+		return an.logsave(args, depth)
+	case "prlimit":
+		return an.prlimit(args, depth)
+	case "dbus-run-session":
+		return an.simpleWrapper(name, &dbusRunSessionSpec, args, depth)
+	case "fakeroot":
+		return an.simpleWrapper(name, &fakerootSpec, args, depth)
+	case "sg":
+		return an.sg(args, depth)
+	case "newgrp":
+		return defaultShell(name)
+	case "run-parts":
+		return "run-parts (runs every program in a directory)"
+	case "source", ".":
+		return name + " (runs a script file the policy cannot see)"
 	case "sh", "bash", "zsh", "dash", "ksh", "ash", "mksh", "rbash", "hush":
 		if script, ok := shellScript(args); ok {
 			return an.nested("in sh -c script: ", script, depth)
 		}
-		return ""
+		if shellInfoOnly(args) {
+			return ""
+		}
+		return name + " without a -c script runs a script from a file or standard input"
 	case "trap":
 		// trap ACTION SIGNAL... stores a script that bash runs later (on exit, on a
 		// signal): a second command the policy would never see. Only the listing forms
@@ -308,7 +340,11 @@ func (an *analyzer) sudo(args []string, depth int) string {
 	}
 	rest := args[i:]
 	switch {
-	case edit || len(rest) == 0:
+	case edit:
+		return ""
+	case len(rest) == 0 && shellMode:
+		return defaultShell("sudo -s or -i")
+	case len(rest) == 0:
 		return ""
 	case shellMode:
 		return an.nested("in sudo shell command: ", strings.Join(rest, " "), depth)
@@ -436,4 +472,20 @@ func shellScript(args []string) (string, bool) {
 		return "", false
 	}
 	return args[i], true
+}
+
+// shellInfoOnly reports whether a shell's arguments only ask for its
+// version or help, which runs no script.
+func shellInfoOnly(args []string) bool {
+	if len(args) == 0 {
+		return false
+	}
+	for _, a := range args {
+		switch a {
+		case "--version", "--help", "-version", "-help":
+		default:
+			return false
+		}
+	}
+	return true
 }

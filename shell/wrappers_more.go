@@ -245,9 +245,19 @@ func (an *analyzer) flock(args []string, depth int) string {
 // unshare and nsenter [OPTION]... [COMMAND...]; with no command they start
 // $SHELL, which reads its commands from standard input.
 func (an *analyzer) namespaced(name string, spec *optSpec, args []string, depth int) string {
-	i, _, problem := spec.scan(args, nil)
+	info := false
+	i, _, problem := spec.scan(args, func(o opt) string {
+		switch o.name {
+		case "h", "help", "V", "version":
+			info = true
+		}
+		return ""
+	})
 	if problem != "" {
 		return name + ": " + problem
+	}
+	if i >= len(args) && !info {
+		return defaultShell(name)
 	}
 	return an.wrap(args[i:], depth)
 }
@@ -307,7 +317,7 @@ func (an *analyzer) tracer(name string, spec *optSpec, args []string, depth int)
 // the command and is refused.
 func (an *analyzer) su(name string, args []string, depth int) string {
 	var scripts []string
-	user := false
+	user, info := false, false
 	operands, problem := suSpec.scanPermuted(args, func(o opt) string {
 		switch o.name {
 		case "s", "shell":
@@ -321,6 +331,8 @@ func (an *analyzer) su(name string, args []string, depth int) string {
 				return name + ": unknown option '-u'"
 			}
 			user = true
+		case "h", "help", "V", "version":
+			info = true
 		}
 		return ""
 	})
@@ -343,6 +355,15 @@ func (an *analyzer) su(name string, args []string, depth int) string {
 		if script, ok := shellScript(operands[1:]); ok {
 			scripts = append(scripts, script)
 		}
+	}
+	if len(scripts) == 0 {
+		if info {
+			return ""
+		}
+		if len(operands) > 1 {
+			return name + " hands its arguments to a shell that runs a script file"
+		}
+		return defaultShell(name)
 	}
 	for _, s := range scripts {
 		if problem := an.nested("in "+name+" -c command: ", s, depth); problem != "" {
@@ -382,20 +403,30 @@ func (an *analyzer) chroot(args []string, depth int) string {
 	if i >= len(args) {
 		return ""
 	}
+	if i+1 >= len(args) {
+		return defaultShell("chroot")
+	}
 	return an.wrap(args[i+1:], depth)
 }
 
 // script [OPTION]... [FILE]: -c COMMAND is a script for $SHELL -c.
 func (an *analyzer) scriptCmd(args []string, depth int) string {
 	var scripts []string
+	info := false
 	_, problem := scriptSpec.scanPermuted(args, func(o opt) string {
-		if o.name == "c" || o.name == "command" {
+		switch o.name {
+		case "c", "command":
 			scripts = append(scripts, o.value)
+		case "h", "help", "V", "version":
+			info = true
 		}
 		return ""
 	})
 	if problem != "" {
 		return "script: " + problem
+	}
+	if len(scripts) == 0 && !info {
+		return defaultShell("script")
 	}
 	for _, s := range scripts {
 		if problem := an.nested("in script -c command: ", s, depth); problem != "" {
@@ -609,4 +640,141 @@ func isNumber(s string) bool {
 		}
 	}
 	return true
+}
+
+var (
+	jobsSpec    = optSpec{short: "lnprsx", strict: true}
+	logsaveSpec = optSpec{short: "+asv", strict: true}
+	prlimitSpec = optSpec{short: "+p:o:vhVABCDEFILMNOPRSTUy", strict: true, long: []longOpt{
+		lo("pid", argRequired), lo("output", argRequired), lo("noheadings", argNone),
+		lo("raw", argNone), lo("verbose", argNone), lo("help", argNone), lo("version", argNone),
+		lo("as", argOptional), lo("core", argOptional), lo("cpu", argOptional),
+		lo("data", argOptional), lo("fsize", argOptional), lo("locks", argOptional),
+		lo("memlock", argOptional), lo("msgqueue", argOptional), lo("nice", argOptional),
+		lo("nofile", argOptional), lo("nproc", argOptional), lo("rss", argOptional),
+		lo("rtprio", argOptional), lo("rttime", argOptional), lo("sigpending", argOptional),
+		lo("stack", argOptional),
+	}}
+	dbusRunSessionSpec = optSpec{short: "+", strict: true, long: []longOpt{
+		lo("config-file", argRequired), lo("help", argNone), lo("version", argNone),
+	}}
+	fakerootSpec = optSpec{short: "+s:i:ub:hv", strict: true, long: []longOpt{
+		lo("unknown-is-real", argNone), lo("help", argNone), lo("version", argNone),
+	}}
+)
+
+// jobs -x COMMAND [ARG...] runs the command with job specs replaced.
+func (an *analyzer) jobs(args []string, depth int) string {
+	x := false
+	i, _, problem := jobsSpec.scan(args, func(o opt) string {
+		if o.name == "x" {
+			x = true
+		}
+		return ""
+	})
+	if problem != "" {
+		return "jobs: " + problem
+	}
+	if !x {
+		return ""
+	}
+	return an.wrap(args[i:], depth)
+}
+
+// logsave [-asv] FILE COMMAND...
+func (an *analyzer) logsave(args []string, depth int) string {
+	i, _, problem := logsaveSpec.scan(args, nil)
+	if problem != "" {
+		return "logsave: " + problem
+	}
+	if i >= len(args) {
+		return ""
+	}
+	return an.wrap(args[i+1:], depth)
+}
+
+// prlimit [OPTION]... [COMMAND...]; with --pid it changes a running process.
+func (an *analyzer) prlimit(args []string, depth int) string {
+	pid := false
+	i, _, problem := prlimitSpec.scan(args, func(o opt) string {
+		if o.name == "p" || o.name == "pid" {
+			pid = true
+		}
+		return ""
+	})
+	if problem != "" {
+		return "prlimit: " + problem
+	}
+	if pid {
+		return ""
+	}
+	return an.wrap(args[i:], depth)
+}
+
+// defaultShell refuses a wrapper that, given no command, starts a shell
+// that reads its commands from standard input: nothing in the command line
+// says what that shell will run.
+func defaultShell(name string) string {
+	return name + " without a command starts a shell that reads standard input"
+}
+
+// sg GROUP [-c] COMMAND: the command is a script for /bin/sh -c.
+func (an *analyzer) sg(args []string, depth int) string {
+	if len(args) > 0 && args[0] == "-" {
+		args = args[1:]
+	}
+	if len(args) < 2 {
+		return defaultShell("sg")
+	}
+	rest := args[1:]
+	if rest[0] == "-c" {
+		rest = rest[1:]
+	}
+	return an.nested("in sg command: ", strings.Join(rest, " "), depth)
+}
+
+// commandOptions lists, per program, option words that hand it a command to
+// run (a long option, or a short option letter anywhere in a cluster). They
+// are refused: the command's syntax is the program's own.
+var commandOptions = map[string]struct {
+	short string
+	long  []string
+}{
+	"rsync": {"e", []string{"--rsh", "--rsync-path"}},
+	"scp":   {"SoF", nil},
+	"sftp":  {"SoFD", nil},
+	"tar": {"IF", []string{"--to-command", "--use-compress-program", "--checkpoint-action",
+		"--info-script", "--new-volume-script", "--rsh-command", "--rmt-command"}},
+	"man":  {"PHX", []string{"--pager", "--html", "--gxditview", "--browser"}},
+	"sort": {"", []string{"--compress-program"}},
+	"rg":   {"", []string{"--pre"}},
+	"zip":  {"T", []string{"--unzip-command"}},
+}
+
+// commandOptionProblem applies commandOptions to a program's arguments.
+func commandOptionProblem(name string, args []string) string {
+	co, ok := commandOptions[name]
+	if !ok {
+		return ""
+	}
+	for i, a := range args {
+		if a == "--" {
+			break
+		}
+		if i == 0 && name == "tar" && a != "" && a[0] != '-' {
+			a = "-" + a // tar's old style: the first word is a cluster of option letters
+		}
+		if strings.HasPrefix(a, "--") {
+			for _, l := range co.long {
+				if a == l || strings.HasPrefix(a, l+"=") || (len(a) > 3 && strings.HasPrefix(l, a)) {
+					return name + " " + l + " (runs a command)"
+				}
+			}
+			continue
+		}
+		if len(a) > 1 && a[0] == '-' && strings.ContainsAny(a[1:], co.short) {
+			return name + " " + args[i] + " (an option that runs a command)"
+		}
+	}
+	return ""
 }
