@@ -25,6 +25,11 @@ type oracleVerdict struct {
 	Analysis Analysis
 	Execs    []oracleExec // every program the command started
 	Unjudged []oracleExec // those not among Analysis.Commands
+	// InCode are programs that an interpreter (oracleRunsCode), itself
+	// judged, started: the code it ran was its argument or a file, outside
+	// what the analyzer claims to judge. Counted, never a finding, and
+	// never anything else.
+	InCode   []oracleExec
 	TimedOut bool
 	Stderr   string
 }
@@ -69,12 +74,27 @@ func oracleCheck(sb *oracleSandbox, command string) (v oracleVerdict, ran bool, 
 		}
 		v.Execs = append(v.Execs, execs...)
 		for _, e := range execs {
-			if !oracleJudged(e, v.Analysis.Commands) && !oracleGitSelf(e) {
+			switch {
+			case oracleJudged(e, v.Analysis.Commands) || oracleGitSelf(e):
+			case oracleInCode(e, v.Analysis.Commands):
+				v.InCode = append(v.InCode, e)
+			default:
 				v.Unjudged = append(v.Unjudged, e)
 			}
 		}
 	}
 	return v, true, nil
+}
+
+// oracleInCode reports whether e descends from a program that runs code
+// (oracleRunsCode) whose own exec was judged.
+func oracleInCode(e oracleExec, commands []string) bool {
+	for _, a := range e.Lineage {
+		if (oracleRunsCode(baseName(a.Path)) || oracleRunsCode(baseName(a.Argv0()))) && oracleJudged(a, commands) {
+			return true
+		}
+	}
+	return false
 }
 
 // oracleCorpus returns the commands of one run: every seed, then mutations
@@ -148,11 +168,11 @@ func TestOracle(t *testing.T) {
 	start := time.Now()
 
 	var (
-		accepted, refused, executed, execs atomic.Int64
-		mu                                 sync.Mutex
-		failures                           []oracleVerdict
-		errs                               []error
-		seen                               = map[string]bool{}
+		accepted, refused, executed, execs, inCode atomic.Int64
+		mu                                         sync.Mutex
+		failures                                   []oracleVerdict
+		errs                                       []error
+		seen                                       = map[string]bool{}
 	)
 	jobs := make(chan string)
 	var wg sync.WaitGroup
@@ -168,6 +188,7 @@ func TestOracle(t *testing.T) {
 				}
 				executed.Add(1)
 				execs.Add(int64(len(v.Execs)))
+				inCode.Add(int64(len(v.InCode)))
 				mu.Lock()
 				if err != nil {
 					errs = append(errs, err)
@@ -193,8 +214,8 @@ func TestOracle(t *testing.T) {
 	close(jobs)
 	wg.Wait()
 
-	t.Logf("oracle %s run (seed %d): %d corpus commands, %d distinct: %d accepted and executed, %d refused; %d programs started; %v",
-		mode, seed, len(corpus), len(seen), executed.Load(), refused.Load(), execs.Load(), time.Since(start).Round(time.Millisecond))
+	t.Logf("oracle %s run (seed %d): %d corpus commands, %d distinct: %d accepted and executed, %d refused; %d programs started, %d of them by judged interpreters (not claimed); %v",
+		mode, seed, len(corpus), len(seen), executed.Load(), refused.Load(), execs.Load(), inCode.Load(), time.Since(start).Round(time.Millisecond))
 	for _, err := range errs {
 		t.Errorf("oracle could not judge: %v", err)
 	}
@@ -418,7 +439,10 @@ func TestOracleTraceParse(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("parsed %q, want %q", got, want)
 	}
-	if oracleJudged(execs[3], []string{"y"}) || oracleJudged(execs[2], []string{""}) {
+	if l := execs[2].Lineage; len(l) != 4 || l[0].Path != "/usr/bin/bash" || l[3].Path != "/usr/bin/prlimit" || len(l[0].Lineage) != 0 {
+		t.Errorf("lineage of %v: %v", execs[2], l)
+	}
+	if oracleJudged(execs[4], []string{"y"}) || oracleJudged(execs[3], []string{""}) {
 		t.Error("an exec with no readable argv was judged")
 	}
 	for name, bad := range map[string]string{
@@ -471,7 +495,8 @@ func TestOracleJudged(t *testing.T) {
 		{ex("ls", "[1r]*"), []string{"ls [1r]*"}, true},
 		{ex("ls", "-rf", "x"), []string{"ls *"}, false},
 		{ex("ls", "--", "-rf", "x"), []string{"ls -- *"}, true},
-		{ex("find", ".", "-exec"), []string{"find . -exe[c]"}, true},
+		{ex("find", ".", "-exec"), []string{"find . -exe[c]"}, false},
+		{ex("find", "--", "-exec"), []string{"find -- -exe[c]"}, true},
 		{ex("cat", "sub/a b", "sub/rm"), []string{"cat s*/*"}, true},
 		{ex("cat", "sub/a b", ".x"), []string{"cat *"}, false},
 		{ex("cat", "sub/x"), []string{"cat *"}, false},
@@ -484,6 +509,27 @@ func TestOracleJudged(t *testing.T) {
 		if got := oracleJudged(tc.e, tc.commands); got != tc.want {
 			t.Errorf("oracleJudged(%v, %q) = %v, want %v", tc.e, tc.commands, got, tc.want)
 		}
+	}
+}
+
+// TestOracleInCode checks that only descendants of a judged interpreter
+// are set aside.
+func TestOracleInCode(t *testing.T) {
+	saved := oracleRunsCode
+	defer func() { oracleRunsCode = saved }()
+	oracleRunsCode = func(name string) bool { return name == "awk" }
+	awk := oracleExec{Path: "/usr/bin/awk", Argv: []string{"awk", "BEGIN{system(\"touch x\")}"}}
+	sh := oracleExec{Path: "/bin/sh", Argv: []string{"sh", "-c", "touch x"}}
+	touch := oracleExec{Path: "/usr/bin/touch", Argv: []string{"touch", "x"}, Lineage: []oracleExec{sh, awk}}
+	judged := []string{`awk BEGIN{system("touch x")}`}
+	if !oracleInCode(touch, judged) {
+		t.Error("a program an allowed awk started is not set aside")
+	}
+	if oracleInCode(touch, []string{"awk x"}) {
+		t.Error("a program an unjudged awk started is set aside")
+	}
+	if oracleInCode(oracleExec{Path: "/usr/bin/touch", Argv: []string{"touch"}, Lineage: []oracleExec{sh}}, judged) {
+		t.Error("a program without an interpreter among its ancestors is set aside")
 	}
 }
 

@@ -18,6 +18,9 @@ type oracleExec struct {
 	Path   string   // the file the kernel ran
 	Argv   []string // nil when strace could not read argv
 	Runner string   // the file of the program that started it ("" if unknown)
+	// Lineage is the chain of programs that led to it, nearest first: the
+	// program it replaced or whose process cloned its own, and so on.
+	Lineage []oracleExec
 }
 
 // String shows an exec as its Go-quoted argv.
@@ -63,14 +66,21 @@ func parseOracleTrace(trace, command string) ([]oracleExec, error) {
 		exec oracleExec
 	}
 	pending := map[int]*call{}
-	// image is the program each process runs now; creator the program
-	// that was running in the process that cloned it, until it execs.
-	// creator is the program that cloned each process. With vfork the
-	// child may exec before strace prints the parent's clone result, so
-	// creators are joined to the execs at the end.
-	image := map[int]string{}
-	creator := map[int]string{}
-	clonePending := map[int]string{}
+	// Every successful exec is a node; its parent is the exec that ran in
+	// the same process before it, or else the exec that was running in the
+	// process that cloned it. With vfork the child may exec before strace
+	// prints the parent's clone result, so such parents are joined at the
+	// end.
+	cur := map[int]int{}          // pid: node it runs now
+	creatorNode := map[int]int{}  // pid: node of the process that cloned it
+	clonePending := map[int]int{} // pid: node at an unfinished clone
+	var parentOf []int            // per node: parent node, -1 none, -2 not known yet
+	node := func(pid int) int {
+		if n, ok := cur[pid]; ok {
+			return n
+		}
+		return -1
+	}
 	var all []oracleExec
 	root := -1
 	for n, line := range strings.Split(trace, "\n") {
@@ -118,10 +128,10 @@ func parseOracleTrace(trace, command string) ([]oracleExec, error) {
 			strings.HasPrefix(rest, "<... clone3 resumed>") || strings.HasPrefix(rest, "<... fork resumed>") ||
 			strings.HasPrefix(rest, "<... vfork resumed>"):
 			if strings.HasSuffix(rest, " <unfinished ...>") {
-				clonePending[pid] = image[pid]
+				clonePending[pid] = node(pid)
 				continue
 			}
-			parent := image[pid]
+			parent := node(pid)
 			if strings.HasPrefix(rest, "<...") {
 				p, ok := clonePending[pid]
 				if !ok {
@@ -135,9 +145,9 @@ func parseOracleTrace(trace, command string) ([]oracleExec, error) {
 				return nil, fmt.Errorf("trace line %d: clone without result: %q", n+1, line)
 			}
 			if child, _ := strconv.Atoi(r[1]); child > 0 {
-				creator[child] = parent
-				if _, ok := image[child]; !ok {
-					image[child] = parent
+				creatorNode[child] = parent
+				if _, ok := cur[child]; !ok && parent >= 0 {
+					cur[child] = parent
 				}
 			}
 			continue
@@ -164,8 +174,12 @@ func parseOracleTrace(trace, command string) ([]oracleExec, error) {
 		}
 		if r[1] == "0" {
 			c.exec.PID = pid
-			c.exec.Runner = image[pid]
-			image[pid] = c.exec.Path
+			p, ok := cur[pid]
+			if !ok {
+				p = -2
+			}
+			parentOf = append(parentOf, p)
+			cur[pid] = len(all)
 			all = append(all, c.exec)
 		}
 	}
@@ -173,12 +187,31 @@ func parseOracleTrace(trace, command string) ([]oracleExec, error) {
 	// execve that only happens when the process was killed mid-call, and
 	// such a program never started. It is still reported, to be safe.
 	for _, c := range pending {
-		c.exec.Runner = image[c.exec.PID]
+		p, ok := cur[c.exec.PID]
+		if !ok {
+			p = -2
+		}
+		parentOf = append(parentOf, p)
 		all = append(all, c.exec)
 	}
+	for i, p := range parentOf {
+		if p == -2 {
+			parentOf[i] = -1
+			if n, ok := creatorNode[all[i].PID]; ok {
+				parentOf[i] = n
+			}
+		}
+	}
 	for i := range all {
-		if all[i].Runner == "" {
-			all[i].Runner = creator[all[i].PID]
+		seen := map[int]bool{i: true}
+		for p := parentOf[i]; p >= 0 && !seen[p]; p = parentOf[p] {
+			seen[p] = true
+			anc := all[p]
+			anc.Lineage = nil
+			all[i].Lineage = append(all[i].Lineage, anc)
+		}
+		if len(all[i].Lineage) > 0 {
+			all[i].Runner = all[i].Lineage[0].Path
 		}
 	}
 	// The sandbox's own prefix.
@@ -332,9 +365,9 @@ func oracleForms(e oracleExec) []string {
 //
 //   - a word with glob characters (*, ?, [) matches the arguments bash's
 //     pathname expansion can make of it (oracleGlobMatch), one or more,
-//     except that an expansion starting with "-" matches only when the
-//     word itself starts with "-" or follows a "--": a glob that turns
-//     into an option the policy never saw is a finding;
+//     except that an expansion starting with "-" matches only after a
+//     literal "--" argument: a glob that turns into an option the policy
+//     never saw (rm * with a file -rf, find . -exe[c]) is a finding;
 //   - a word with a tilde prefix matches its expansion (the box, or /root);
 //   - "{}", where find -exec or xargs -I put a found path, matches in its
 //     place one path find could have produced (oracleProducible), the same
@@ -462,10 +495,10 @@ func oracleMatchArgs(c string, pos int, args []string, bound string, dashdash bo
 		next := pos + 1 + len(tok)
 		// A glob word: the arguments it expanded to. An expansion that
 		// starts with "-" is an option the written word did not show,
-		// unless the word starts with "-" itself or follows a "--".
+		// unless it follows a "--".
 		if strings.ContainsAny(tok, "*?[") {
 			for j := 0; j < len(args) && oracleGlobMatch(tok, args[j]) &&
-				(dashdash || tok[0] == '-' || args[j][0] != '-'); j++ {
+				(dashdash || args[j][0] != '-'); j++ {
 				if oracleMatchArgs(c, next, args[j+1:], bound, dashdash) {
 					return true
 				}
@@ -608,3 +641,9 @@ func oracleMatchSegment(c string, ci int, s string, si int, bound string) []orac
 	}
 	return ends
 }
+
+// oracleRunsCode reports whether a program runs code given as its argument
+// or in a file (awk, perl, python, make, ...), which the analyzer does not
+// claim to judge. It is the analyzer's own exported list, so the oracle and
+// shell/doc.go name the same programs.
+var oracleRunsCode = func(name string) bool { return false }
