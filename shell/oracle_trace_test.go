@@ -347,7 +347,7 @@ func parseOracleString(s string) (string, string, error) {
 // argv[0] (exec -a, a multi-call binary), the file's form is returned too:
 // both must be judged.
 func oracleForms(e oracleExec) []string {
-	if e.Argv == nil || len(e.Argv) == 0 {
+	if len(e.Argv) == 0 {
 		return nil
 	}
 	forms := []string{joinCommand(baseName(e.Argv[0]), e.Argv[1:])}
