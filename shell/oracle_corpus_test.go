@@ -129,6 +129,11 @@ var (
 		{"shopt", "-s", "%s"}, {"set", "-o", "%s"}, {"alias", "%s"}, {"unalias", "%s"}, {"bind", "-x", "%s"},
 		{"jobs", "-x", "%s"}, {"bg", "%s"}, {"fg", "%s"}, {"logout", "%s"}, {"break", "%s"}, {"continue", "%s"},
 		{"true", "%s"}, {"false", "%s"}, {"pwd", "%s"}, {"compopt", "%s"}, {"complete", "-F", "%s", "x"},
+		{":", "%s"}, {"wait", "%s"}, {"wait", "-f", "-n", "-p", "%s"}, {"kill", "-s", "%s", "0"}, {"kill", "%s"},
+		{"read", "-p", "%s"}, {"read", "-t", "%s", "x"}, {"read", "-u", "%s", "x"}, {"mapfile", "-u", "%s", "x"},
+		{"mapfile", "-n", "%s", "x"}, {"mapfile", "-O", "%s", "x"}, {"ulimit", "-n", "%s"}, {"history", "%s"},
+		{"printf", "-v%s", "x"}, {"test", "-o", "%s"}, {"[", "-o", "%s", "]"}, {"[", "%s", "-ot", "x", "]"},
+		{"test", "%s", "-ef", "x"}, {"typeset", "-n", "x=%s"}, {"exec", "-a", "%s", "true"}, {"command", "-p", "%s"},
 	}
 )
 
