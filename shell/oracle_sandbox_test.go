@@ -16,10 +16,12 @@ package shell
 //     submount of the host (/dev, /proc, /sys, /run, ...) is reachable.
 //   - For each command it mounts a fresh tmpfs on the box directory, fills
 //     it with the hostile template and starts strace (as real root, out of
-//     the command's reach) on setpriv, which drops to uid and gid 65534,
-//     then unshare, which enters a new user namespace mapping root to 65534
-//     and a new mount namespace (so every inherited mount is locked
-//     read-only), then bash -c COMMAND. The command is root in its own user
+//     the command's reach) on prlimit (limits the command cannot raise),
+//     then on the test binary again as a launcher (oracleLaunchEnv), which
+//     starts bash -c COMMAND in a new user namespace, where root is uid and
+//     gid 65534 outside (the maps are written from outside, so setgroups
+//     works and su or runuser can run), and a new mount namespace (so every
+//     inherited mount is locked read-only). The command is root in its own user
 //     namespace only: it can chroot, unshare and mount inside it, but it
 //     cannot remount / writable, write where uid 65534 may not, signal the
 //     helper or strace, reboot, or reach the trace file.
@@ -63,12 +65,56 @@ const (
 )
 
 // oracleTools are the programs the sandbox needs, looked up in oraclePath.
-var oracleTools = []string{"bash", "strace", "prlimit", "setpriv", "unshare"}
+var oracleTools = []string{"bash", "strace", "prlimit"}
+
+// oracleLaunchEnv makes the test binary act as the launcher: it runs its
+// arguments as uid and gid 0 of a new user namespace, mapped to oracleUID
+// outside, in a new mount namespace, and exits with their status.
+const oracleLaunchEnv = "WARDEN_SHELL_ORACLE_LAUNCH"
 
 func init() {
+	if os.Getenv(oracleLaunchEnv) == "1" {
+		os.Exit(oracleLaunchMain(os.Args[1:]))
+	}
 	if base := os.Getenv(oracleHelperEnv); base != "" {
 		os.Exit(oracleHelperMain(base))
 	}
+}
+
+// oracleLaunchMain is the launcher (see oracleLaunchEnv).
+func oracleLaunchMain(argv []string) int {
+	if len(argv) == 0 {
+		fmt.Fprintln(os.Stderr, "oracle launcher: no command")
+		return 126
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	env := os.Environ()
+	cmd.Env = env[:0:0]
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, oracleLaunchEnv+"=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Cloneflags:                 syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS,
+		UidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: oracleUID, Size: 1}},
+		GidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: oracleUID, Size: 1}},
+		GidMappingsEnableSetgroups: true,
+		// Become root of the new namespace, which is oracleUID outside:
+		// until then the child would still be the real root.
+		Credential: &syscall.Credential{Uid: 0, Gid: 0},
+		Pdeathsig:  syscall.SIGKILL,
+	}
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "oracle launcher:", err)
+		return 126
+	}
+	return 0
 }
 
 // oracleRequest is one command for the helper.
@@ -105,6 +151,12 @@ func oracleHelperMain(base string) int {
 		}
 		tools[name] = p
 	}
+	launcher, err := os.Executable()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "oracle sandbox setup:", err)
+		return 3
+	}
+	tools["launcher"] = launcher
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(make([]byte, 1<<20), 4<<20)
 	out := json.NewEncoder(os.Stdout)
@@ -253,11 +305,10 @@ func oracleRunOne(base string, tools map[string]string, req oracleRequest) (resp
 		// Limits that the command cannot raise: address space per process,
 		// processes per user (a fork bomb), no core files.
 		tools["prlimit"], "--as=4294967296", "--nproc=1024", "--core=0", "--",
-		tools["setpriv"], fmt.Sprintf("--reuid=%d", oracleUID), fmt.Sprintf("--regid=%d", oracleUID), "--clear-groups", "--",
-		tools["unshare"], "--user", "--map-root-user", "--mount", "--",
-		tools["bash"], "-c", req.Cmd)
+		tools["launcher"], tools["bash"], "-c", req.Cmd)
 	cmd.Dir = box
 	cmd.Env = []string{
+		oracleLaunchEnv + "=1", // read by the launcher, not passed on
 		"PATH=" + oraclePath, "HOME=" + box, "LANG=C.UTF-8", "TERM=dumb",
 		"SHELL=/bin/sh", "USER=root", "LOGNAME=root", "TMPDIR=" + box,
 	}
@@ -592,7 +643,7 @@ func newOracleSandbox(n int) (*oracleSandbox, error) {
 		}
 		s.workers <- w
 	}
-	// A first command proves that strace, setpriv and the user namespace
+	// A first command proves that strace, the launcher and the user namespace
 	// work here.
 	r, err := s.Run("true")
 	if err != nil {

@@ -58,7 +58,7 @@ var (
 // parseOracleTrace reads the output of strace -f -xx -e trace=execve,execveat
 // (-o FILE, so every line starts with a PID) and returns the successful execs
 // that the traced command caused: everything after the sandbox's own
-// prlimit, setpriv, unshare and bash -c COMMAND, which must come first, in that order,
+// prlimit, the launcher and bash -c COMMAND, which must come first, in that order,
 // in the first process. An unexpected line, a truncated string or a missing
 // start is an error, never an empty list.
 func parseOracleTrace(trace, command string) ([]oracleExec, error) {
@@ -214,28 +214,37 @@ func parseOracleTrace(trace, command string) ([]oracleExec, error) {
 			all[i].Runner = all[i].Lineage[0].Path
 		}
 	}
-	// The sandbox's own prefix.
-	want := []string{"prlimit", "setpriv", "unshare", "bash"}
+	// The sandbox's own start: prlimit, which execs the launcher, in the
+	// first process, then bash -c COMMAND, started by the launcher.
 	var rest []oracleExec
-	seen := 0
+	started := 0
 	for _, e := range all {
-		if seen < len(want) && e.PID == root {
-			if baseName(e.Path) != want[seen] {
-				return nil, fmt.Errorf("trace: sandbox start %d is %v, want %s", seen, e, want[seen])
-			}
-			if seen == len(want)-1 && (len(e.Argv) != 3 || e.Argv[1] != "-c" || e.Argv[2] != command) {
-				return nil, fmt.Errorf("trace: bash started as %v, not with the command", e)
-			}
-			seen++
+		switch {
+		case started == 0 && e.PID == root && baseName(e.Path) == "prlimit":
+			started++
 			continue
-		}
-		if seen < len(want) {
+		case started == 1 && e.PID == root:
+			// The launcher: the test binary itself.
+			started++
+			continue
+		case started == 2:
+			if baseName(e.Path) != "bash" || len(e.Argv) != 3 || e.Argv[1] != "-c" || e.Argv[2] != command {
+				return nil, fmt.Errorf("trace: the sandbox started %v, not bash with the command", e)
+			}
+			started++
+			continue
+		case started < 3:
 			return nil, fmt.Errorf("trace: %v ran before the sandbox's bash", e)
+		}
+		// The sandbox's own execs are not the command's: drop them from the
+		// lineage too.
+		if n := len(e.Lineage); n >= 2 {
+			e.Lineage = e.Lineage[:n-2]
 		}
 		rest = append(rest, e)
 	}
-	if seen < len(want) {
-		return nil, fmt.Errorf("trace: the sandbox's bash never started (%d of %d start execs)", seen, len(want))
+	if started < 3 {
+		return nil, fmt.Errorf("trace: the sandbox's bash never started (%d of 3 start execs)", started)
 	}
 	return rest, nil
 }
