@@ -425,6 +425,17 @@ func (an *analyzer) find(args []string, depth int) string {
 			if strings.Contains(args[start], "{}") {
 				return "find -exec command name comes from the files found"
 			}
+			// find puts each found name wherever {} appears, also inside a
+			// longer word: like a glob's matches, a file name there must not
+			// reach a command whose arguments choose what runs (sh -c 'echo {}'
+			// runs a file named $(cmd)).
+			if name := strings.ToLower(baseName(args[start])); isGlobSensitive(name) {
+				for _, a := range args[start+1 : end] {
+					if strings.Contains(a, "{}") {
+						return "find -exec hands found file names to '" + name + "'"
+					}
+				}
+			}
 			if problem := an.wrap(args[start:end], depth); problem != "" {
 				return problem
 			}
