@@ -90,11 +90,15 @@
 //   - compgen and complete: -W (a word list bash expands), -C (a command)
 //     and -F (a function) are refused.
 //   - trap with an action, and enable -f (loads a shared object): refused.
-//   - The rest are judged by the policy like any program: source and .
-//     (they run a script file, like bash FILE), hash -p, alias, shopt, set,
-//     cd, ulimit, bind, history (none of them evaluates a literal argument
-//     as code, and a simple command has no later command for a changed
-//     setting to act on).
+//   - source and . FILE: refused; they run a script file whose text the
+//     policy never sees (run the file itself, ./FILE, to have it judged by
+//     its name).
+//   - jobs -x COMMAND: judged through, as a wrapper.
+//   - The rest are judged by the policy like any program: hash -p, alias,
+//     shopt, set, cd, ulimit, bind, history, kill, shift, exit and the
+//     like (none of them evaluates a literal argument as code in bash 5.2,
+//     and a simple command has no later command for a changed setting to
+//     act on).
 //
 // # Globs in arguments
 //
@@ -177,23 +181,50 @@
 //     -F (a config file), -I (a PKCS#11 library) and -o keys other than a
 //     short list that runs nothing (StrictHostKeyChecking, ConnectTimeout,
 //     Port, User, IdentityFile, BatchMode, ...) are refused;
+//   - logsave (then the log file), prlimit (with --pid nothing),
+//     dbus-run-session, fakeroot, jobs -x, and sg GROUP [-c] COMMAND, whose
+//     words joined by spaces are a script for sh -c;
 //   - find, whose every -exec, -execdir, -ok and -okdir runs the words up
-//     to ";" or to a "+" after "{}";
+//     to ";" or to a "+" after "{}"; find puts each found file name wherever
+//     "{}" appears, even inside a longer word, so "{}" in an argument of a
+//     command whose arguments choose what runs (find -exec sh -c 'echo {}')
+//     is refused like a glob;
 //   - sh, bash, zsh, dash, ksh, ash, mksh, rbash and hush with -c (also
 //     inside a cluster such as -lc): the script is analyzed with all the
-//     rules above, and must itself be simple;
+//     rules above, and must itself be simple. A shell without a -c script
+//     runs a script file or its standard input, which the policy never
+//     sees, and is refused (only --version and --help are accepted);
 //   - eval, whose arguments joined by spaces are analyzed as a script;
 //   - busybox, whose first argument is the applet to run (so busybox sh,
 //     ash and hush are shells as above).
 //
 // A wrapper with no command after its options contributes only its own
-// form; unshare, nsenter and chroot then start $SHELL on standard input,
-// like a bare "bash". Options are read the way the real tool reads them
+// form, except where the wrapper then starts a shell that reads standard
+// input: chroot, unshare and nsenter without a command, su and runuser
+// without -c (su - root), script without -c, sudo -s and -i, doas -s,
+// newgrp, and sg without a command are refused, as is su with arguments
+// for the shell that name a script file. run-parts (every program in a
+// directory) is refused. Options are read the way the real tool reads them
 // (getopt_long with unambiguous long-option prefixes, permuted where the
 // tool permutes), and every wrapper's option table is strict: an option not
 // in it is refused, since a newer option that takes a value would move the
 // command. A command name that the wrapper fills in at run time, such as
 // find -exec {}, is refused.
+//
+// Some programs take a command in an option whose syntax is their own;
+// those options are refused: rsync -e/--rsh/--rsync-path, scp -S/-o/-F,
+// sftp -S/-o/-F/-D, tar -I/-F/--to-command/--use-compress-program/
+// --checkpoint-action/--info-script/--new-volume-script/--rsh-command/
+// --rmt-command (also in tar's old-style first word), man -P/-H/-X/--pager/
+// --html/--browser, sort --compress-program, rg --pre and zip -T/
+// --unzip-command.
+//
+// Interpreters whose arguments are a program (awk, sed with its e command,
+// perl -e, python -c, node -e, vim -c '!cmd', make and its Makefile, ...)
+// are not judged through: a policy that allows one with a trailing * allows
+// whatever that program can do. The same holds for a program run by path
+// (./build.sh): its name is judged, its contents are not. A login shell
+// (bash -l) also runs the profile scripts of the account.
 //
 // xargs is refused outright: it appends words read from its input, standard
 // input (which a command run by bash -c inherits) or an -a FILE, to its
