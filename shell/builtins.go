@@ -139,7 +139,9 @@ var globSensitive = map[string]bool{
 	"chrt": true, "taskset": true, "flock": true, "unshare": true, "nsenter": true,
 	"watch": true, "strace": true, "ltrace": true, "su": true, "runuser": true,
 	"setpriv": true, "chroot": true, "script": true, "systemd-run": true, "ssh": true,
-	"source": true, ".": true, "trap": true,
+	"source": true, ".": true, "trap": true, "jobs": true, "logsave": true,
+	"prlimit": true, "dbus-run-session": true, "sg": true, "newgrp": true,
+	"run-parts": true,
 	// Builtins that take variable names or callbacks.
 	"printf": true, "read": true, "mapfile": true, "readarray": true, "wait": true,
 	"unset": true, "getopts": true, "test": true, "[": true, "compgen": true,

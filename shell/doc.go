@@ -111,7 +111,7 @@
 // is one whose arguments choose what runs or what it does:
 //
 //   - every wrapper judged through (see below), sh and the other shells,
-//     eval, source and ., trap;
+//     eval, source and ., trap, newgrp, run-parts;
 //   - the builtins above that take names or callbacks: printf, read,
 //     mapfile, readarray, wait, unset, getopts, test, [, compgen, complete,
 //     enable (a file can be named a[$(cmd)]);
