@@ -99,6 +99,9 @@ func (s *optSpec) scan(args []string, visit func(opt) string) (next int, dashdas
 			o := opt{name: name, long: true, value: value, hasVal: hasVal}
 			if lo, ok := s.lookupLong(name); ok {
 				o.name = lo.name
+				if s.strict && lo.kind == argNone && hasVal {
+					return i, false, "option '--" + lo.name + "' takes no value"
+				}
 				if lo.kind == argRequired && !hasVal && i < len(args) {
 					o.value, o.hasVal = args[i], true
 					i++
@@ -115,7 +118,7 @@ func (s *optSpec) scan(args []string, visit func(opt) string) (next int, dashdas
 		}
 		for j := 1; j < len(a); j++ {
 			o := opt{name: a[j : j+1]}
-			if s.strict && (a[j] == ':' || strings.IndexByte(s.short, a[j]) < 0) {
+			if s.strict && (a[j] == ':' || a[j] == '+' || strings.IndexByte(s.short, a[j]) < 0) {
 				return i, false, "unknown option '-" + o.name + "'"
 			}
 			kind := s.shortKind(a[j])
