@@ -194,11 +194,21 @@ func parseOracleTrace(trace, command string) ([]oracleExec, error) {
 		parentOf = append(parentOf, p)
 		all = append(all, c.exec)
 	}
+	// A clone whose result strace never printed (the parent was killed in
+	// it) leaves its child without a creator; with one such clone, it is
+	// the creator. Otherwise the parent stays unknown, which only ever
+	// makes the oracle stricter.
+	var lone []int
+	for _, n := range clonePending {
+		lone = append(lone, n)
+	}
 	for i, p := range parentOf {
 		if p == -2 {
 			parentOf[i] = -1
 			if n, ok := creatorNode[all[i].PID]; ok {
 				parentOf[i] = n
+			} else if len(lone) == 1 {
+				parentOf[i] = lone[0]
 			}
 		}
 	}
