@@ -136,6 +136,8 @@ var bypassTests = []struct {
 	{"oracle", "tar -I 'touch pwned' -xf a.tar", "tar -I"},
 	{"oracle", "man -P 'touch pwned' ls", "man -P"},
 	{"oracle", "sort --compress-program=sh x", "sort --compress-program"},
+	{"oracle", "sort --compress=sh x", "sort --compress-program"},
+	{"oracle", "rsync --rs='touch pwned' x:y z", "rsync --rsh"},
 	{"oracle", "rg --pre=sh x", "rg --pre"},
 
 	// 6. git's command-running configuration.
@@ -145,7 +147,9 @@ var bypassTests = []struct {
 	{"git", "git --config-env=core.sshCommand=X fetch", "git --config-env"},
 	{"git", "git --config-env core.editor=X commit", "git --config-env"},
 	{"git", "git --exec-path=/tmp/evil status", "git --exec-path"},
-	{"git", "git -C . -c diff.external=x diff", "git -c"},
+	{"git", "git -C /tmp/bare -p log", "git -C (another repository's configuration can run commands)"},
+	{"git", "git --git-dir=/tmp/bare log", "git --git-dir (another repository's"},
+	{"git", "git --work-tree=. -c diff.external=x diff", "git -c"},
 	{"git", "git config alias.x '!touch y'", "git config writing"},
 	{"git", "git config --global core.hooksPath /tmp", "git config writing"},
 	{"git", "git rebase -x 'touch y' main", "git rebase -x (runs a command)"},
@@ -212,7 +216,7 @@ func TestBypassRulesKeepOrdinaryCommands(t *testing.T) {
 		{"env LANG=C LC_ALL=C TZ=UTC sort x", ok("env LANG=C LC_ALL=C TZ=UTC sort x", "sort x")},
 		{"sudo TERM=dumb ls", ok("sudo TERM=dumb ls", "ls")},
 		// git without command-running configuration.
-		{"git -C sub --no-pager log -n 3", ok("git -C sub --no-pager log -n 3")},
+		{"git --no-pager log -n 3", ok("git --no-pager log -n 3")},
 		{"git commit -c HEAD", ok("git commit -c HEAD")},
 		{"git config --get user.name", ok("git config --get user.name")},
 		{"git --exec-path", ok("git --exec-path")},
@@ -277,6 +281,7 @@ func TestAllowGitConfig(t *testing.T) {
 		"git -c user.name=x commit -m y",
 		"git --config-env=core.editor=EDITOR commit",
 		"git config alias.st status",
+		"git -C sub log",
 	} {
 		if a := shell.Analyze(in); a.Simple {
 			t.Errorf("Analyze(%q) simple without the opt-in", in)

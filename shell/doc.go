@@ -236,16 +236,18 @@
 // core.fsmonitor, core.sshCommand, core.editor, core.hooksPath,
 // diff.external, credential.helper, sequence.editor, gpg.program and more.
 // Unless the caller opts in with Options.AllowGitConfig (AnalyzeWith), the
-// global options that set configuration or where git finds its programs
-// (-c, --config-env, --exec-path=DIR) are refused, and so is git config
+// global options that set configuration, choose another repository with
+// its own configuration (-C, --git-dir; a bare repository written anywhere,
+// /tmp say, carries a config file) or where git finds its programs (-c,
+// --config-env, --exec-path=DIR) are refused, and so is git config
 // unless it only reads (--get, --list, get, list, ...). Always refused are
 // the subcommand options that run a command from the command line: rebase
 // and difftool -x/--exec/--extcmd, bisect run, submodule foreach,
 // filter-branch, --upload-pack, --receive-pack and --exec of the transport
 // commands (clone -u, and clone -c/--config), grep -O, and send-email's
-// command options. The configuration of the repository git works in
-// (including one named by -C or --git-dir) is trusted as much as the
-// working directory is; GIT_* variables set through env are refused as
+// command options. The configuration of the repository git finds from the
+// working directory is trusted as much as the working directory is (a
+// policy must keep the editor away from .git/config); GIT_* variables set through env are refused as
 // environment settings.
 //
 // # Matching is not done here

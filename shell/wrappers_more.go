@@ -523,8 +523,9 @@ func (an *analyzer) ssh(args []string, depth int) string {
 }
 
 // git refuses, unless the analysis allows git configuration, the global
-// options that set configuration or where git finds its programs (-c,
-// --config-env, --exec-path=DIR): configuration keys such as alias.*,
+// options that set configuration, choose another repository (and so its
+// configuration) or where git finds its programs (-c, --config-env, -C,
+// --git-dir, --exec-path=DIR): configuration keys such as alias.*,
 // core.pager, core.fsmonitor, core.sshCommand, core.editor, core.hooksPath,
 // diff.external, credential.helper, sequence.editor and gpg.program run
 // commands. It also refuses, always, the subcommand options that run a
@@ -548,7 +549,18 @@ func (an *analyzer) git(args []string) string {
 			if a == "-c" || a == "--config-env" {
 				i++
 			}
-		case a == "-C", a == "--git-dir", a == "--work-tree", a == "--namespace",
+		case a == "-C", a == "--git-dir", strings.HasPrefix(a, "--git-dir="):
+			// Another repository brings its own configuration: a bare
+			// repository anyone could write (in /tmp, say) holds a config
+			// file with core.pager or core.fsmonitor.
+			if !an.opts.AllowGitConfig {
+				name, _, _ := strings.Cut(a, "=")
+				return "git " + name + " (another repository's configuration can run commands)"
+			}
+			if !strings.Contains(a, "=") {
+				i++
+			}
+		case a == "--work-tree", a == "--namespace",
 			a == "--super-prefix", a == "--attr-source", a == "--list-cmds":
 			i++
 		}
@@ -766,7 +778,8 @@ func commandOptionProblem(name string, args []string) string {
 		}
 		if strings.HasPrefix(a, "--") {
 			for _, l := range co.long {
-				if a == l || strings.HasPrefix(a, l+"=") || (len(a) > 3 && strings.HasPrefix(l, a)) {
+				name, _, _ := strings.Cut(a, "=")
+				if len(name) > 3 && strings.HasPrefix(l, name) {
 					return name + " " + l + " (runs a command)"
 				}
 			}
