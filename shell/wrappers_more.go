@@ -778,8 +778,8 @@ func commandOptionProblem(name string, args []string) string {
 		}
 		if strings.HasPrefix(a, "--") {
 			for _, l := range co.long {
-				name, _, _ := strings.Cut(a, "=")
-				if len(name) > 3 && strings.HasPrefix(l, name) {
+				given, _, _ := strings.Cut(a, "=")
+				if len(given) > 3 && strings.HasPrefix(l, given) {
 					return name + " " + l + " (runs a command)"
 				}
 			}
