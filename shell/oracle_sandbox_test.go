@@ -335,7 +335,7 @@ func oracleRunOne(base string, tools map[string]string, req oracleRequest) (resp
 		oracleKillAll()
 		select {
 		case <-done:
-		case <-time.After(3 * time.Second):
+		case <-time.After(10 * time.Second):
 			cmd.Process.Kill()
 			<-done
 			resp.Err = "strace did not finish after its processes were killed"
@@ -756,7 +756,7 @@ func (w *oracleWorker) run(req oracleRequest) (oracleResponse, error) {
 			return resp, fmt.Errorf("sandbox helper answered %d for %d", resp.ID, req.ID)
 		}
 		return resp, nil
-	case <-time.After(4*oracleTimeout + 10*time.Second):
+	case <-time.After(4*oracleTimeout + 20*time.Second):
 		w.cmd.Process.Kill()
 		<-ch
 		return resp, errors.New("sandbox helper hung")
