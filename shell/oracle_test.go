@@ -9,6 +9,7 @@ package shell
 import (
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -38,7 +39,7 @@ func (v oracleVerdict) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "command %s\n  Analysis.Commands %q\n  bash ran, unjudged:", strconv.Quote(v.Command), v.Analysis.Commands)
 	for _, e := range v.Unjudged {
-		fmt.Fprintf(&b, "\n    %v = %q, started by %q", e, oracleForms(e), e.Runner)
+		fmt.Fprintf(&b, "\n    %v = %q, started by %q [%s]", e, oracleForms(e), e.Runner, oracleClass(e, v.Analysis.Commands))
 	}
 	if v.TimedOut {
 		b.WriteString("\n  (timed out)")
@@ -84,6 +85,41 @@ func oracleCheck(sb *oracleSandbox, command string) (v oracleVerdict, ran bool, 
 		}
 	}
 	return v, true, nil
+}
+
+// oracleClass names the kind of a finding, for reading a long list; it
+// never decides whether something is a finding.
+func oracleClass(e oracleExec, commands []string) string {
+	forms := oracleForms(e)
+	switch {
+	case len(forms) == 0:
+		return "argv unreadable"
+	case oracleJudgedIfOptionGlobs(e, commands):
+		return "a glob expanded to an option"
+	case len(forms) == 2 && slices.Contains(commands, forms[1]):
+		return "argv[0] is not the file run (exec -a)"
+	}
+	if a := e.Argv; len(a) >= 3 && a[1] == "-c" && slices.Contains([]string{"sh", "bash", "dash", "-sh", "-bash", "-dash"}, baseName(a[0])) {
+		if an := Analyze(a[2]); an.Simple && !slices.ContainsFunc(an.Commands, func(c string) bool { return !slices.Contains(commands, c) }) {
+			return "the shell a wrapper starts for the judged script"
+		}
+	}
+	for _, anc := range e.Lineage {
+		if a0 := baseName(anc.Argv0()); strings.HasPrefix(a0, "-") || slices.ContainsFunc(anc.Argv, func(x string) bool {
+			return x == "--login" || x == "-l" || (len(x) > 1 && x[0] == '-' && x[1] != '-' && strings.Contains(x, "l") && strings.Contains(x, "c"))
+		}) && slices.Contains([]string{"sh", "bash", "dash", "-sh", "-bash", "-dash"}, a0) {
+			return "a login shell's startup files"
+		}
+	}
+	for _, anc := range e.Lineage {
+		if oracleJudged(anc, commands) {
+			if anc.Path == e.Runner {
+				return "started by a judged program (its option, config or own helper)"
+			}
+			return "started under a judged program"
+		}
+	}
+	return "run by bash itself, unjudged"
 }
 
 // oracleInCode reports whether e descends from a program that runs code
@@ -228,7 +264,18 @@ func TestOracle(t *testing.T) {
 		t.Errorf("bash ran a program Analyze did not list:\n%v", v)
 	}
 	if len(failures) > 0 {
-		t.Logf("%d commands ran unjudged programs", len(failures))
+		classes := map[string]int{}
+		for _, v := range failures {
+			for _, e := range v.Unjudged {
+				classes[oracleClass(e, v.Analysis.Commands)]++
+			}
+		}
+		names := slices.Sorted(maps.Keys(classes))
+		var b strings.Builder
+		for _, n := range names {
+			fmt.Fprintf(&b, "\n  %5d  %s", classes[n], n)
+		}
+		t.Errorf("%d commands ran unjudged programs; unjudged programs by kind:%s", len(failures), b.String())
 	}
 }
 

@@ -497,6 +497,24 @@ func oracleTemplateMatch(c, name string, args []string) bool {
 	return oracleMatchArgs(c, len(name), args, "", false)
 }
 
+// oracleJudgedIfOptionGlobs reports whether e would be judged if a glob
+// could expand to an option anywhere: only used to name a finding's class.
+func oracleJudgedIfOptionGlobs(e oracleExec, commands []string) bool {
+	forms := oracleForms(e)
+	if forms == nil {
+		return false
+	}
+	for i, form := range forms {
+		name := oracleFormName(e, i)
+		if !slices.Contains(commands, form) && !slices.ContainsFunc(commands, func(c string) bool {
+			return strings.HasPrefix(c, name) && oracleMatchArgs(c, len(name), e.Argv[1:], "", true)
+		}) {
+			return false
+		}
+	}
+	return true
+}
+
 // oracleHomeDir is HOME (and the working directory) of every command: the
 // box.
 var oracleHomeDir string
