@@ -222,7 +222,9 @@ func TestOracle(t *testing.T) {
 					refused.Add(1)
 					continue
 				}
-				executed.Add(1)
+				if n := executed.Add(1); n%1000 == 0 {
+					t.Logf("oracle progress: %d executed, %d refused, %v", n, refused.Load(), time.Since(start).Round(time.Second))
+				}
 				execs.Add(int64(len(v.Execs)))
 				inCode.Add(int64(len(v.InCode)))
 				mu.Lock()
