@@ -141,7 +141,7 @@ var globSensitive = map[string]bool{
 	"setpriv": true, "chroot": true, "script": true, "systemd-run": true, "ssh": true,
 	"source": true, ".": true, "trap": true, "jobs": true, "logsave": true,
 	"prlimit": true, "dbus-run-session": true, "sg": true, "newgrp": true,
-	"run-parts": true,
+	"run-parts": true, "start-stop-daemon": true,
 	// Builtins that take variable names or callbacks.
 	"printf": true, "read": true, "mapfile": true, "readarray": true, "wait": true,
 	"unset": true, "getopts": true, "test": true, "[": true, "compgen": true,

@@ -204,7 +204,8 @@
 // without -c (su - root), script without -c, sudo -s and -i, doas -s,
 // newgrp, and sg without a command are refused, as is su with arguments
 // for the shell that name a script file. run-parts (every program in a
-// directory) is refused. Options are read the way the real tool reads them
+// directory) and start-stop-daemon (which runs the program its options
+// name) are refused. Options are read the way the real tool reads them
 // (getopt_long with unambiguous long-option prefixes, permuted where the
 // tool permutes), and every wrapper's option table is strict: an option not
 // in it is refused, since a newer option that takes a value would move the
@@ -244,8 +245,10 @@
 // the subcommand options that run a command from the command line: rebase
 // and difftool -x/--exec/--extcmd, bisect run, submodule foreach,
 // filter-branch, --upload-pack, --receive-pack and --exec of the transport
-// commands (clone -u, and clone -c/--config), grep -O, and send-email's
-// command options. The configuration of the repository git finds from the
+// commands (clone -u, and clone -c/--config and --template, whose hooks
+// run), grep -O, and send-email's command options; git accepts any
+// unambiguous prefix of a long option, so prefixes of these (--exe=...)
+// are refused as well. The configuration of the repository git finds from the
 // working directory is trusted as much as the working directory is (a
 // policy must keep the editor away from .git/config); GIT_* variables set through env are refused as
 // environment settings.

@@ -209,6 +209,8 @@ func (an *analyzer) unwrap(name string, args []string, depth int) string {
 		return defaultShell(name)
 	case "run-parts":
 		return "run-parts (runs every program in a directory)"
+	case "start-stop-daemon":
+		return "start-stop-daemon (runs the program its options name)"
 	case "source", ".":
 		return name + " (runs a script file the policy cannot see)"
 	case "sh", "bash", "zsh", "dash", "ksh", "ash", "mksh", "rbash", "hush":

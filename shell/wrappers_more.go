@@ -599,17 +599,37 @@ func (an *analyzer) git(args []string) string {
 	return ""
 }
 
+// gitCommandOptions lists, per subcommand ("" for any), the long options
+// that take a command to run. git accepts any unambiguous prefix of a long
+// option, so a prefix of one of these (at least "--" and two letters) is
+// refused too, within the subcommands that have it.
+var gitCommandOptions = map[string][]string{
+	"":           {"--upload-pack", "--receive-pack"},
+	"rebase":     {"--exec"},
+	"archive":    {"--exec"},
+	"push":       {"--exec"},
+	"send-pack":  {"--exec"},
+	"difftool":   {"--extcmd"},
+	"grep":       {"--open-files-in-pager"},
+	"clone":      {"--config", "--template"},
+	"send-email": {"--sendmail-cmd", "--smtp-server", "--to-cmd", "--cc-cmd", "--header-cmd"},
+}
+
 // gitRunsCommand reports whether a is a subcommand option that takes a
 // command to run.
 func gitRunsCommand(sub, a string) bool {
-	for _, p := range []string{"--upload-pack", "--receive-pack", "--exec", "--extcmd",
-		"--open-files-in-pager", "--sendmail-cmd", "--smtp-server", "--to-cmd", "--cc-cmd",
-		"--header-cmd", "--config"} {
-		if a == p || strings.HasPrefix(a, p+"=") {
-			return p != "--config" || sub == "clone"
+	if strings.HasPrefix(a, "--") {
+		given, _, _ := strings.Cut(a, "=")
+		for _, key := range []string{"", sub} {
+			for _, p := range gitCommandOptions[key] {
+				if given == p || (len(given) >= 4 && strings.HasPrefix(p, given)) {
+					return true
+				}
+			}
 		}
+		return false
 	}
-	if len(a) < 2 || a[0] != '-' || a[1] == '-' {
+	if len(a) < 2 || a[0] != '-' {
 		return false
 	}
 	flags := a[1:]
