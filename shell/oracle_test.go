@@ -468,6 +468,7 @@ func TestOracleTraceParse(t *testing.T) {
 		fmt.Sprintf("11 execve(%s, %s, 0x55 /* 5 vars */) = -1 ENOENT (No such file or directory)\n", hex("/usr/local/bin/touch"), argv("touch", "a\nb")) +
 		"9 <... clone3 resumed> => {parent_tid=[12]}, 88) = 12\n" +
 		"9 vfork() = -1 EAGAIN (Resource temporarily unavailable)\n" +
+		"9 clone(child_stack=NULL, flags=CLONE_VM|CLONE_VFORK, parent_tid=0xc0) = ? ERESTARTNOINTR (To be restarted)\n" +
 		"9 vfork( <unfinished ...>\n" +
 		fmt.Sprintf("15 execve(%s, %s, 0x55 /* 5 vars */) = 0\n", hex("/usr/bin/git"), argv("git")) +
 		"9 <... vfork resumed>) = 15\n" +

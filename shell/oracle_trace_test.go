@@ -49,10 +49,10 @@ func (e oracleExec) Argv0() string {
 
 var (
 	oracleLinePID   = regexp.MustCompile(`^(\d+) +(.*)$`)
-	oracleResult    = regexp.MustCompile(`^\) *= (-?\d+)`)
+	oracleResult    = regexp.MustCompile(`^\) *= (-?\d+|\?)`)
 	oracleSupersede = regexp.MustCompile(`^\+\+\+ superseded by execve in pid (\d+) \+\+\+$`)
 	oracleClone     = regexp.MustCompile(`^(clone|clone3|fork|vfork)\(`)
-	oracleCloneRes  = regexp.MustCompile(`\) += (-?\d+)(?: .*)?$`)
+	oracleCloneRes  = regexp.MustCompile(`\) += (-?\d+|\?)(?: .*)?$`)
 )
 
 // parseOracleTrace reads the output of strace -f -xx -e trace=execve,execveat
@@ -172,7 +172,9 @@ func parseOracleTrace(trace, command string) ([]oracleExec, error) {
 		if r == nil {
 			return nil, fmt.Errorf("trace line %d: no result: %q", n+1, line)
 		}
-		if r[1] == "0" {
+		// "= ?" is a call whose process died in it: whether the program
+		// started is unknown, so it counts as started.
+		if r[1] == "0" || r[1] == "?" {
 			c.exec.PID = pid
 			p, ok := cur[pid]
 			if !ok {
