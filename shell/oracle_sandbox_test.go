@@ -30,6 +30,12 @@ package shell
 //     kills whatever is left.
 //
 // TestOracleSandbox checks these properties from inside.
+//
+// The namespaces are made with the kernel's own calls from Go rather than
+// with bubblewrap: nothing to install beyond strace and util-linux, and
+// the user namespace's maps are written from outside (by the launcher, as
+// real root), which bubblewrap's unprivileged mode cannot do, so su and
+// runuser (which call setgroups) really run.
 
 import (
 	"bufio"

@@ -186,6 +186,14 @@ func oracleSize() (n int, mode string) {
 //	long    200,000 corpus commands
 //	N       N corpus commands
 //
+// What the oracle sees is every execve: it does not see what a command
+// does without starting a program (a builtin's own effects, files written
+// or deleted, network use), and it cannot see through programs that are
+// not installed (sudo, doas, busybox, ltrace here: bash finds nothing to
+// run), strace under strace (ptrace is taken), systemd-run (no systemd),
+// or ssh to a host (no network). Those wrappers are covered by the
+// analyzer's own tests.
+//
 // WARDEN_SHELL_ORACLE_SEED changes the random seed (default 1) and
 // WARDEN_SHELL_ORACLE_PROCS the number of sandboxes run at once (default
 // 2). Without root, strace, prlimit or user namespaces the test
