@@ -156,7 +156,7 @@ func oracleCorpus(t testing.TB, n int, seed uint64) []string {
 // oracleSize reads WARDEN_SHELL_ORACLE: unset for the bounded CI slice,
 // "long" for a long run, or a number of corpus commands.
 func oracleSize() (n int, mode string) {
-	const bounded, long = 20000, 200000
+	const bounded, long = 15000, 200000
 	switch v := os.Getenv("WARDEN_SHELL_ORACLE"); v {
 	case "":
 		return bounded, "bounded"
@@ -182,7 +182,7 @@ func oracleSize() (n int, mode string) {
 // Modes, by the environment variable WARDEN_SHELL_ORACLE:
 //
 //	unset   the bounded slice for CI: every seed plus generated commands,
-//	        20,000 corpus commands in all (about two minutes on two cores)
+//	        15,000 corpus commands in all (about two minutes on two cores)
 //	long    200,000 corpus commands
 //	N       N corpus commands
 //
