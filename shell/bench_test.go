@@ -26,3 +26,9 @@ func BenchmarkAnalyzeWrapped(b *testing.B) {
 func BenchmarkAnalyzeRejected(b *testing.B) {
 	benchmarkAnalyze(b, "echo hi; rm -rf /", false)
 }
+
+// BenchmarkAnalyzeContinuation measures the line-continuation path, which
+// parses the joined text a second time.
+func BenchmarkAnalyzeContinuation(b *testing.B) {
+	benchmarkAnalyze(b, "go test \\\n  -run X \\\n  ./shell", true)
+}
