@@ -187,8 +187,12 @@ func harmlessEnv(name string) bool {
 // envSettingProblem refuses a NAME=VALUE word handed to env, sudo or a
 // similar wrapper unless harmlessEnv allows NAME.
 func envSettingProblem(wrapper, setting string) string {
-	name, _, _ := strings.Cut(setting, "=")
+	name, value, _ := strings.Cut(setting, "=")
 	if harmlessEnv(name) {
+		if (strings.HasPrefix(name, "LC_") || strings.HasPrefix(name, "LANG")) && strings.IndexByte(value, '/') >= 0 {
+			// A locale name with a '/' is a path to locale files.
+			return wrapper + " sets '" + name + "' to a path"
+		}
 		return ""
 	}
 	return wrapper + " sets environment variable '" + name + "' (only locale, time zone and terminal settings are allowed)"

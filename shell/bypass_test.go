@@ -178,6 +178,7 @@ var bypassTests = []struct {
 	{"env", "env -i IFS=/ ls", "env sets environment variable 'IFS'"},
 	{"env", "sudo LD_LIBRARY_PATH=/tmp ls", "sudo sets environment variable 'LD_LIBRARY_PATH'"},
 	{"env", "sudo -u root EDITOR=x ls", "sudo sets environment variable 'EDITOR'"},
+	{"env", "env LC_ALL=/tmp/loc ls", "env sets 'LC_ALL' to a path"},
 }
 
 func TestBypassesRefused(t *testing.T) {

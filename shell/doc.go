@@ -133,7 +133,8 @@
 // env NAME=VALUE, sudo NAME=VALUE, strace -E and systemd-run -E are
 // accepted only for names that cannot change which program runs or make it
 // load other code: LANG, LANGUAGE, LC_*, TZ, TERM, NO_COLOR, CLICOLOR,
-// CLICOLOR_FORCE, FORCE_COLOR, COLUMNS, LINES, DEBIAN_FRONTEND and CI.
+// CLICOLOR_FORCE, FORCE_COLOR, COLUMNS, LINES, DEBIAN_FRONTEND and CI (a
+// locale value holding '/', which names locale files by path, is refused).
 // Everything else is refused (PATH, LD_PRELOAD and every LD_*, BASH_ENV,
 // ENV, SHELLOPTS, BASHOPTS, PS4, IFS, BASH_FUNC_*, GIT_*, PAGER, EDITOR,
 // PYTHONSTARTUP, NODE_OPTIONS, ...): the names programs read to find code
