@@ -112,16 +112,20 @@ func (an *analyzer) script(src string, depth int) string {
 	if depth > MaxNesting {
 		return "wrapper nesting too deep"
 	}
-	argv, timeOpts, argGlob, problem := parseWords(src)
+	pw, problem := parseWords(src)
 	if problem != "" {
 		return problem
 	}
-	if argGlob {
+	argv, timeOpts := pw.argv, pw.timeOpts
+	if pw.argGlob {
 		// The glob's matches, not its text, are what the command gets: with
 		// files named "1" and "rm" here, "timeout * ls" runs rm, and a file
 		// named -exec turns "find . -exe[c] ..." into an exec.
 		if name := strings.ToLower(baseName(argv[max(timeOpts, 0)])); isGlobSensitive(name) {
 			return "glob in an argument of '" + name + "' (file names could become options or commands)"
+		}
+		if pw.optionGlob != "" {
+			return pw.optionGlob
 		}
 	}
 	if timeOpts < 0 {
@@ -143,59 +147,75 @@ func (an *analyzer) script(src string, depth int) string {
 // command, and timeOpts is the number of those options; otherwise timeOpts
 // is -1.
 func parseSimple(src string) (argv []string, timeOpts int, problem string) {
-	argv, timeOpts, _, problem = parseWords(src)
-	return argv, timeOpts, problem
+	pw, problem := parseWords(src)
+	if problem != "" {
+		return nil, -1, problem
+	}
+	return pw.argv, pw.timeOpts, ""
+}
+
+// parsedWords is what parseWords finds in one simple command.
+type parsedWords struct {
+	argv     []string
+	timeOpts int
+	// argGlob is true when an argument (a word after the command name)
+	// holds an unquoted glob, which bash replaces by matching file names.
+	argGlob bool
+	// optionGlob, when not empty, describes the first such argument whose
+	// matches could begin with '-' (and so become options), unless it
+	// follows a "--" argument.
+	optionGlob string
 }
 
 // parseWords is parseSimple that also reports whether an argument (a word
 // after the command name) holds an unquoted glob, which bash would replace
 // by the names of matching files.
-func parseWords(src string) (argv []string, timeOpts int, argGlob bool, problem string) {
+func parseWords(src string) (pw parsedWords, problem string) {
 	if len(src) > MaxCommandLength {
-		return nil, -1, false, "command too long"
+		return parsedWords{}, "command too long"
 	}
 	if strings.IndexByte(src, 0) >= 0 {
 		// The parser silently drops NUL bytes, and so may a shell.
-		return nil, -1, false, "NUL byte"
+		return parsedWords{}, "NUL byte"
 	}
 	if strings.IndexByte(src, '\r') >= 0 {
 		// The parser splits words at a carriage return and drops one
 		// before a newline, where bash keeps it as data; a terminal
 		// showing the command to a reviewer lets it hide text.
-		return nil, -1, false, "carriage return"
+		return parsedWords{}, "carriage return"
 	}
 	if trailing := len(src) - len(strings.TrimRight(src, "\\")); trailing%2 == 1 {
 		// bash keeps a lone backslash at the very end of a one-line
 		// command but drops it after a quoted newline.
-		return nil, -1, false, "trailing backslash"
+		return parsedWords{}, "trailing backslash"
 	}
 	if backslashAfterHighByte(src) {
-		return nil, -1, false, "backslash after a non-ASCII character"
+		return parsedWords{}, "backslash after a non-ASCII character"
 	}
 	f, err := parse(src)
 	if err != nil {
-		return nil, -1, false, "parse error: " + err.Error()
+		return parsedWords{}, "parse error: " + err.Error()
 	}
 	switch {
 	case len(f.Stmts) == 0 && len(f.Last) > 0:
-		return nil, -1, false, "comment"
+		return parsedWords{}, "comment"
 	case len(f.Stmts) == 0:
-		return nil, -1, false, "empty command"
+		return parsedWords{}, "empty command"
 	case len(f.Stmts) > 1:
-		return nil, -1, false, separatorProblem(src, f.Stmts[0])
+		return parsedWords{}, separatorProblem(src, f.Stmts[0])
 	case len(f.Last) > 0:
-		return nil, -1, false, "comment"
+		return parsedWords{}, "comment"
 	}
 	st := f.Stmts[0]
 	if problem := stmtProblem(src, st); problem != "" {
-		return nil, -1, false, problem
+		return parsedWords{}, problem
 	}
-	timeOpts = -1
+	timeOpts := -1
 	var words []*syntax.Word
 	switch cmd := st.Cmd.(type) {
 	case *syntax.CallExpr:
 		if problem := callProblem(cmd); problem != "" {
-			return nil, -1, false, problem
+			return parsedWords{}, problem
 		}
 		words = cmd.Args
 	case *syntax.TimeClause:
@@ -205,30 +225,30 @@ func parseWords(src string) (argv []string, timeOpts int, argGlob bool, problem 
 		}
 		if cmd.Stmt != nil {
 			if problem := stmtProblem(src, cmd.Stmt); problem != "" {
-				return nil, -1, false, problem
+				return parsedWords{}, problem
 			}
 			call, ok := cmd.Stmt.Cmd.(*syntax.CallExpr)
 			if !ok {
-				return nil, -1, false, commandProblem(cmd.Stmt.Cmd)
+				return parsedWords{}, commandProblem(cmd.Stmt.Cmd)
 			}
 			if problem := callProblem(call); problem != "" {
-				return nil, -1, false, problem
+				return parsedWords{}, problem
 			}
 			words = call.Args
 		}
 	default:
-		return nil, -1, false, commandProblem(st.Cmd)
+		return parsedWords{}, commandProblem(st.Cmd)
 	}
 	for _, w := range words {
 		if problem := wordProblem(w); problem != "" {
-			return nil, -1, false, problem
+			return parsedWords{}, problem
 		}
 	}
 	if problem := newlineProblem(src, words); problem != "" {
-		return nil, -1, false, problem
+		return parsedWords{}, problem
 	}
 	if timeOpts < 0 && unquotedGlob(words[0]) {
-		return nil, -1, false, "glob in command name"
+		return parsedWords{}, "glob in command name"
 	}
 	if strings.Contains(src, "\\\n") {
 		if joined, changed := removeContinuations(src, words); changed {
@@ -236,24 +256,38 @@ func parseWords(src string) (argv []string, timeOpts int, argGlob bool, problem 
 			// words, so what it runs is the joined text: "$\<newline>(x)"
 			// is a command substitution there although the parser saw
 			// a literal '$'. Judge the joined text, with every rule.
-			argv, timeOpts, argGlob, problem := parseWords(joined)
+			pw, problem := parseWords(joined)
 			if problem != "" {
-				return nil, -1, false, "after joining line continuations: " + problem
+				return parsedWords{}, "after joining line continuations: " + problem
 			}
-			return argv, timeOpts, argGlob, ""
+			return pw, ""
 		}
 	}
-	argv = make([]string, 0, max(timeOpts, 0)+len(words))
+	argv := make([]string, 0, max(timeOpts, 0)+len(words))
 	if timeOpts > 0 {
 		argv = append(argv, "-p")
 	}
+	afterDashDash := false
 	for i, w := range words {
-		argv = append(argv, wordValue(w))
-		if i > 0 && !argGlob && unquotedGlob(w) {
-			argGlob = true
+		v := wordValue(w)
+		argv = append(argv, v)
+		if i == 0 {
+			continue
+		}
+		if unquotedGlob(w) {
+			pw.argGlob = true
+			// A glob whose matches can begin with '-' becomes options:
+			// with a file named -rf, "rm *" runs rm -rf.
+			if !afterDashDash && pw.optionGlob == "" && (strings.HasPrefix(v, "-") || leadingGlob(w)) {
+				pw.optionGlob = "glob that can expand to an option: write ./" + v + " or put -- before it"
+			}
+		}
+		if v == "--" {
+			afterDashDash = true
 		}
 	}
-	return argv, timeOpts, argGlob, ""
+	pw.argv, pw.timeOpts = argv, timeOpts
+	return pw, ""
 }
 
 // removeContinuations deletes every line continuation of src the way bash

@@ -67,6 +67,13 @@ var bypassTests = []struct {
 	{"glob", "eval 'timeout * ls'", "in eval script: glob in an argument of 'timeout'"},
 	{"glob", "sh -c 'nice [r]m x'", "in sh -c script: glob in an argument of 'nice'"},
 	{"glob", "time timeout * ls", "glob in an argument of 'timeout'"},
+	{"glob", "rm -rf *", "glob that can expand to an option: write ./* or put -- before it"},
+	{"glob", "ls - *", "glob that can expand to an option"},
+	{"glob", "date ?", "glob that can expand to an option"},
+	{"glob", "stat . [-]exec", "glob that can expand to an option"},
+	{"glob", "tee * x", "glob that can expand to an option"},
+	{"glob", "ln -s x -exe[c]", "glob that can expand to an option"},
+	{"glob", "cat *.go", "glob that can expand to an option"},
 
 	// 4. xargs appends words nobody judged.
 	{"xargs", "xargs -a FILE rm", "xargs"},
@@ -213,8 +220,9 @@ func TestBypassRulesKeepOrdinaryCommands(t *testing.T) {
 		{"unset -v x y", ok("unset -v x y")},
 		{"compgen -c gi", ok("compgen -c gi")},
 		// Globs for plain programs.
-		{"ls *.go", ok("ls *.go")},
-		{"cat * ", ok("cat *")},
+		{"ls ./*.go", ok("ls ./*.go")},
+		{"cat -- * ", ok("cat -- *")},
+		{"ls src/*.go x?", ok("ls src/*.go x?")},
 		{"rm -f ./*.tmp", ok("rm -f ./*.tmp")},
 		{"timeout 5 ls '*'", ok("timeout 5 ls *", "ls *")},
 		{"find . -name '*.go' -delete", ok("find . -name *.go -delete")},

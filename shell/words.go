@@ -247,3 +247,20 @@ func containsBraceExp(parts []syntax.WordPart) bool {
 	}
 	return false
 }
+
+// leadingGlob reports whether w begins with an unquoted pathname-expansion
+// character (*, ?, [), so that a match could begin with any character.
+func leadingGlob(w *syntax.Word) bool {
+	if len(w.Parts) == 0 {
+		return false
+	}
+	lit, ok := w.Parts[0].(*syntax.Lit)
+	if !ok || lit.Value == "" {
+		return false
+	}
+	switch lit.Value[0] {
+	case '*', '?', '[':
+		return true
+	}
+	return false
+}
