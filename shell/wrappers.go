@@ -214,6 +214,9 @@ func (an *analyzer) unwrap(name string, args []string, depth int) string {
 	case "source", ".":
 		return name + " (runs a script file the policy cannot see)"
 	case "sh", "bash", "zsh", "dash", "ksh", "ash", "mksh", "rbash", "hush":
+		if problem := shellOptionsProblem(name, args); problem != "" {
+			return problem
+		}
 		if script, ok := shellScript(args); ok {
 			return an.nested("in sh -c script: ", script, depth)
 		}
@@ -501,4 +504,54 @@ func shellInfoOnly(args []string) bool {
 		}
 	}
 	return true
+}
+
+// shellSetOptions are the -o names a shell may be given: they change how
+// the script runs (exit on error, tracing), not how it is read or what it
+// reads at startup.
+var shellSetOptions = map[string]bool{
+	"errexit": true, "nounset": true, "pipefail": true, "xtrace": true, "noglob": true,
+	"verbose": true, "noexec": true, "noclobber": true, "errtrace": true,
+	"functrace": true, "allexport": true, "physical": true,
+}
+
+// shellOptionsProblem refuses the shell options, before the script, that
+// make the shell read startup files or another script (-l, --login, -i,
+// --rcfile, --init-file, -s), change how the script is parsed (-k, -H, -B,
+// -O, +O, --posix, -o for anything outside shellSetOptions), or that are
+// not modeled. Flags that only change how the script runs (-e, -u, -x, -f,
+// -v, -n, -a, -C, -E, -T, -P, -h, -p) are accepted.
+func shellOptionsProblem(name string, args []string) string {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" || a == "-" || len(a) < 2 || (a[0] != '-' && a[0] != '+') {
+			return ""
+		}
+		if a[0] == '+' {
+			return name + " option '" + a + "'"
+		}
+		if a[1] == '-' {
+			switch a {
+			case "--norc", "--noprofile", "--verbose", "--version", "--help":
+				continue
+			}
+			return name + " option '" + a + "' (startup files or parsing)"
+		}
+		for j := 1; j < len(a); j++ {
+			switch c := a[j]; c {
+			case 'c', 'e', 'u', 'x', 'f', 'v', 'n', 'a', 'C', 'E', 'T', 'P', 'h', 'p':
+			case 'o':
+				i++
+				if i >= len(args) || !shellSetOptions[args[i]] {
+					return name + " -o option that is not a plain run-time setting"
+				}
+			default:
+				return name + " option '-" + string(c) + "' (startup files, input or parsing)"
+			}
+		}
+		if strings.ContainsRune(a, 'c') {
+			return "" // what follows is the script and its arguments
+		}
+	}
+	return ""
 }

@@ -352,6 +352,9 @@ func (an *analyzer) su(name string, args []string, depth int) string {
 		operands = operands[1:]
 	}
 	if len(operands) > 1 {
+		if problem := shellOptionsProblem(name, operands[1:]); problem != "" {
+			return problem
+		}
 		if script, ok := shellScript(operands[1:]); ok {
 			scripts = append(scripts, script)
 		}
