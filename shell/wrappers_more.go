@@ -237,7 +237,7 @@ func (an *analyzer) flock(args []string, depth int) string {
 		if len(rest) != 3 {
 			return "flock -c takes exactly one command"
 		}
-		return an.nested("in flock -c command: ", rest[2], depth)
+		return an.viaShell("sh", "in flock -c command: ", rest[2], depth)
 	}
 	return an.wrap(rest[1:], depth)
 }
@@ -282,7 +282,7 @@ func (an *analyzer) watch(args []string, depth int) string {
 	if exec {
 		return an.wrap(rest, depth)
 	}
-	return an.nested("in watch command: ", strings.Join(rest, " "), depth)
+	return an.viaShell("sh", "in watch command: ", strings.Join(rest, " "), depth)
 }
 
 // strace and ltrace [OPTION]... COMMAND. strace -o |CMD pipes its output
@@ -369,7 +369,7 @@ func (an *analyzer) su(name string, args []string, depth int) string {
 		return defaultShell(name)
 	}
 	for _, s := range scripts {
-		if problem := an.nested("in "+name+" -c command: ", s, depth); problem != "" {
+		if problem := an.viaShell("bash", "in "+name+" -c command: ", s, depth); problem != "" {
 			return problem
 		}
 	}
@@ -432,7 +432,7 @@ func (an *analyzer) scriptCmd(args []string, depth int) string {
 		return defaultShell("script")
 	}
 	for _, s := range scripts {
-		if problem := an.nested("in script -c command: ", s, depth); problem != "" {
+		if problem := an.viaShell("sh", "in script -c command: ", s, depth); problem != "" {
 			return problem
 		}
 	}
@@ -522,7 +522,7 @@ func (an *analyzer) ssh(args []string, depth int) string {
 	if noCommand || i+1 >= len(args) {
 		return ""
 	}
-	return an.nested("in ssh remote command: ", strings.Join(args[i+1:], " "), depth)
+	return an.viaShell("sh", "in ssh remote command: ", strings.Join(args[i+1:], " "), depth)
 }
 
 // git refuses, unless the analysis allows git configuration, the global
@@ -765,7 +765,7 @@ func (an *analyzer) sg(args []string, depth int) string {
 	if rest[0] == "-c" {
 		rest = rest[1:]
 	}
-	return an.nested("in sg command: ", strings.Join(rest, " "), depth)
+	return an.viaShell("sh", "in sg command: ", strings.Join(rest, " "), depth)
 }
 
 // commandOptions lists, per program, option words that hand it a command to
@@ -813,4 +813,17 @@ func commandOptionProblem(name string, args []string) string {
 		}
 	}
 	return ""
+}
+
+// viaShell records the shell a wrapper starts to run script ("sh -c
+// SCRIPT": watch, script -c, flock -c, sg and, on the remote side, ssh run
+// sh -c; su -c and runuser -c run the target user's shell, bash on the
+// systems modeled) and then analyzes the script. The policy so judges both
+// the shell and what it runs.
+func (an *analyzer) viaShell(shell, prefix, script string, depth int) string {
+	if depth+1 > MaxNesting {
+		return "wrapper nesting too deep"
+	}
+	an.cmds = append(an.cmds, joinCommand(shell, []string{"-c", script}))
+	return an.nested(prefix, script, depth+1)
 }
