@@ -1,6 +1,9 @@
 package shell
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // builtinProblem refuses the bash builtins that evaluate their literal
 // arguments as code: arithmetic, in which an array subscript such as
@@ -154,7 +157,7 @@ var globSensitive = map[string]bool{
 	"emacs": true, "make": true, "zip": true, "7z": true, "wget": true, "curl": true,
 	"parallel": true, "docker": true, "podman": true, "kubectl": true, "npm": true,
 	"npx": true, "go": true, "cargo": true, "gdb": true, "tmux": true, "screen": true,
-	"ssh-agent": true, "fakeroot": true, "crontab": true, "at": true,
+	"fakeroot": true, "ip": true, "tcpdump": true,
 	"systemctl": true, "dpkg": true, "apt": true, "apt-get": true, "pip": true,
 }
 
@@ -196,4 +199,44 @@ func envSettingProblem(wrapper, setting string) string {
 		return ""
 	}
 	return wrapper + " sets environment variable '" + name + "' (only locale, time zone and terminal settings are allowed)"
+}
+
+// runsCode lists, by lower-cased base name, interpreters: programs whose
+// arguments (or the files they name) are a program of their own, which this
+// package does not judge. They are accepted like any program, so a policy
+// that allows one with a trailing * allows any command.
+var runsCode = []string{
+	"awk", "bun", "deno", "emacs", "ex", "gawk", "gmake", "groovy", "gsed", "irb",
+	"jshell", "lua", "luajit", "make", "mawk", "nawk", "node", "nodejs", "osascript",
+	"perl", "php", "pwsh", "pypy", "python", "r", "rscript", "ruby", "sed", "tclsh",
+	"vi", "vim", "nvim", "wish", "zx",
+}
+
+var runsCodeSet = func() map[string]bool {
+	m := make(map[string]bool, len(runsCode))
+	for _, n := range runsCode {
+		m[n] = true
+	}
+	return m
+}()
+
+// RunsCode reports whether the program name (a command name as written or a
+// base name, any case, with a version suffix such as python3.12 ignored) is
+// an interpreter whose arguments are code that the analyzer does not judge:
+// awk, sed, perl, python, ruby, node, php, lua, make, vim, ... Allowing such a
+// program with a trailing * in a policy allows whatever it can run.
+func RunsCode(name string) bool {
+	name = strings.ToLower(baseName(name))
+	if runsCodeSet[name] {
+		return true
+	}
+	trimmed := strings.TrimRight(name, "0123456789.")
+	return trimmed != name && trimmed != "" && runsCodeSet[trimmed]
+}
+
+// RunsCodePrograms returns the base names RunsCode recognizes, sorted.
+func RunsCodePrograms() []string {
+	out := slices.Clone(runsCode)
+	slices.Sort(out)
+	return out
 }

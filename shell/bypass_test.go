@@ -1,6 +1,7 @@
 package shell_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -176,6 +177,16 @@ var bypassTests = []struct {
 	{"git", "git clone --template=/tmp/hooks repo", "git clone --template (runs a command)"},
 	{"git", "git send-email --sendmail-cmd='touch y' x.patch", "git send-email --sendmail-cmd"},
 	{"oracle", "start-stop-daemon -S -x /usr/bin/touch -- pwned", "start-stop-daemon"},
+	{"oracle", "exec -a ls touch pwned", "exec -a"},
+	{"oracle", "exec -cla sh busybox -c x", "exec -a"},
+	{"oracle", "unbuffer touch pwned", "unbuffer runs a command whose place"},
+	{"oracle", "setarch x86_64 touch pwned", "setarch runs a command"},
+	{"oracle", "ip netns exec ns touch pwned", "ip netns exec runs a command"},
+	{"oracle", "ip vrf e red touch pwned", "ip vrf exec runs a command"},
+	{"oracle", "less '+!touch pwned' x", "less +!touch pwned (runs a command at start)"},
+	{"oracle", "vim -c '!touch pwned' -c q", "vim -c"},
+	{"oracle", "vim +'!touch pwned' x", "vim +!touch pwned"},
+	{"oracle", "tcpdump -z 'touch pwned' -w x", "tcpdump -z"},
 	{"git", "git submodule foreach 'touch y'", "git submodule foreach"},
 	{"git", "git fetch --upload-pack='touch y' origin", "git fetch --upload-pack"},
 	{"git", "git clone -u 'touch y' repo", "git clone -u"},
@@ -318,5 +329,26 @@ func TestAllowGitConfig(t *testing.T) {
 	// Options that run a command given on the command line stay refused.
 	if a := shell.AnalyzeWith("git rebase -x 'touch y' main", opts); a.Simple {
 		t.Errorf("git rebase -x accepted with AllowGitConfig")
+	}
+}
+
+func TestRunsCode(t *testing.T) {
+	for _, name := range []string{"awk", "/usr/bin/perl", "python3.12", "Ruby", "sed", "make", "node"} {
+		if !shell.RunsCode(name) {
+			t.Errorf("RunsCode(%q) = false", name)
+		}
+	}
+	for _, name := range []string{"ls", "cat", "rm", "git", "", "3"} {
+		if shell.RunsCode(name) {
+			t.Errorf("RunsCode(%q) = true", name)
+		}
+	}
+	list := shell.RunsCodePrograms()
+	if len(list) < 20 || !slices.IsSorted(list) {
+		t.Errorf("RunsCodePrograms() = %q", list)
+	}
+	list[0] = "changed"
+	if shell.RunsCodePrograms()[0] == "changed" {
+		t.Errorf("RunsCodePrograms hands out its internal slice")
 	}
 }

@@ -130,6 +130,18 @@ func (an *analyzer) unwrap(name string, args []string, depth int) string {
 	case "builtin":
 		return an.simpleWrapper(name, &builtinSpec, args, depth)
 	case "exec":
+		var problem string
+		_, _, _ = execSpec.scan(args, func(o opt) string {
+			if o.name == "a" && problem == "" {
+				// argv[0] becomes NAME: a multi-call program (busybox) acts
+				// as NAME, and a reader of the process list sees NAME.
+				problem = "exec -a (the program runs under another name)"
+			}
+			return ""
+		})
+		if problem != "" {
+			return problem
+		}
 		return an.simpleWrapper(name, &execSpec, args, depth)
 	case "nice":
 		// nice -N is GNU nice's old spelling of -n N.

@@ -784,10 +784,56 @@ var commandOptions = map[string]struct {
 	"sort": {"", []string{"--compress-program"}},
 	"rg":   {"", []string{"--pre"}},
 	"zip":  {"T", []string{"--unzip-command"}},
+	// Editors and pagers: -c, --cmd, -S, -s and -u run editor commands or
+	// scripts, and a +CMD argument runs a command at start (less +!cmd).
+	"vim":     {"cSsuU", []string{"--cmd", "--startuptime"}},
+	"vi":      {"cSsuU", []string{"--cmd"}},
+	"nvim":    {"cSsuU", []string{"--cmd", "--headless", "--listen", "--remote"}},
+	"view":    {"cSsuU", []string{"--cmd"}},
+	"less":    {"", []string{"--lesskey-src", "--lesskey-file"}},
+	"more":    {"", nil},
+	"tcpdump": {"z", nil},
 }
 
-// commandOptionProblem applies commandOptions to a program's arguments.
+// plusCommand lists the programs that run a +CMD argument.
+var plusCommand = map[string]bool{"vim": true, "vi": true, "nvim": true, "view": true, "less": true, "more": true, "ex": true}
+
+// refusedWrappers are programs that run a command given in their arguments
+// whose option syntax is not modeled here, so where their command starts
+// cannot be found exactly. They are refused rather than judged through.
+var refusedWrappers = map[string]bool{
+	"unbuffer": true, "firejail": true, "bwrap": true, "setarch": true, "linux32": true,
+	"linux64": true, "numactl": true, "cpulimit": true, "catchsegv": true, "valgrind": true,
+	"gdb": true, "caffeinate": true, "chpst": true, "sem": true, "parallel": true,
+	"ssh-agent": true, "dbus-launch": true, "xvfb-run": true, "torsocks": true,
+	"proxychains": true, "proxychains4": true, "chronic": true, "entr": true,
+	"daemonize": true, "setuidgid": true, "softlimit": true, "envdir": true,
+	"envuidgid": true, "schedtool": true, "trickle": true, "tsp": true, "expect": true,
+	"tmux": true, "screen": true, "at": true, "batch": true, "crontab": true,
+	"pkexec": true, "machinectl": true, "systemd-nspawn": true, "flatpak-spawn": true,
+	"nocache": true, "eatmydata": true, "faketime": true, "ltrace-wrapper": true,
+}
+
+// commandOptionProblem applies commandOptions, plusCommand and
+// refusedWrappers to a program's arguments.
 func commandOptionProblem(name string, args []string) string {
+	if refusedWrappers[name] {
+		return name + " runs a command whose place in its arguments is not modeled"
+	}
+	if name == "ip" {
+		for i := 0; i+1 < len(args); i++ {
+			if (args[i] == "netns" || args[i] == "vrf") && strings.HasPrefix("exec", args[i+1]) && args[i+1] != "" {
+				return "ip " + args[i] + " exec runs a command"
+			}
+		}
+	}
+	if plusCommand[name] {
+		for _, a := range args {
+			if strings.HasPrefix(a, "+") {
+				return name + " " + a + " (runs a command at start)"
+			}
+		}
+	}
 	co, ok := commandOptions[name]
 	if !ok {
 		return ""
