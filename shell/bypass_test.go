@@ -326,9 +326,13 @@ func TestAllowGitConfig(t *testing.T) {
 			t.Errorf("AnalyzeWith(%q, AllowGitConfig) refused: %s", in, a.Problem)
 		}
 	}
-	// Options that run a command given on the command line stay refused.
-	if a := shell.AnalyzeWith("git rebase -x 'touch y' main", opts); a.Simple {
-		t.Errorf("git rebase -x accepted with AllowGitConfig")
+	// The opt-in covers the subcommands that run a command line too, and
+	// what git runs through other wrappers is still judged.
+	if a := shell.AnalyzeWith("git rebase -x 'touch y' main", opts); !a.Simple {
+		t.Errorf("git rebase -x refused with AllowGitConfig: %s", a.Problem)
+	}
+	if a := shell.AnalyzeWith("sudo env PATH=/tmp git -c a=b log", opts); a.Simple {
+		t.Errorf("an environment setting accepted because of AllowGitConfig")
 	}
 }
 

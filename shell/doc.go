@@ -122,11 +122,12 @@
 //     screen, ssh-agent, fakeroot, crontab, at, systemctl, dpkg, apt,
 //     apt-get, pip; a version suffix is ignored (python3.12, perl5).
 //
-// Names are compared lower-cased, by base name. Other programs keep their
-// globs: ls *.go and cat * are accepted. A glob can still make such a
-// program's arguments differ from the text judged (a file named -rf turns
-// rm * into rm -rf ...), so a policy should not count on a deny rule about
-// an argument of a program it allows with a trailing *.
+// Names are compared lower-cased, by base name. For every other program a
+// glob is accepted only where no match can be an option: a glob word that
+// starts with '-' or with a glob character (*, ?, [) is refused unless a
+// "--" argument comes before it, since a file named -rf turns rm * into
+// rm -rf .... Write ./*.go, or put -- before the glob: ls ./*.go,
+// ls -- *.go and ls src/*.go are accepted, ls *.go is not.
 //
 // # Environment settings
 //
@@ -191,13 +192,35 @@
 //     command whose arguments choose what runs (find -exec sh -c 'echo {}')
 //     is refused like a glob;
 //   - sh, bash, zsh, dash, ksh, ash, mksh, rbash and hush with -c (also
-//     inside a cluster such as -lc): the script is analyzed with all the
-//     rules above, and must itself be simple. A shell without a -c script
-//     runs a script file or its standard input, which the policy never
-//     sees, and is refused (only --version and --help are accepted);
+//     inside a cluster such as -ec): the script is analyzed with all the
+//     rules above, and must itself be simple. Before the script only flags
+//     that change how it runs are accepted (-e -u -x -f -v -n -a -C -E -T
+//     -P -h -p, -o with errexit, nounset, pipefail, xtrace, noglob,
+//     verbose, noexec, noclobber, errtrace, functrace, allexport or
+//     physical, --norc, --noprofile, --verbose); -l, --login, -i, -s,
+//     --rcfile, --init-file (startup files and standard input), -k, -O,
+//     -H, -B, --posix, any +option and -o otherwise (parsing) are refused.
+//     A shell without a -c script runs a script file or its standard
+//     input, which the policy never sees, and is refused (only --version
+//     and --help are accepted);
 //   - eval, whose arguments joined by spaces are analyzed as a script;
 //   - busybox, whose first argument is the applet to run (so busybox sh,
 //     ash and hush are shells as above).
+//
+// A wrapper that hands its command to a shell (watch, script -c, flock
+// FILE -c, sg, ssh, su -c, runuser -c) also lists that shell's own form
+// before the script's commands, as the tool runs it: "sh -c SCRIPT", or for
+// su and runuser the target user's shell, "bash -c SCRIPT" (the shell of
+// root on the systems modeled). exec -a NAME is refused: the program would
+// run under another name (a multi-call program such as busybox acts as
+// NAME). Programs that run a command from their arguments with an option
+// syntax not modeled here are refused by name: unbuffer, firejail, bwrap,
+// setarch, linux32, linux64, numactl, cpulimit, catchsegv, valgrind, gdb,
+// caffeinate, chpst, sem, parallel, ssh-agent, dbus-launch, xvfb-run,
+// torsocks, proxychains, chronic, entr, daemonize, setuidgid, softlimit,
+// envdir, envuidgid, schedtool, trickle, tsp, expect, tmux, screen, at,
+// batch, crontab, pkexec, machinectl, systemd-nspawn, flatpak-spawn,
+// nocache, eatmydata, faketime; so is ip netns exec and ip vrf exec.
 //
 // A wrapper with no command after its options contributes only its own
 // form, except where the wrapper then starts a shell that reads standard
@@ -218,13 +241,16 @@
 // sftp -S/-o/-F/-D, tar -I/-F/--to-command/--use-compress-program/
 // --checkpoint-action/--info-script/--new-volume-script/--rsh-command/
 // --rmt-command (also in tar's old-style first word), man -P/-H/-X/--pager/
-// --html/--browser, sort --compress-program, rg --pre and zip -T/
-// --unzip-command.
+// --html/--browser, sort --compress-program, rg --pre, zip -T/
+// --unzip-command, tcpdump -z, vim, vi, nvim and view -c/--cmd/-S/-s/-u,
+// and a +CMD argument of vim, vi, nvim, view, ex, less and more (less
+// +!cmd runs a shell command).
 //
 // Interpreters whose arguments are a program (awk, sed with its e command,
-// perl -e, python -c, node -e, vim -c '!cmd', make and its Makefile, ...)
-// are not judged through: a policy that allows one with a trailing * allows
-// whatever that program can do. The same holds for a program run by path
+// perl -e, python -c, node -e, make and its Makefile, ...) are not judged
+// through and not refused: a policy that allows one with a trailing *
+// allows whatever that program can do. RunsCode reports them, and
+// RunsCodePrograms lists them, so that a policy linter can warn. The same holds for a program run by path
 // (./build.sh): its name is judged, its contents are not. A login shell
 // (bash -l) also runs the profile scripts of the account.
 //
@@ -242,8 +268,8 @@
 // its own configuration (-C, --git-dir; a bare repository written anywhere,
 // /tmp say, carries a config file) or where git finds its programs (-c,
 // --config-env, --exec-path=DIR) are refused, and so is git config
-// unless it only reads (--get, --list, get, list, ...). Always refused are
-// the subcommand options that run a command from the command line: rebase
+// unless it only reads (--get, --list, get, list, ...), and so are the
+// subcommands and options that run a command from the command line: rebase
 // and difftool -x/--exec/--extcmd, bisect run, submodule foreach,
 // filter-branch, --upload-pack, --receive-pack and --exec of the transport
 // commands (clone -u, and clone -c/--config and --template, whose hooks

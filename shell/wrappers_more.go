@@ -531,8 +531,8 @@ func (an *analyzer) ssh(args []string, depth int) string {
 // --git-dir, --exec-path=DIR): configuration keys such as alias.*,
 // core.pager, core.fsmonitor, core.sshCommand, core.editor, core.hooksPath,
 // diff.external, credential.helper, sequence.editor and gpg.program run
-// commands. It also refuses, always, the subcommand options that run a
-// command given on the command line, and git config writing keys.
+// commands. Without the opt-in it also refuses the subcommands and options
+// that run a command given on the command line, and git config writes.
 func (an *analyzer) git(args []string) string {
 	i := 0
 	for i < len(args) {
@@ -572,6 +572,9 @@ func (an *analyzer) git(args []string) string {
 		return ""
 	}
 	sub, rest := args[i], args[i+1:]
+	if an.opts.AllowGitConfig {
+		return ""
+	}
 	switch sub {
 	case "filter-branch":
 		return "git filter-branch (runs its filters as shell commands)"
@@ -586,7 +589,7 @@ func (an *analyzer) git(args []string) string {
 			}
 		}
 	case "config":
-		if !an.opts.AllowGitConfig && !gitConfigReadOnly(rest) {
+		if !gitConfigReadOnly(rest) {
 			return "git config writing (keys such as alias.* and core.pager run commands)"
 		}
 	}
