@@ -60,6 +60,9 @@ func builtinProblem(name string, args []string) string {
 			}
 			return ""
 		})
+		if strings.HasPrefix(problem, "unknown option") {
+			return name + ": " + problem
+		}
 		return problem
 	}
 	return ""
@@ -72,7 +75,7 @@ var (
 	waitSpec     = optSpec{short: "fnp:", strict: true}
 	unsetSpec    = optSpec{short: "fnv", strict: true}
 	getoptsSpec  = optSpec{strict: true}
-	compgenSpec  = optSpec{short: "abcdefgjksuvo:A:G:W:P:S:X:F:C:DEIpr"}
+	compgenSpec  = optSpec{short: "abcdefgjksuvo:A:G:W:P:S:X:F:C:DEIpr", strict: true}
 	identOptions = map[string]bool{"v": true, "a": true, "p": true}
 )
 

@@ -193,6 +193,8 @@ var bypassTests = []struct {
 	{"git", "git grep -O'touch y' x", "git grep -Otouch y (runs a command)"},
 	{"git", "git filter-branch --tree-filter 'touch y'", "git filter-branch"},
 	{"git", "sudo git -c alias.x='!touch y' x", "git -c"},
+	{"git", "git --some-new-option value config alias.x '!y'", "git: unknown global option '--some-new-option'"},
+	{"builtin", "compgen -V 'a[$(touch x)]' -W y", "compgen: unknown option '-V'"},
 
 	// 7. Environment settings that change what runs.
 	{"env", "env PATH=/tmp ls", "env sets environment variable 'PATH'"},

@@ -566,6 +566,13 @@ func (an *analyzer) git(args []string) string {
 		case a == "--work-tree", a == "--namespace",
 			a == "--super-prefix", a == "--attr-source", a == "--list-cmds":
 			i++
+		case gitFlags[a], strings.HasPrefix(a, "--work-tree="), strings.HasPrefix(a, "--namespace="),
+			strings.HasPrefix(a, "--super-prefix="), strings.HasPrefix(a, "--attr-source="),
+			strings.HasPrefix(a, "--list-cmds="):
+		default:
+			// A global option not modeled could take a value and move the
+			// subcommand.
+			return "git: unknown global option '" + a + "'"
 		}
 	}
 	if i >= len(args) {
@@ -603,6 +610,16 @@ func (an *analyzer) git(args []string) string {
 		}
 	}
 	return ""
+}
+
+// gitFlags are git's global options that take no value.
+var gitFlags = map[string]bool{
+	"-p": true, "--paginate": true, "-P": true, "--no-pager": true, "--bare": true,
+	"--no-replace-objects": true, "--no-lazy-fetch": true, "--no-optional-locks": true,
+	"--no-advice": true, "--literal-pathspecs": true, "--glob-pathspecs": true,
+	"--noglob-pathspecs": true, "--icase-pathspecs": true, "--exec-path": true,
+	"--html-path": true, "--man-path": true, "--info-path": true, "-v": true,
+	"--version": true, "-h": true, "--help": true,
 }
 
 // gitCommandOptions lists, per subcommand ("" for any), the long options
