@@ -75,6 +75,9 @@ var bypassTests = []struct {
 	{"glob", "tee * x", "glob that can expand to an option"},
 	{"glob", "ln -s x -exe[c]", "glob that can expand to an option"},
 	{"glob", "cat *.go", "glob that can expand to an option"},
+	{"glob", "cat \"\"*.go", "glob that can expand to an option"},
+	{"glob", "cat ''?", "glob that can expand to an option"},
+	{"glob", "cat '-'*", "glob that can expand to an option"},
 
 	// 4. xargs appends words nobody judged.
 	{"xargs", "xargs -a FILE rm", "xargs"},

@@ -248,19 +248,34 @@ func containsBraceExp(parts []syntax.WordPart) bool {
 	return false
 }
 
-// leadingGlob reports whether w begins with an unquoted pathname-expansion
-// character (*, ?, [), so that a match could begin with any character.
+// leadingGlob reports whether the first character of w's value comes from
+// an unquoted pathname-expansion character (*, ?, [), so that a match could
+// begin with any character. Empty quotes before it ("" or '') are skipped.
 func leadingGlob(w *syntax.Word) bool {
-	if len(w.Parts) == 0 {
-		return false
-	}
-	lit, ok := w.Parts[0].(*syntax.Lit)
-	if !ok || lit.Value == "" {
-		return false
-	}
-	switch lit.Value[0] {
-	case '*', '?', '[':
-		return true
+	for _, part := range w.Parts {
+		switch p := part.(type) {
+		case *syntax.Lit:
+			if p.Value == "" {
+				continue
+			}
+			switch p.Value[0] {
+			case '*', '?', '[':
+				return true
+			}
+			return false
+		case *syntax.SglQuoted:
+			if p.Value != "" {
+				return false
+			}
+		case *syntax.DblQuoted:
+			for _, inner := range p.Parts {
+				if lit, ok := inner.(*syntax.Lit); !ok || lit.Value != "" {
+					return false
+				}
+			}
+		default:
+			return false
+		}
 	}
 	return false
 }
