@@ -175,8 +175,8 @@
 //   - su and runuser, which permute their options: -c and --session-command
 //     are scripts, as is a -c among the arguments after the user, which su
 //     hands to the shell; runuser -u USER COMMAND runs the command; -s
-//     (which chooses the program that runs the command) and -w are
-//     refused;
+//     (which chooses the program that runs the command), -w, and a login
+//     shell (-, -l, --login: the account's startup files run) are refused;
 //   - script, whose -c is a script;
 //   - ssh, whose options may also follow the destination: the words after
 //     the destination joined by spaces are a script for the remote shell;
@@ -184,7 +184,7 @@
 //     short list that runs nothing (StrictHostKeyChecking, ConnectTimeout,
 //     Port, User, IdentityFile, BatchMode, ...) are refused;
 //   - logsave (then the log file), prlimit (with --pid nothing),
-//     dbus-run-session, fakeroot, jobs -x, and sg GROUP [-c] COMMAND, whose
+//     fakeroot, jobs -x, and sg GROUP [-c] COMMAND, whose
 //     words joined by spaces are a script for sh -c;
 //   - find, whose every -exec, -execdir, -ok and -okdir runs the words up
 //     to ";" or to a "+" after "{}"; find puts each found file name wherever
@@ -228,8 +228,8 @@
 // without -c (su - root), script without -c, sudo -s and -i, doas -s,
 // newgrp, and sg without a command are refused, as is su with arguments
 // for the shell that name a script file. run-parts (every program in a
-// directory) and start-stop-daemon (which runs the program its options
-// name) are refused. Options are read the way the real tool reads them
+// directory), start-stop-daemon (which runs the program its options name)
+// and dbus-run-session (which starts a dbus-daemon first) are refused. Options are read the way the real tool reads them
 // (getopt_long with unambiguous long-option prefixes, permuted where the
 // tool permutes), and every wrapper's option table is strict: an option not
 // in it is refused, since a newer option that takes a value would move the

@@ -333,6 +333,8 @@ func (an *analyzer) su(name string, args []string, depth int) string {
 			user = true
 		case "h", "help", "V", "version":
 			info = true
+		case "l", "login":
+			return name + " -l (a login shell runs the account's startup files)"
 		}
 		return ""
 	})
@@ -349,7 +351,7 @@ func (an *analyzer) su(name string, args []string, depth int) string {
 		return an.wrap(operands, depth)
 	}
 	if len(operands) > 0 && operands[0] == "-" {
-		operands = operands[1:]
+		return name + " - (a login shell runs the account's startup files)"
 	}
 	if len(operands) > 1 {
 		if problem := shellOptionsProblem(name, operands[1:]); problem != "" {
@@ -709,9 +711,6 @@ var (
 		lo("nofile", argOptional), lo("nproc", argOptional), lo("rss", argOptional),
 		lo("rtprio", argOptional), lo("rttime", argOptional), lo("sigpending", argOptional),
 		lo("stack", argOptional),
-	}}
-	dbusRunSessionSpec = optSpec{short: "+", strict: true, long: []longOpt{
-		lo("config-file", argRequired), lo("help", argNone), lo("version", argNone),
 	}}
 	fakerootSpec = optSpec{short: "+s:i:ub:hv", strict: true, long: []longOpt{
 		lo("unknown-is-real", argNone), lo("help", argNone), lo("version", argNone),
