@@ -250,7 +250,7 @@ func containsBraceExp(parts []syntax.WordPart) bool {
 
 // leadingGlob reports whether the first character of w's value comes from
 // an unquoted pathname-expansion character (*, ?, [), so that a match could
-// begin with any character. Empty quotes before it ("" or ”) are skipped.
+// begin with any character. Empty quoted parts before it are skipped.
 func leadingGlob(w *syntax.Word) bool {
 	for _, part := range w.Parts {
 		switch p := part.(type) {
