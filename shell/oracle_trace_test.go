@@ -685,4 +685,4 @@ func oracleMatchSegment(c string, ci int, s string, si int, bound string) []orac
 // or in a file (awk, perl, python, make, ...), which the analyzer does not
 // claim to judge. It is the analyzer's own exported list, so the oracle and
 // shell/doc.go name the same programs.
-var oracleRunsCode = func(name string) bool { return false }
+var oracleRunsCode = RunsCode
