@@ -183,8 +183,8 @@
 //     -F (a config file), -I (a PKCS#11 library) and -o keys other than a
 //     short list that runs nothing (StrictHostKeyChecking, ConnectTimeout,
 //     Port, User, IdentityFile, BatchMode, ...) are refused;
-//   - logsave (then the log file), prlimit (with --pid nothing),
-//     fakeroot, jobs -x, and sg GROUP [-c] COMMAND, whose
+//   - logsave (then the log file), prlimit (with --pid nothing), jobs -x,
+//     and sg GROUP [-c] COMMAND, whose
 //     words joined by spaces are a script for sh -c;
 //   - find, whose every -exec, -execdir, -ok and -okdir runs the words up
 //     to ";" or to a "+" after "{}"; find puts each found file name wherever
@@ -229,7 +229,8 @@
 // newgrp, and sg without a command are refused, as is su with arguments
 // for the shell that name a script file. run-parts (every program in a
 // directory), start-stop-daemon (which runs the program its options name)
-// and dbus-run-session (which starts a dbus-daemon first) are refused. Options are read the way the real tool reads them
+// dbus-run-session (which starts a dbus-daemon first) and fakeroot (a
+// script that starts faked and runs the command through env) are refused. Options are read the way the real tool reads them
 // (getopt_long with unambiguous long-option prefixes, permuted where the
 // tool permutes), and every wrapper's option table is strict: an option not
 // in it is refused, since a newer option that takes a value would move the

@@ -712,9 +712,6 @@ var (
 		lo("rtprio", argOptional), lo("rttime", argOptional), lo("sigpending", argOptional),
 		lo("stack", argOptional),
 	}}
-	fakerootSpec = optSpec{short: "+s:i:ub:hv", strict: true, long: []longOpt{
-		lo("unknown-is-real", argNone), lo("help", argNone), lo("version", argNone),
-	}}
 )
 
 // jobs -x COMMAND [ARG...] runs the command with job specs replaced.
