@@ -119,6 +119,9 @@ func oracleClass(e oracleExec, commands []string) string {
 			return "started under a judged program"
 		}
 	}
+	if len(e.Lineage) == 0 {
+		return "started by a program the trace does not name"
+	}
 	return "run by bash itself, unjudged"
 }
 
