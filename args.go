@@ -20,9 +20,13 @@ import (
 // values in this order.
 //
 // Values are decoded JSON: string, [json.Number], bool, nil, Args (a nested object) or
-// []any (an array of such values). An Args is immutable once built; every method that
-// changes something returns a new Args. The zero value is the empty object and is ready
-// to use. Args is safe for concurrent reads.
+// [Array] (an array of such values). An Args is immutable all the way down: no method
+// hands out anything that aliases its storage (nested objects and arrays are immutable
+// values themselves, and [Args.Map] builds a new tree), and every method that changes
+// something returns a new Args. So what one stage of the pipeline receives (a checker,
+// a middleware, the tool, a journal) cannot change what another stage sees, what
+// executes or what is recorded. The zero value is the empty object and is ready to use.
+// Args is safe for concurrent use.
 type Args struct {
 	fields []Field
 }
@@ -116,18 +120,18 @@ func decodeValue(dec *json.Decoder, path string) (any, error) {
 		case '{':
 			return decodeObject(dec, path)
 		case '[':
-			arr := []any{}
+			var elems []any
 			for i := 0; dec.More(); i++ {
 				v, err := decodeValue(dec, path+"/"+strconv.Itoa(i))
 				if err != nil {
 					return nil, err
 				}
-				arr = append(arr, v)
+				elems = append(elems, v)
 			}
 			if _, err := dec.Token(); err != nil {
 				return nil, fmt.Errorf("arguments: %w", err)
 			}
-			return arr, nil
+			return Array{elems: elems}, nil
 		}
 		return nil, fmt.Errorf("arguments: unexpected %q at %s", t, pathOrRoot(path))
 	default:
@@ -175,7 +179,7 @@ func NewArgs(kv ...any) (Args, error) {
 // Len returns the number of keys.
 func (a Args) Len() int { return len(a.fields) }
 
-// Fields returns the keys and values in order.
+// Fields returns the keys and values in order. The values are immutable (see [Args]).
 func (a Args) Fields() iter.Seq2[string, any] {
 	return func(yield func(string, any) bool) {
 		for _, f := range a.fields {
@@ -223,8 +227,12 @@ func (a Args) String(key string) (string, bool) {
 }
 
 // With returns a copy of a with key set to value: replaced in place when key exists,
-// appended otherwise. value must be one of the decoded forms (see [Args]); other Go
-// values are normalized through JSON, and With panics if value does not encode as JSON.
+// appended otherwise. A string, bool, nil, Args or [Array] is stored as it is (a string
+// that is not valid UTF-8 is stored as JSON would carry it, with U+FFFD for each bad
+// byte, so what is judged is what is encoded); any other Go value, []any and maps
+// included, is copied through JSON into the decoded forms, so the caller keeps no alias
+// into the result. With panics if value does not encode as JSON (a [json.Number] that
+// is not a JSON number included: its text would be spliced into the encoding).
 func (a Args) With(key string, value any) Args {
 	value = normalize(value)
 	fields := slices.Clone(a.fields)
@@ -248,10 +256,24 @@ func (a Args) Without(key string) Args {
 	return Args{fields: fields}
 }
 
+// normalize turns a Go value into one of the immutable decoded forms (see [Args]). The
+// immutable forms are kept as they are; everything else is copied through JSON, so no
+// caller-owned slice or map is ever stored.
 func normalize(v any) any {
-	switch v.(type) {
-	case nil, string, json.Number, bool, Args:
+	switch t := v.(type) {
+	case nil, bool, Args, Array:
 		return v
+	case string:
+		if utf8.ValidString(t) {
+			return v
+		}
+		// Fall through to JSON: the encoder writes U+FFFD for each invalid byte, and
+		// the value must be the one its encoding carries.
+	case json.Number:
+		if isJSONNumber(string(t)) {
+			return v
+		}
+		panic("warden: Args value is not a JSON number: " + strconv.Quote(string(t)))
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -264,6 +286,12 @@ func normalize(v any) any {
 		panic("warden: Args value does not decode: " + err.Error())
 	}
 	return out
+}
+
+// same reports whether a and b share their storage (and so, being immutable, are the
+// same value), without comparing contents.
+func (a Args) same(b Args) bool {
+	return len(a.fields) == len(b.fields) && (len(a.fields) == 0 || &a.fields[0] == &b.fields[0])
 }
 
 // Equal reports whether a and b have the same keys in the same order with equal values.
@@ -296,17 +324,9 @@ func valueEqual(x, y any) bool {
 	case Args:
 		yv, ok := y.(Args)
 		return ok && xv.Equal(yv)
-	case []any:
-		yv, ok := y.([]any)
-		if !ok || len(xv) != len(yv) {
-			return false
-		}
-		for i := range xv {
-			if !valueEqual(xv[i], yv[i]) {
-				return false
-			}
-		}
-		return true
+	case Array:
+		yv, ok := y.(Array)
+		return ok && xv.Equal(yv)
 	}
 	return false
 }
@@ -338,8 +358,9 @@ func (a Args) AppendJSON(dst []byte) []byte {
 	return append(dst, '}')
 }
 
-// Map returns a as a map[string]any tree (nested objects become maps too), as JSON
-// Schema validators and expression languages want it. Numbers stay [json.Number].
+// Map returns a as a new map[string]any tree (nested objects become maps, arrays
+// []any), as JSON Schema validators and expression languages want it. Numbers stay
+// [json.Number]. The tree shares nothing with a: the caller may modify it freely.
 func (a Args) Map() map[string]any {
 	m := make(map[string]any, len(a.fields))
 	for _, f := range a.fields {
@@ -352,10 +373,10 @@ func plain(v any) any {
 	switch t := v.(type) {
 	case Args:
 		return t.Map()
-	case []any:
-		out := make([]any, len(t))
-		for i := range t {
-			out[i] = plain(t[i])
+	case Array:
+		out := make([]any, len(t.elems))
+		for i := range t.elems {
+			out[i] = plain(t.elems[i])
 		}
 		return out
 	}
@@ -399,13 +420,13 @@ func appendCanonicalValue(dst []byte, v any) []byte {
 	switch t := v.(type) {
 	case Args:
 		return t.appendCanonical(dst)
-	case []any:
+	case Array:
 		dst = append(dst, '[')
-		for i := range t {
+		for i := range t.elems {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendCanonicalValue(dst, t[i])
+			dst = appendCanonicalValue(dst, t.elems[i])
 		}
 		return append(dst, ']')
 	}
@@ -414,7 +435,8 @@ func appendCanonicalValue(dst []byte, v any) []byte {
 
 // AppendJSONValue appends the compact JSON of one decoded value (see [Args]) to dst:
 // strings quoted without HTML escaping, numbers as written, true/false, null, objects in
-// key order. A value of any other Go type is encoded with encoding/json.
+// key order, arrays ([Array], or a []any such as [Args.Map] builds). A value of any
+// other Go type is encoded with encoding/json.
 func AppendJSONValue(dst []byte, v any) []byte {
 	switch t := v.(type) {
 	case nil:
@@ -426,6 +448,8 @@ func AppendJSONValue(dst []byte, v any) []byte {
 	case bool:
 		return strconv.AppendBool(dst, t)
 	case Args:
+		return t.AppendJSON(dst)
+	case Array:
 		return t.AppendJSON(dst)
 	case []any:
 		dst = append(dst, '[')

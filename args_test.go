@@ -29,7 +29,7 @@ func TestParseArgs_KeepsOrder(t *testing.T) {
 		t.Errorf("nested keys (-want +got):\n%s", d)
 	}
 	arr, _ := a.Get("d")
-	if got := arr.([]any)[1].(warden.Args).Keys(); !cmp.Equal(got, []string{"q", "p"}) {
+	if got := arr.(warden.Array).At(1).(warden.Args).Keys(); !cmp.Equal(got, []string{"q", "p"}) {
 		t.Errorf("keys of an object in an array: %v", got)
 	}
 	if n, _ := a.Get("b"); n != json.Number("1") {
@@ -321,6 +321,53 @@ func FuzzParseArgs(f *testing.F) {
 		if !back.Equal(a) || back.Digest() != a.Digest() {
 			t.Fatalf("round trip changed %q into %s", data, b)
 		}
+		// Map builds a tree that encodes to the same object (digest), and that the
+		// caller may change without changing a.
+		m := a.Map()
+		mb, err := json.Marshal(m)
+		if err != nil {
+			t.Fatalf("Map of %s does not encode: %v", b, err)
+		}
+		viaMap, err := warden.ParseArgs(mb)
+		if err != nil || viaMap.Digest() != a.Digest() {
+			t.Fatalf("Map of %s encodes as %s (%v)", b, mb, err)
+		}
+		tamper(m)
+		if string(a.AppendJSON(nil)) != string(b) {
+			t.Fatalf("changing Map's tree changed %s into %s", b, a.AppendJSON(nil))
+		}
+	})
+}
+
+// FuzzWithNumber checks that With accepts exactly the json.Number texts encoding/json
+// accepts (but the empty one), and that an accepted one encodes as valid JSON holding the same number.
+func FuzzWithNumber(f *testing.F) {
+	for _, s := range []string{`0`, `-1.5e+10`, `01`, `1,"x":2`, ``, `1e`, `.5`, `1.0E-3`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		_, stdErr := json.Marshal(json.Number(s))
+		var a warden.Args
+		panicked := func() (p bool) {
+			defer func() { p = recover() != nil }()
+			a = warden.Args{}.With("n", json.Number(s))
+			return false
+		}()
+		// encoding/json writes an empty json.Number as 0; Args refuses it, since its
+		// text is what is written.
+		if panicked != (stdErr != nil || s == "") {
+			t.Fatalf("With(json.Number(%q)) panicked=%v, encoding/json error %v", s, panicked, stdErr)
+		}
+		if panicked {
+			return
+		}
+		back, err := warden.ParseArgs(a.AppendJSON(nil))
+		if err != nil {
+			t.Fatalf("With(json.Number(%q)) encodes as %s: %v", s, a.AppendJSON(nil), err)
+		}
+		if v, _ := back.Get("n"); v != json.Number(s) || back.Len() != 1 {
+			t.Fatalf("With(json.Number(%q)) encodes as %s", s, a.AppendJSON(nil))
+		}
 	})
 }
 
@@ -329,5 +376,91 @@ func TestParseArgsRefusesCaseOnlyDuplicates(t *testing.T) {
 		if _, err := warden.ParseArgs([]byte(in)); err == nil || !strings.Contains(err.Error(), "differ only in case") {
 			t.Errorf("ParseArgs(%s) err = %v, want a case-only duplicate error", in, err)
 		}
+	}
+}
+
+func TestArray(t *testing.T) {
+	a := A(`{"xs":["a",{"k":[1,2]},null,true]}`)
+	v, _ := a.Get("xs")
+	arr, ok := v.(warden.Array)
+	if !ok {
+		t.Fatalf("an array decodes as %T, want warden.Array", v)
+	}
+	if arr.Len() != 4 || arr.At(0) != "a" || arr.At(2) != nil || arr.At(3) != true {
+		t.Errorf("Len/At: %d %#v %#v %#v", arr.Len(), arr.At(0), arr.At(2), arr.At(3))
+	}
+	var idx []int
+	for i := range arr.All() {
+		idx = append(idx, i)
+		if i == 1 {
+			break
+		}
+	}
+	if !cmp.Equal(idx, []int{0, 1}) {
+		t.Errorf("All with early stop: %v", idx)
+	}
+	s := arr.Slice()
+	s[0] = "changed"
+	if arr.At(0) != "a" {
+		t.Error("Slice handed out the array's storage")
+	}
+	built, err := warden.NewArray(s...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(built.AppendJSON(nil)); got != `["changed",{"k":[1,2]},null,true]` {
+		t.Errorf("NewArray from a modified Slice: %s", got)
+	}
+	if !arr.Equal(v.(warden.Array)) || arr.Equal(built) {
+		t.Error("Equal")
+	}
+	if got := js(warden.Args{}.With("e", warden.Array{})); got != `{"e":[]}` {
+		t.Errorf("the zero Array encodes as %s, want []", got)
+	}
+	if _, err := warden.NewArray(math.NaN()); err == nil {
+		t.Error("NewArray accepted a value that does not encode as JSON")
+	}
+	var u warden.Array
+	if err := json.Unmarshal([]byte(`[1,{"a":1}]`), &u); err != nil || string(u.AppendJSON(nil)) != `[1,{"a":1}]` {
+		t.Errorf("UnmarshalJSON: %v %s", err, u.AppendJSON(nil))
+	}
+	for _, bad := range []string{`[{"a":1,"a":2}]`, `{"a":1}`, `[1] [2]`, `[1`} {
+		if err := u.UnmarshalJSON([]byte(bad)); err == nil {
+			t.Errorf("UnmarshalJSON(%s) accepted", bad)
+		}
+	}
+	if b, err := json.Marshal(struct{ X warden.Array }{arr}); err != nil || string(b) != `{"X":["a",{"k":[1,2]},null,true]}` {
+		t.Errorf("MarshalJSON: %s %v", b, err)
+	}
+}
+
+// With stores only what its encoding carries: a json.Number that is not a number would
+// splice arbitrary text (another key, say) into the JSON a tool or upstream receives,
+// and a string that is not UTF-8 is stored in the form JSON carries it.
+func TestArgs_WithStoresWhatItsEncodingCarries(t *testing.T) {
+	for _, n := range []string{`1,"command":"rm -rf /"`, ``, `01`, `1.`, `.5`, `1e`, `+1`, `NaN`, `0x10`, `1 `} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("With(json.Number(%q)) did not panic", n)
+				}
+			}()
+			warden.Args{}.With("n", json.Number(n))
+		}()
+	}
+	for _, n := range []string{`0`, `-0`, `12`, `-1.5e+10`, `3E-2`, `0.25`} {
+		if got := js(warden.Args{}.With("n", json.Number(n))); got != `{"n":`+n+`}` {
+			t.Errorf("With(json.Number(%q)) = %s", n, got)
+		}
+	}
+	a := warden.Args{}.With("s", "a\xffb")
+	s, _ := a.String("s")
+	back, err := warden.ParseArgs(a.AppendJSON(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2, _ := back.String("s")
+	if s != s2 || s != "a\ufffdb" {
+		t.Errorf("an invalid UTF-8 string is stored as %q and encodes as %q; want both %q", s, s2, "a\ufffdb")
 	}
 }

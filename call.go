@@ -50,7 +50,10 @@ type Request struct {
 	Iteration int
 	// Identity is who the call is for.
 	Identity Identity
-	// Sequence lists the calls executed so far in this run, oldest first. Checkers must
-	// not modify it.
+	// Sequence lists the calls executed so far in this run, oldest first. It is a copy
+	// lent to the checker: a synchronous checker that overwrites a step is refused (a
+	// fault denial, rule "sequence.changed"), and one on its own goroutine changes only
+	// its own copy. Either way the run's history, and what other checkers see, stay as
+	// they were.
 	Sequence []Step
 }

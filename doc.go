@@ -24,6 +24,17 @@
 // executed; a halt also returns a [*PolicyHaltError]. A [Journal] records every call
 // durably, writing ahead of execution; [Sink]s receive [Event]s.
 //
+// # What is judged is what runs
+//
+// [Args] and [Array] are immutable all the way down: no accessor hands out storage, and
+// every value taken in ([NewArgs], [Args.With], [NewArray], [ParseArgs], JSON decoding)
+// is copied into immutable forms. What a checker, middleware, validator or tool receives
+// cannot change what another stage sees, what executes, [Outcome.Args] or the journal
+// record; a checker that overwrites a step of the run's history it was shown
+// ([Request.Sequence]) is refused. After the tool runs, a result-side link's replace or
+// deny holds on every path, the tool's error and error handlers included (see "The
+// result side" on [Guard]).
+//
 // # Fail closed
 //
 // The zero [Decision] is a denial, and so is every answer that is not an explicit allow:

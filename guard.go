@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -28,13 +29,57 @@ const ReadSkillTool = "read_skill"
 // and whether the tool executed. Every stage fails closed: an error, a panic or a timeout
 // is a refusal, and refusals never reach error handlers. A Guard is safe for concurrent
 // use.
+//
+// # The result side
+//
+// Once the tool has run, what the model reads is decided in this order, and the
+// decisions hold whatever the tool did: returned a result, returned an error, or
+// reported its own failure with an [ErrorResult].
+//
+//  1. The tool's answer. A result is rendered ([RenderResult]); a result or ErrorResult
+//     text over the tool's ResultCeiling is replaced by [CeilingText] (stage ceiling,
+//     Outcome.Result nil); an ErrorResult is read as its Text; an error is read as
+//     "Tool '<name>' failed: <error>" unless something below decides otherwise. A
+//     result that cannot be rendered (its encoding panics) is the tool's failure, a
+//     link's replacement that cannot be rendered is that link's failure, and a handler's
+//     that cannot be rendered converts nothing (a secondary error).
+//  2. Result links, innermost first, each seeing what the model would read now (the
+//     current Result, IsError, and the tool's Error). A replacement ([ReplaceModelResult])
+//     is what the model reads and what outer links see; it keeps IsError (a replaced
+//     error or refusal is still an error to the model, and the call still failed: a
+//     middleware cannot answer for the tool). A deny ([DenyResult]) is final: the model
+//     reads its reason, and outer links do not run. A link that panics or returns an
+//     invalid outcome is a denial of what it was shown (fail closed): outer links do not
+//     run, the model never reads what it was shown (an inner replacement or the tool's
+//     raw error included), and its failure, "middleware '<m>' threw: <message>", is a
+//     result-side failure. So is a link that changes a result in place (a map, a
+//     slice) instead of replacing it: the ledger would not show that decision.
+//  3. Error handlers, for a failure only: the tool's error, a link's failure, or both
+//     (joined; handlers see the tool's error with errors.Is). A replacement
+//     ([ReplaceResult]) converts the failure into a result the model reads only when no
+//     link replaced or denied: a link's decision wins over the handlers the way a first
+//     replacement wins over later ones, and they only observe. Without a conversion,
+//     the model reads the link's decision, or else "Tool '<name>' failed: <failure>"
+//     (the failing link's failure when a link failed, never the tool's raw error then).
+//  4. The guard-wide cap (Config.MaxResultChars), last, over whatever was decided.
+//
+// The status is [StatusFailed] when the tool returned an error or an ErrorResult, or a
+// link failed, unless an error handler's replacement converted that error or failure;
+// otherwise [StatusRan]. The stage is the last one that changed what the model reads:
+// [StageExecute], [StageCeiling], or [StageResult] for a link's replace, deny or failure.
+// Outcome.Result keeps what the tool returned (or the handler's replacement), for audit;
+// Outcome.Err keeps the failure that stands. Credential tokens are scrubbed from
+// everything the model reads.
 type Guard struct {
 	cfg          Config
 	plans        map[string]*plan
 	order        []string
 	checkerNames []string
 	checkerSync  []bool
-	problems     []error
+	// checkerInterrupt marks Synchronous checkers that are also Interruptible: called
+	// inline, but under the checker deadline.
+	checkerInterrupt []bool
+	problems         []error
 }
 
 type plan struct {
@@ -87,9 +132,12 @@ type callState struct {
 	approval     *PendingDecision
 	approvalUsed bool
 	cred         *Credential
-	now          time.Time // event clock, refreshed at stage boundaries
-	jref         JournalRef
-	begun        bool
+	// seq is the copy of the call's sequence lent to synchronous checkers (see
+	// lentSequence); nil until one is needed.
+	seq   []Step
+	now   time.Time // event clock, refreshed at stage boundaries
+	jref  JournalRef
+	begun bool
 
 	bufs *callBufs // allocated on first use, see checksBacking
 }
@@ -204,10 +252,10 @@ func (st *callState) finish(ctx context.Context) *Outcome {
 		// Recording outlives the caller's cancellation: the outcome happened.
 		jctx := context.WithoutCancel(ctx)
 		if st.begun {
-			if err := j.End(jctx, st.jref, st.call, st.out); err != nil {
+			if err := journalSafely(func() error { return j.End(jctx, st.jref, st.call, st.out) }); err != nil {
 				st.journalFailed(jctx, "end", err)
 			}
-		} else if err := j.Record(jctx, st.call, st.out); err != nil {
+		} else if err := journalSafely(func() error { return j.Record(jctx, st.call, st.out) }); err != nil {
 			st.journalFailed(jctx, "record", err)
 		}
 	}
@@ -333,15 +381,24 @@ type passVisitor struct {
 	ctx  context.Context
 	pass string
 	name string
+	// hold records the check but holds its event back, for a checker whose answers
+	// count only if it answered before its deadline (see checkInline).
+	hold bool
 }
 
 func (v *passVisitor) visit(st *callState, r Request, d Decision) {
 	st.out.Checks = append(st.out.Checks, CheckRecord{Pass: v.pass, Checker: v.name, Capability: r.Capability, Target: r.Target, Decision: withoutArgs(d)})
-	if len(st.g.cfg.Sinks) > 0 {
-		e := st.event(EventPermissionCheck)
-		e.Pass, e.Checker, e.Capability, e.Target, e.Effect, e.RuleID, e.Rationale, e.Reason = v.pass, v.name, r.Capability, r.Target, d.Effect, d.RuleID, d.Rationale, d.Reason
-		st.send(v.ctx, &e)
+	if len(st.g.cfg.Sinks) > 0 && !v.hold {
+		st.checkEvent(v.ctx, &st.out.Checks[len(st.out.Checks)-1])
 	}
+}
+
+// checkEvent sends the permission event for one check record.
+func (st *callState) checkEvent(ctx context.Context, c *CheckRecord) {
+	e := st.event(EventPermissionCheck)
+	d := &c.Decision
+	e.Pass, e.Checker, e.Capability, e.Target, e.Effect, e.RuleID, e.Rationale, e.Reason = c.Pass, c.Checker, c.Capability, c.Target, d.Effect, d.RuleID, d.Rationale, d.Reason
+	st.send(ctx, &e)
 }
 
 // check asks checker i about a call (see [CheckCall]) under the checker deadline; v
@@ -350,9 +407,108 @@ func (st *callState) check(ctx context.Context, i int, req Request, declared []C
 	g := st.g
 	c := g.cfg.Checkers[i]
 	if g.checkerSync[i] {
-		return checkCall(ctx, c, req, declared, nil, st, v), nil
+		req.Sequence = st.lentSequence()
+		var d Decision
+		if g.checkerInterrupt[i] {
+			var err error
+			if d, err = st.checkInline(ctx, i, req, declared, v); err != nil {
+				return d, err
+			}
+		} else {
+			d = checkCall(ctx, c, req, declared, nil, st, v)
+		}
+		if !st.sequenceIntact() {
+			d = st.sequenceTampered(req, v.name)
+			v.visit(st, req, d)
+		}
+		return d, nil
 	}
+	// A checker on its own goroutine may outlive its deadline: it gets its own copy.
+	req.Sequence = st.ownSequence()
 	return st.checkBounded(ctx, i, req, declared, v)
+}
+
+// checkInline is check for a checker that is [Synchronous] and [Interruptible]: it runs
+// on the caller's goroutine (no goroutine, no channel, no closure) under a context that
+// ends at Config.CheckTimeout, and relies on the checker to stop once that context is
+// done. Its checks are recorded as they come but their events are held back: an answer
+// given after the deadline never counts (its records are dropped for the fault), except
+// the checker's own fault denial, which says more about what ran out than the Guard can.
+// The caller's own cancellation is returned as an error.
+func (st *callState) checkInline(ctx context.Context, i int, req Request, declared []Capability, v *passVisitor) (Decision, error) {
+	g := st.g
+	cctx, cancel := context.WithTimeout(ctx, g.cfg.CheckTimeout)
+	mark := len(st.out.Checks)
+	hold := *v
+	hold.hold = true
+	d := checkCall(cctx, g.cfg.Checkers[i], req, declared, nil, st, &hold)
+	late := cctx.Err() != nil
+	cancel()
+	st.tick() // the checker may have taken a while: its events carry the time it answered
+	if err := ctx.Err(); err != nil {
+		st.out.Checks = st.out.Checks[:mark]
+		return Decision{}, err
+	}
+	if late && (d.Effect != Deny || !d.Fault) {
+		// Fail closed: the deadline passed, whatever the checker says now.
+		st.out.Checks = st.out.Checks[:mark]
+		d, seen := g.lateFault(req)
+		v.visit(st, seen[0].r, seen[0].d)
+		return d, nil
+	}
+	if len(g.cfg.Sinks) > 0 {
+		for k := mark; k < len(st.out.Checks); k++ {
+			st.checkEvent(v.ctx, &st.out.Checks[k])
+		}
+	}
+	return d, nil
+}
+
+// lentSequence returns the copy of the call's sequence that synchronous checkers are
+// shown. Steps hold immutable Args, but a checker could still overwrite a Step in
+// place: it would rewrite the run's history (the caller's slice) for every later
+// checker and call. Lending a copy and comparing it with the caller's afterwards
+// (sequenceIntact) detects that for one allocation per call, and only for calls that
+// carry a sequence.
+func (st *callState) lentSequence() []Step {
+	n := len(st.call.Sequence)
+	if n == 0 {
+		return nil
+	}
+	if st.seq == nil {
+		st.seq = slices.Clone(st.call.Sequence)
+	}
+	return st.seq[:n:n]
+}
+
+// ownSequence returns a copy of the call's sequence for a checker that runs on its own
+// goroutine: it may outlive its deadline, so it must not share the lent copy.
+func (st *callState) ownSequence() []Step {
+	if len(st.call.Sequence) == 0 {
+		return nil
+	}
+	return slices.Clip(slices.Clone(st.call.Sequence))
+}
+
+// sequenceIntact reports whether the lent sequence still holds the caller's steps.
+func (st *callState) sequenceIntact() bool {
+	if st.seq == nil {
+		return true
+	}
+	for i, s := range st.call.Sequence {
+		if t := st.seq[i]; t.Tool != s.Tool || !t.Args.same(s.Args) {
+			return false
+		}
+	}
+	return true
+}
+
+// sequenceTampered is the fault denial for a checker that modified the sequence it was
+// shown (fail closed: a checker that rewrites history did not judge this call).
+func (st *callState) sequenceTampered(req Request, checker string) Decision {
+	d := CheckerFault(req.Target, errors.New("checker '"+checker+"' modified the call sequence it was shown"))
+	d.RuleID = "sequence.changed"
+	return d
 }
 
 // checkBounded is check for a checker that is not [Synchronous]. It is a separate
@@ -376,12 +532,16 @@ type seenCheck struct {
 }
 
 // bounded runs ask for checker i, which is not [Synchronous] (callers call those
-// directly), under Config.CheckTimeout; it is abandoned, as a fault denial, when it
+// directly) or is also [Interruptible] (then see interruptibly: the skill gate uses
+// it), under Config.CheckTimeout; it is abandoned, as a fault denial, when it
 // does not answer in time, and an answer that arrives after the deadline never counts.
 // The caller's own cancellation is returned as an error. It returns every answer that
 // counts, in order, for the caller to visit: the goroutine never holds the caller's
 // visit callback, so nothing of the call state escapes through it.
 func (g *Guard) bounded(ctx context.Context, i int, req Request, ask func(context.Context, func(Request, Decision)) Decision) (Decision, []seenCheck, error) {
+	if g.checkerSync[i] {
+		return g.interruptibly(ctx, req, ask)
+	}
 	cctx, cancel := context.WithTimeout(ctx, g.cfg.CheckTimeout)
 	defer cancel()
 	type answer struct {
@@ -406,14 +566,41 @@ func (g *Guard) bounded(ctx context.Context, i int, req Request, ask func(contex
 	}
 	if cctx.Err() != nil {
 		// Fail closed: the deadline passed, whatever the checker says now.
-		r := req
-		if r.Capability == "" {
-			r.Capability = CapToolCall
-		}
-		d := CheckerFault(req.Target, fmt.Errorf("did not answer within %s", g.cfg.CheckTimeout))
-		return d, []seenCheck{{r, d}}, nil
+		d, seen := g.lateFault(req)
+		return d, seen, nil
 	}
 	return a.d, a.visits, nil
+}
+
+// interruptibly is bounded for a checker that is [Synchronous] and [Interruptible]: it
+// runs ask on the caller's goroutine (no goroutine, no channel) under a context that
+// ends at Config.CheckTimeout, and relies on the checker to stop once that context is
+// done. An answer given after the deadline never counts, except the checker's own
+// fault denial, which says more about what ran out than the Guard can.
+func (g *Guard) interruptibly(ctx context.Context, req Request, ask func(context.Context, func(Request, Decision)) Decision) (Decision, []seenCheck, error) {
+	cctx, cancel := context.WithTimeout(ctx, g.cfg.CheckTimeout)
+	var seen []seenCheck
+	d := ask(cctx, func(r Request, d Decision) { seen = append(seen, seenCheck{r, d}) })
+	late := cctx.Err() != nil
+	cancel()
+	if err := ctx.Err(); err != nil {
+		return Decision{}, nil, err
+	}
+	if late && (d.Effect != Deny || !d.Fault) {
+		// Fail closed: the deadline passed, whatever the checker says now.
+		d, seen = g.lateFault(req)
+	}
+	return d, seen, nil
+}
+
+// lateFault is the fault denial for a checker that did not answer within the deadline.
+func (g *Guard) lateFault(req Request) (Decision, []seenCheck) {
+	r := req
+	if r.Capability == "" {
+		r.Capability = CapToolCall
+	}
+	d := CheckerFault(req.Target, fmt.Errorf("did not answer within %s", g.cfg.CheckTimeout))
+	return d, []seenCheck{{r, d}}
 }
 
 func (st *callState) halt(ctx context.Context, stage Stage, checker string, d Decision) (*Outcome, error) {
@@ -555,10 +742,15 @@ func (st *callState) skillGate(ctx context.Context) (bool, *Outcome, error) {
 		}
 		var d Decision
 		var err error
-		if st.g.checkerSync[i] {
+		if st.g.checkerSync[i] && !st.g.checkerInterrupt[i] {
+			req.Sequence = st.lentSequence()
 			d = safeCheck(ctx, c, req)
+			if !st.sequenceIntact() {
+				d = st.sequenceTampered(req, name)
+			}
 			visit(req, d)
 		} else {
+			req.Sequence = st.ownSequence()
 			var seen []seenCheck
 			d, seen, err = st.g.bounded(ctx, i, req, func(cctx context.Context, v func(Request, Decision)) Decision {
 				d := safeCheck(cctx, c, req)
@@ -771,7 +963,11 @@ func (st *callState) execute(ctx context.Context) (*Outcome, error) {
 	if j := st.g.cfg.Journal; j != nil {
 		intent := st.out
 		intent.Args, intent.Status, intent.Stage, intent.Executed = st.args, "", StageExecute, true
-		ref, err := j.Begin(ctx, st.call, intent)
+		var ref JournalRef
+		err := journalSafely(func() (err error) {
+			ref, err = j.Begin(ctx, st.call, intent)
+			return err
+		})
 		if err != nil {
 			if cerr := ctx.Err(); cerr != nil {
 				return st.abort(ctx, StageExecute, cerr)
@@ -787,6 +983,10 @@ func (st *callState) execute(ctx context.Context) (*Outcome, error) {
 	e := st.event(EventToolStart)
 	st.send(ctx, &e)
 	result, err := st.run(ctx)
+	if err != nil && errors.Is(err, ErrNotExecuted) {
+		// The tool says it failed before doing anything: it did not execute.
+		st.out.Executed = false
+	}
 	if err != nil && ctx.Err() != nil {
 		st.out.Status, st.out.Stage, st.out.IsError, st.out.Err = StatusFailed, StageExecute, true, st.scrubErr(err)
 		st.out.ModelText = "call cancelled: " + ctx.Err().Error()
@@ -794,13 +994,28 @@ func (st *callState) execute(ctx context.Context) (*Outcome, error) {
 	}
 	st.out.Result = result
 	st.out.Stage = StageExecute
-	text, isErr := "", err != nil
-	failed := false
-	if er, ok := result.(ErrorResult); ok && err == nil {
-		// The tool reported its own failure: the model reads its words, the call failed.
-		text, isErr, failed = er.Text, true, true
-	} else if err == nil {
-		text = RenderResult(result)
+	return st.resultSide(ctx, result, err), nil
+}
+
+// resultSide decides what the model reads of an executed call (see "The result side"
+// on [Guard]): the tool's own answer, then the result links innermost first, then the
+// error handlers, then the guard-wide cap. err is the tool's error, nil when it
+// returned a result.
+func (st *callState) resultSide(ctx context.Context, result any, err error) *Outcome {
+	// text and isErr are what the model reads as the result side stands; ownFailure
+	// says the tool reported its own failure (an ErrorResult).
+	text, ownFailure := "", false
+	if err == nil {
+		if er, ok := result.(ErrorResult); ok {
+			// The tool reported its own failure: the model reads its words, the call failed.
+			text, ownFailure = er.Text, true
+		} else {
+			// A result that cannot be shown is the tool's failure (fail closed).
+			text, err = render(result)
+		}
+	}
+	isErr := err != nil || ownFailure
+	if err == nil {
 		if max := st.p.tool.ResultCeiling; max > 0 {
 			if n := utf8.RuneCountInString(text); n > max {
 				e := st.event(EventResultRefused)
@@ -812,61 +1027,141 @@ func (st *callState) execute(ctx context.Context) (*Outcome, error) {
 		}
 	}
 	// Result side, the onion: postprocessor first, then middleware in reverse order.
-	modelText, modelSet := "", false
-	for _, m := range st.p.results {
-		r := ToolResult{Tool: st.call.Tool, Args: st.args, Result: result, IsError: isErr, CallID: st.call.ID}
-		if err != nil {
-			r.Error = st.scrub(err.Error())
+	// decided: a link replaced or denied what the model reads, and that decision stands
+	// whatever the error handlers answer. linkErr: a link failed; fail closed, the
+	// model reads nothing that link was shown.
+	decided := false
+	var linkErr error
+	errText := ""
+	if err != nil {
+		errText = st.scrub(err.Error())
+	}
+	// A result a link could change in place (a map, a slice, a pointer) is watched: the
+	// model reads text rendered before the link ran, so a link that edits the result
+	// instead of replacing it would leave the model reading what it meant to remove
+	// while the ledger says "unchanged", and Outcome.Result would no longer be what the
+	// tool returned. Such a link (keeping or replacing) fails closed. Strings and the
+	// other immutable results cost nothing here.
+	watched, rendered := changeable(result) && len(st.p.results) > 0, ""
+	if watched {
+		var rerr error
+		if rendered, rerr = render(result); rerr != nil {
+			watched = false // the tool's failure already (err); nothing to compare
 		}
-		out := st.resultLink(ctx, m, r)
+	}
+	for _, m := range st.p.results {
+		out := st.resultLink(ctx, m, ToolResult{Tool: st.call.Tool, Args: st.args, Result: result, IsError: isErr, Error: errText, CallID: st.call.ID})
+		if out.kind == okAllow && watched {
+			if now, rerr := render(result); rerr != nil || now != rendered {
+				out = ResultOutcome{kind: okInvalid, err: errors.New("it changed the result in place (a link changes what the model reads with ReplaceModelResult)")}
+			}
+		}
+		replacement := ""
+		if out.kind == okAllow && out.set {
+			var rerr error
+			if replacement, rerr = render(out.result); rerr != nil {
+				out = ResultOutcome{kind: okInvalid, err: rerr}
+			}
+		}
 		row := LedgerRow{Middleware: m.Name, Moment: "result"}
 		if out.kind == okAllow {
 			row.Outcome, row.Why, row.Changed = "allow", out.why, out.set
 			st.ledger(ctx, row)
 			if out.set {
-				result, text, modelSet = out.result, RenderResult(out.result), false
+				result, text, decided = out.result, replacement, true
+				st.out.Stage = StageResult
+				if watched = changeable(result); watched {
+					rendered = text
+				}
 			}
 			continue
 		}
+		st.out.Stage = StageResult
 		if out.kind == okDeny {
 			row.Outcome, row.Why = "deny", out.reason
 			st.ledger(ctx, row)
-			modelText, modelSet = out.reason, true
-			st.out.Stage = StageResult
+			text, isErr, decided = out.reason, true, true
 			break
 		}
+		// A link that panicked or answered something invalid is a denial of what it
+		// was shown (fail closed), and a result-side failure for the error handlers.
 		lerr := out.err
 		if lerr == nil {
 			lerr = errors.New("invalid result outcome")
 		}
 		row.Outcome, row.Why = "deny", ThrewText(m.Name, lerr.Error())
 		st.ledger(ctx, row)
-		if err == nil {
-			err = fmt.Errorf("%s", ThrewText(m.Name, lerr.Error()))
-		}
-		st.out.Stage = StageResult
+		linkErr, decided = errors.New(row.Why), false
 		break
 	}
-	if err != nil {
-		replaced, value := st.handleError(ctx, err)
-		if !replaced {
-			st.out.Status, st.out.Err, st.out.IsError = StatusFailed, st.scrubErr(err), true
-			st.out.ModelText = st.scrub("Tool '" + st.call.Tool + "' failed: " + err.Error())
-			return st.capped(ctx), nil
-		}
-		result, text = value, RenderResult(value)
-		st.out.Result = value
-		isErr = false
-	}
 	st.out.Status = StatusRan
-	if failed {
+	if ownFailure {
 		st.out.Status = StatusFailed
 	}
-	if modelSet {
-		text, isErr = modelText, true
+	failure := err
+	switch {
+	case err == nil:
+		failure = linkErr
+	case linkErr != nil:
+		failure = errors.Join(err, linkErr)
+	}
+	if failure != nil {
+		// Error handlers see every failure. Their replacement converts the failure into
+		// a result only where no result link decided what the model reads: a link's
+		// decision wins the way a first replacement wins, and they only observe.
+		replaced, value := st.handleError(ctx, failure)
+		valueText := ""
+		if replaced && !decided {
+			var rerr error
+			if valueText, rerr = render(value); rerr != nil {
+				// A replacement that cannot be shown converts nothing (fail closed).
+				st.out.SecondaryErrors = append(st.out.SecondaryErrors, fmt.Errorf("error handler replacement: %w", rerr))
+				replaced = false
+			}
+		}
+		switch {
+		case replaced && !decided:
+			// The converted failure is the tool's error or a link's; a tool that reported
+			// its own failure (ErrorResult) still failed, and the model is told so.
+			text, isErr = valueText, ownFailure
+			st.out.Result = value
+		case decided:
+			// A replace or deny of the tool's error stands; the call still failed.
+			st.out.Status, st.out.Err, isErr = StatusFailed, st.scrubErr(err), true
+		default:
+			// The failure stands. The model reads the failing link's failure, never what
+			// it was shown (the tool's raw error included), or else the tool's error.
+			st.out.Status, st.out.Err, isErr = StatusFailed, st.scrubErr(failure), true
+			why := failure
+			if linkErr != nil {
+				why = linkErr
+			}
+			text = "Tool '" + st.call.Tool + "' failed: " + why.Error()
+		}
 	}
 	st.out.ModelText, st.out.IsError = st.scrub(text), isErr
-	return st.capped(ctx), nil
+	return st.capped(ctx)
+}
+
+// render is [RenderResult] for values Warden did not build: a value whose encoding
+// panics is an error, not a panic through the Guard.
+func render(v any) (s string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s, err = "", fmt.Errorf("the result could not be rendered: %v", r)
+		}
+	}()
+	return RenderResult(v), nil
+}
+
+// changeable reports whether a result could be changed in place by a link that holds
+// it: anything but nil, strings, booleans, numbers and Warden's immutable values.
+func changeable(v any) bool {
+	switch v.(type) {
+	case nil, string, bool, int, int64, float64, json.Number, ErrorResult, Args, Array:
+		return false
+	}
+	return true
 }
 
 func (st *callState) run(ctx context.Context) (result any, err error) {
@@ -966,6 +1261,8 @@ func RenderResult(v any) string {
 	case nil:
 		return ""
 	case Args:
+		return string(t.AppendJSON(nil))
+	case Array:
 		return string(t.AppendJSON(nil))
 	}
 	b, err := json.Marshal(v)

@@ -60,7 +60,7 @@ func benchGuard(b *testing.B, withSchema bool, sink warden.Sink) *warden.Guard {
 	return benchGuardWith(b, withSchema, sink, false)
 }
 
-func benchGuardWith(b *testing.B, withSchema bool, sink warden.Sink, inline bool) *warden.Guard {
+func benchGuardWith(b testing.TB, withSchema bool, sink warden.Sink, inline bool, extra ...*warden.Middleware) *warden.Guard {
 	b.Helper()
 	roles, err := policy.FromRoles(map[string][]string{"agent": {"lookup"}, "guest": {}}, "agent", nil)
 	if err != nil {
@@ -80,7 +80,7 @@ func benchGuardWith(b *testing.B, withSchema bool, sink warden.Sink, inline bool
 	}
 	cfg := warden.Config{
 		Checkers:   checkers,
-		Middleware: []*warden.Middleware{passThrough("audit-tag", nil), passThrough("rate-note", nil)},
+		Middleware: append([]*warden.Middleware{passThrough("audit-tag", nil), passThrough("rate-note", nil)}, extra...),
 		Sinks:      []warden.Sink{sink},
 		Revision:   "bench",
 	}

@@ -1,11 +1,13 @@
 package warden_test
 
-// A property test of the whole pipeline: random chains of checkers and middleware, an
-// oracle computed from REFERENCE 1 and 2 alone, and three properties:
+// A property test of the whole pipeline: random chains of checkers, middleware (call
+// side and result side), a tool that returns a result, an error, an ErrorResult or
+// panics, and error handlers; an oracle computed from REFERENCE 1 and 2 and the Guard
+// doc's "The result side" alone, and three properties:
 //
 //  1. a refused, halted or pending call never executed;
 //  2. a call executed only when every stage consulted before execution allowed it (the
-//     oracle says exactly when, and what the model reads);
+//     oracle says exactly when, and what the model reads, result side included);
 //  3. the outcome is deterministic: the same pipeline gives the same status, stage and
 //     model text twice.
 //
@@ -17,6 +19,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -53,14 +57,60 @@ func (a mwAnswer) String() string {
 	return [...]string{"allow", "transform", "deny", "ask", "panic"}[a]
 }
 
+// resAnswer is a result-side link's answer; rNone means the link has no result hook.
+type resAnswer int
+
+const (
+	rNone resAnswer = iota
+	rKeep
+	rReplace
+	rDeny
+	rPanic
+	rInvalid
+)
+
+func (a resAnswer) String() string {
+	return [...]string{"none", "keep", "replace", "deny", "panic", "invalid"}[a]
+}
+
+type toolAnswer int
+
+const (
+	tResult toolAnswer = iota
+	tError
+	tErrorResult
+	tPanic
+)
+
+func (a toolAnswer) String() string {
+	return [...]string{"result", "error", "ErrorResult", "panic"}[a]
+}
+
+type handlerAnswer int
+
+const (
+	hNil handlerAnswer = iota
+	hReraise
+	hReplace
+	hFail
+)
+
+func (a handlerAnswer) String() string {
+	return [...]string{"nil", "Reraise", "ReplaceResult", "fails"}[a]
+}
+
 type pipelineSpec struct {
 	checkers []checkerAnswer
 	mws      []mwAnswer
+	results  []resAnswer // results[j] is middleware j's result hook
+	post     resAnswer   // the tool's postprocessor
+	tool     toolAnswer
+	handlers []handlerAnswer
 	canPause bool
 }
 
 func (s pipelineSpec) String() string {
-	return fmt.Sprintf("checkers=%v middleware=%v canPause=%v", s.checkers, s.mws, s.canPause)
+	return fmt.Sprintf("checkers=%v middleware=%v results=%v post=%v tool=%v handlers=%v canPause=%v", s.checkers, s.mws, s.results, s.post, s.tool, s.handlers, s.canPause)
 }
 
 const propTool = "t"
@@ -78,9 +128,35 @@ func randomSpec(r *rand.Rand) pipelineSpec {
 	}
 	for range r.IntN(4) {
 		s.mws = append(s.mws, mwAnswer(r.IntN(5)))
+		s.results = append(s.results, resAnswer(r.IntN(6)))
+	}
+	s.post = resAnswer(r.IntN(6))
+	s.tool = toolAnswer(r.IntN(4))
+	for range r.IntN(3) {
+		s.handlers = append(s.handlers, handlerAnswer(r.IntN(4)))
 	}
 	s.canPause = r.IntN(2) == 0
 	return s
+}
+
+// resultHook answers a for the result link named name.
+func resultHook(name string, a resAnswer) func(context.Context, warden.ToolResult) warden.ResultOutcome {
+	if a == rNone {
+		return nil
+	}
+	return func(context.Context, warden.ToolResult) warden.ResultOutcome {
+		switch a {
+		case rReplace:
+			return warden.ReplaceModelResult(name+" replaced", "scrub "+name)
+		case rDeny:
+			return warden.DenyResult(name + " withholds")
+		case rPanic:
+			panic(name + " result panics")
+		case rInvalid:
+			return warden.ReplaceModelResult("x", "")
+		}
+		return warden.KeepResult()
+	}
 }
 
 func (s pipelineSpec) build(t *testing.T, p *probe) *warden.Guard {
@@ -128,10 +204,97 @@ func (s pipelineSpec) build(t *testing.T, p *probe) *warden.Guard {
 		case mPanic:
 			f = func(context.Context, warden.ToolCall) warden.CallOutcome { panic(name + " panics") }
 		}
-		cfg.Middleware = append(cfg.Middleware, &warden.Middleware{Name: name, OnToolCall: f})
+		cfg.Middleware = append(cfg.Middleware, &warden.Middleware{Name: name, OnToolCall: f, OnToolResult: resultHook(name, s.results[j])})
 	}
-	tool := warden.Executable{Tool: warden.Tool{Name: propTool}, Run: p.fn(func(_ context.Context, a warden.Args) (any, error) { return js(a), nil })}
+	for k, a := range s.handlers {
+		name := fmt.Sprintf("h%d", k)
+		cfg.ErrorHandlers = append(cfg.ErrorHandlers, &warden.ErrorHandler{Name: name, Handle: func(context.Context, warden.ToolError) (warden.ErrorDisposition, error) {
+			switch a {
+			case hReraise:
+				return warden.Reraise{}, nil
+			case hReplace:
+				return warden.ReplaceResult{Value: name + " fallback"}, nil
+			case hFail:
+				return nil, errors.New(name + " broke")
+			}
+			return nil, nil
+		}})
+	}
+	answer := s.tool
+	tool := warden.Executable{Tool: warden.Tool{Name: propTool}, Post: resultHook(propTool+".postprocessor", s.post),
+		Run: p.fn(func(_ context.Context, a warden.Args) (any, error) {
+			switch answer {
+			case tError:
+				return nil, errors.New("t failed")
+			case tErrorResult:
+				return warden.ErrorResult{Text: "t says no to " + js(a)}, nil
+			case tPanic:
+				panic("t panics")
+			}
+			return js(a), nil
+		})}
 	return mustBind(t, cfg, tool)
+}
+
+// ran is the oracle for a call that executed with args: the tool's answer, then the
+// result links innermost first (the postprocessor, then middleware in reverse), then
+// the error handlers (the Guard doc, "The result side").
+func (s pipelineSpec) ran(args warden.Args) expected {
+	status, stage := warden.StatusRan, warden.StageExecute
+	var text, toolErr string
+	switch s.tool {
+	case tResult:
+		text = js(args)
+	case tError:
+		toolErr = "t failed"
+	case tErrorResult:
+		text, status = "t says no to "+js(args), warden.StatusFailed
+	case tPanic:
+		toolErr = "tool panicked: t panics"
+	}
+	type link struct {
+		name string
+		a    resAnswer
+	}
+	chain := []link{{propTool + ".postprocessor", s.post}}
+	for j := len(s.results) - 1; j >= 0; j-- {
+		chain = append(chain, link{fmt.Sprintf("m%d", j), s.results[j]})
+	}
+	decided, linkFailure := false, ""
+walk:
+	for _, l := range chain {
+		switch l.a {
+		case rReplace:
+			text, decided, stage = l.name+" replaced", true, warden.StageResult
+		case rDeny:
+			text, decided, stage = l.name+" withholds", true, warden.StageResult
+			break walk
+		case rPanic:
+			linkFailure, decided, stage = warden.ThrewText(l.name, "panic: "+l.name+" result panics"), false, warden.StageResult
+			break walk
+		case rInvalid:
+			linkFailure, decided, stage = warden.ThrewText(l.name, "transform without a why"), false, warden.StageResult
+			break walk
+		}
+	}
+	if toolErr == "" && linkFailure == "" {
+		return expected{status, stage, text, true}
+	}
+	for k, h := range s.handlers {
+		if h == hReplace && !decided {
+			if s.tool == tErrorResult {
+				status = warden.StatusFailed
+			}
+			return expected{status, stage, fmt.Sprintf("h%d fallback", k), true}
+		}
+	}
+	if decided {
+		return expected{warden.StatusFailed, stage, text, true}
+	}
+	if linkFailure != "" {
+		return expected{warden.StatusFailed, stage, "Tool '" + propTool + "' failed: " + linkFailure, true}
+	}
+	return expected{warden.StatusFailed, stage, "Tool '" + propTool + "' failed: " + toolErr, true}
 }
 
 // expected is the oracle's answer.
@@ -197,7 +360,7 @@ func (s pipelineSpec) oracle(from int, approved bool) expected {
 		// The approval is bound to the digest of the args the person saw.
 		return expected{warden.StatusRefused, warden.StageHuman, "approval does not apply: the arguments changed after a person approved them", false}
 	}
-	return expected{warden.StatusRan, warden.StageExecute, js(args), true}
+	return s.ran(args)
 }
 
 func checkAgainstOracle(t *testing.T, i int, s pipelineSpec, phase string, out warden.Outcome, err error, runsBefore, runsAfter int, want expected) (ok bool) {
@@ -274,7 +437,7 @@ func TestProperty_RandomPipelines(t *testing.T) {
 		out3, err3 := g.Resume(context.Background(), *out1.Pending, warden.Approved{By: "prop"})
 		wantResumed := s.oracle(from, true)
 		if out1.Pending.Kind == warden.KindEscalate {
-			wantResumed = expected{warden.StatusRan, warden.StageExecute, js(out1.Pending.Args), true}
+			wantResumed = s.ran(out1.Pending.Args)
 		}
 		checkAgainstOracle(t, i, s, "after approval", out3, err3, before, p.runs(), wantResumed)
 	}
@@ -282,9 +445,45 @@ func TestProperty_RandomPipelines(t *testing.T) {
 	if timeouts == 0 {
 		t.Error("the generator never produced a timeout answer")
 	}
-	for _, st := range []warden.Status{warden.StatusRan, warden.StatusRefused, warden.StatusHalted, warden.StatusPending} {
+	for _, st := range []warden.Status{warden.StatusRan, warden.StatusRefused, warden.StatusHalted, warden.StatusPending, warden.StatusFailed} {
 		if stats[st] == 0 {
 			t.Errorf("the generator never produced a %s outcome", st)
+		}
+	}
+}
+
+// TestProperty_RandomResultSides is the same oracle over pipelines that always execute
+// (checkers allow, call-side middleware allows or transforms), so that every one
+// exercises the result side: the tool's answer, random result links and the
+// postprocessor, and random error handlers.
+func TestProperty_RandomResultSides(t *testing.T) {
+	const n = 2000
+	r := rand.New(rand.NewPCG(0x7e5, 2026))
+	paths := map[string]int{}
+	for i := range n {
+		s := randomSpec(r)
+		for k := range s.checkers {
+			s.checkers[k] = cAllow
+		}
+		for k := range s.mws {
+			s.mws[k] = []mwAnswer{mAllow, mTransform}[r.IntN(2)]
+		}
+		var p probe
+		g := s.build(t, &p)
+		want := s.oracle(0, false)
+		out, err := g.Call(context.Background(), warden.Call{Tool: propTool, Args: propBase})
+		checkAgainstOracle(t, i, s, "result side", out, err, 0, p.runs(), want)
+		paths[fmt.Sprintf("%s/%s/%v", s.tool, out.Status, out.Stage)]++
+		if strings.Contains(out.ModelText, "t failed") && (s.post >= rReplace || slices.ContainsFunc(s.results, func(a resAnswer) bool { return a >= rReplace })) {
+			// A result link that replaced, denied or failed saw the error: whatever the
+			// model reads then, it is never the raw tool error.
+			t.Errorf("#%d %s: the model read the raw tool error %q past a deciding or failing link", i, s, out.ModelText)
+		}
+	}
+	t.Logf("result-side paths over %d pipelines: %v", n, paths)
+	for _, k := range []string{"result/ran/execute", "result/ran/result", "result/failed/result", "error/failed/execute", "error/failed/result", "error/ran/execute", "error/ran/result", "ErrorResult/failed/execute", "ErrorResult/failed/result", "panic/failed/result"} {
+		if paths[k] == 0 {
+			t.Errorf("the generator never produced the path %s", k)
 		}
 	}
 }

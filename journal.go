@@ -11,9 +11,10 @@ import (
 // than nothing. After the tool it calls End. A call that never executes (refused,
 // halted, pending) is written once with Record.
 //
-// A Journal must be safe for concurrent use. A failing Begin refuses the call (an
-// unrecordable call does not run); a failing End or Record is reported as an event and
-// through slog, and never changes an outcome that already happened.
+// A Journal must be safe for concurrent use. A failing (or panicking) Begin refuses the
+// call (an unrecordable call does not run); a failing or panicking End or Record is
+// reported as an event and through slog, and never changes an outcome that already
+// happened.
 type Journal interface {
 	Begin(ctx context.Context, c Call, o Outcome) (JournalRef, error)
 	End(ctx context.Context, ref JournalRef, c Call, o Outcome) error
@@ -30,6 +31,18 @@ const EventJournalFailed = "warden.journal.failed"
 // journal could not record it.
 func JournalUnavailableText(tool string) string {
 	return "[permission denied: Tool '" + tool + "' was not run because its call could not be recorded in the audit log. Try again later.]"
+}
+
+// journalSafely runs one journal call; a panic is that call's failure (a Begin that
+// panics refuses the call, an End or Record that panics is reported), never a panic
+// through the Guard.
+func journalSafely(f func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = panicError{r}
+		}
+	}()
+	return f()
 }
 
 func (st *callState) journalFailed(ctx context.Context, op string, err error) {

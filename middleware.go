@@ -23,8 +23,10 @@ type Middleware struct {
 	// OnToolCall sees the arguments as they stand and may rewrite them (with a why),
 	// deny the call, or ask a person.
 	OnToolCall func(ctx context.Context, c ToolCall) CallOutcome
-	// OnToolResult sees the result (or the error) and may replace what the model reads,
-	// or deny. It cannot ask: the tool has already run.
+	// OnToolResult sees the result (or the error, or the tool's own ErrorResult) and
+	// may replace what the model reads, or deny. It cannot ask: the tool has already
+	// run. Its decision holds on every path, error handlers included (see "The result
+	// side" on [Guard]); a panic or an invalid outcome denies what it was shown.
 	OnToolResult func(ctx context.Context, r ToolResult) ResultOutcome
 	// OnMessage sees model input and output text in the agent runtime.
 	OnMessage func(ctx context.Context, m Message) MessageOutcome
@@ -41,12 +43,20 @@ type ToolCall struct {
 
 // ToolResult is what result-side middleware sees.
 type ToolResult struct {
-	Tool    string
-	Args    Args // the final arguments
-	Result  any  // the current result (what the model will read, before rendering)
-	IsError bool // the tool (or an inner link) failed
-	Error   string
-	CallID  string
+	Tool string
+	Args Args // the final arguments
+	// Result is what the model will read as the chain stands, before rendering: the
+	// tool's result, its [ErrorResult], an inner link's replacement, or nil (the tool
+	// returned an error and no inner link replaced it, or the result was over the
+	// tool's ceiling).
+	Result any
+	// IsError reports that what the model will read is an error: the tool returned an
+	// error or an ErrorResult, or its result was over its ceiling.
+	IsError bool
+	// Error is the tool's error text (credential tokens scrubbed), "" when it returned
+	// a result.
+	Error  string
+	CallID string
 }
 
 // Message is a model input or output seen by message middleware.
@@ -119,8 +129,11 @@ type ResultOutcome struct {
 // KeepResult keeps the result unchanged.
 func KeepResult() ResultOutcome { return ResultOutcome{} }
 
-// ReplaceModelResult replaces the result the model reads (the real result is kept for
-// audit). why is mandatory.
+// ReplaceModelResult replaces what the model reads (the real result is kept for audit
+// in Outcome.Result): on a result, an ErrorResult, a ceiling refusal or the tool's
+// error alike. The replacement keeps the call's failure: a replaced error is still an
+// error (IsError) and the call still failed, and error handlers cannot override it.
+// why is mandatory.
 func ReplaceModelResult(result any, why string) ResultOutcome {
 	if strings.TrimSpace(why) == "" {
 		return ResultOutcome{kind: okInvalid, err: errors.New("transform without a why")}
@@ -128,8 +141,10 @@ func ReplaceModelResult(result any, why string) ResultOutcome {
 	return ResultOutcome{result: result, set: true, why: why}
 }
 
-// DenyResult replaces what the model reads with reason; the tool has already run and
-// its real result is kept for audit.
+// DenyResult replaces what the model reads with reason, as an error, on every path (a
+// result, an ErrorResult, the tool's error); outer links do not run and error handlers
+// cannot override it. The tool has already run; its real result is kept for audit in
+// Outcome.Result, its error in Outcome.Err.
 func DenyResult(reason string) ResultOutcome {
 	if strings.TrimSpace(reason) == "" {
 		return ResultOutcome{kind: okInvalid, err: errors.New("deny without a reason")}

@@ -20,6 +20,14 @@ const (
 	StatusFailed  Status = "failed"  // the tool ran and failed, or a result stage failed
 )
 
+// ErrNotExecuted is wrapped by the error a tool's Run returns when the tool failed
+// before doing anything the call asked for (the MCP gateway: no connection to the
+// upstream, nothing sent). The call ends [StatusFailed] with [Outcome.Executed] false,
+// in the tool.end event and in what the journal's End receives; it is still a tool
+// failure (error handlers run). A journal that wrote its intent in Begin has already
+// recorded the call as begun.
+var ErrNotExecuted = errors.New("the tool did not execute")
+
 // Stage names a step of the call pipeline, in pipeline order.
 type Stage string
 
@@ -77,7 +85,9 @@ type Outcome struct {
 	// Result is the raw result of the tool (kept for audit even when a result-side
 	// stage replaced what the model reads). Nil when the tool did not run.
 	Result any `json:"-"`
-	// Err is the tool's error (after error handlers), when it failed.
+	// Err is the failure that stands after the error handlers: the tool's error, a
+	// result-side link's failure, or both joined; nil when the tool returned a result
+	// and every link answered, or when a handler's replacement converted the failure.
 	Err error `json:"-"`
 	// SecondaryErrors are errors of error handlers that failed while handling Err.
 	SecondaryErrors []error `json:"-"`

@@ -17,7 +17,9 @@ type ToolFunc func(ctx context.Context, args Args, cred *Credential) (any, error
 // Executable is a tool with everything the pipeline needs to run it.
 type Executable struct {
 	Tool
-	// Run executes the tool. Required.
+	// Run executes the tool. Required. An error that wraps [ErrNotExecuted] says the
+	// tool failed before doing anything the call asked for: the call is recorded as
+	// not executed.
 	Run ToolFunc
 	// Pre is the tool's own preprocessor: the first call-side link, before declared
 	// middleware.
@@ -104,9 +106,9 @@ func (f GateFunc) Authorize(ctx context.Context, inv Invocation) (bool, error) {
 
 // ErrorResult is a tool result that reports the tool's own failure in words meant
 // for the model (an MCP result with isError, an API's error body). The model reads
-// Text as it is, result-side middleware sees IsError, and the call's status is
-// [StatusFailed]; unlike an error returned by the tool, it does not reach error
-// handlers, and Text is not prefixed.
+// Text as it is (subject to the tool's ResultCeiling and to result-side middleware,
+// which sees IsError), and the call's status is [StatusFailed]; unlike an error
+// returned by the tool, it does not reach error handlers, and Text is not prefixed.
 type ErrorResult struct {
 	Text string
 }
@@ -115,7 +117,9 @@ type ErrorResult struct {
 type ToolError struct {
 	Tool string
 	Args Args // the final arguments
-	Err  error
+	// Err is the failure: the tool's own error, a result-side link's failure
+	// ("middleware '<m>' threw: ..."), or both joined (errors.Is finds the tool's).
+	Err error
 }
 
 // ErrorDisposition is an error handler's answer: [Reraise] or [ReplaceResult]. A nil
@@ -125,14 +129,18 @@ type ErrorDisposition interface{ disposition() }
 // Reraise keeps the original error.
 type Reraise struct{}
 
-// ReplaceResult converts the failure into a result. The first replacement wins.
+// ReplaceResult converts the failure into a result the model reads. The first
+// replacement wins; it does not apply where a result-side link already replaced or
+// denied what the model reads (that decision holds; see "The result side" on [Guard]).
 type ReplaceResult struct{ Value any }
 
 func (Reraise) disposition()       {}
 func (ReplaceResult) disposition() {}
 
-// ErrorHandler handles a tool failure (an error from the tool or from a result-side
-// link). It is never called for a refusal.
+// ErrorHandler handles a tool failure (an error from the tool, a result-side link that
+// panicked or answered something invalid, or both). It is never called for a refusal
+// of steps before execution, nor when the tool returned a result (an ErrorResult
+// included) and every link answered.
 type ErrorHandler struct {
 	Name  string
 	Tools []string // scope, as for [Middleware.Tools]
@@ -266,7 +274,8 @@ type Config struct {
 	Journal Journal
 	// Revision names the policy revision in outcomes and events.
 	Revision string
-	// CheckTimeout bounds each checker call that is not [Synchronous]; 0 means 5s.
+	// CheckTimeout bounds each checker call that is not [Synchronous] or is
+	// [Interruptible]; 0 means 5s.
 	CheckTimeout time.Duration
 	// MaxResultChars caps what the model reads from any tool; 0 means no cap. A cap must
 	// be large enough to hold the smallest truncation marker (18 characters).
@@ -280,10 +289,20 @@ type Config struct {
 
 // Synchronous is implemented by checkers that can decide in-process without blocking
 // (the policy package's checkers, when they call no handler). When Synchronous reports
-// true the Guard calls the checker directly; every other checker runs under
+// true the Guard calls the checker directly, with no deadline of its own unless the
+// checker is also [Interruptible]; every other checker runs under
 // [Config.CheckTimeout] and is abandoned, as a denial, when it does not answer.
 type Synchronous interface {
 	Synchronous() bool
+}
+
+// Interruptible is implemented by [Synchronous] checkers whose work can grow with the
+// arguments and that stop promptly, with a fault denial, once their context is done
+// (the policy package's policies with CEL conditions). When both report true the Guard
+// still calls the checker directly, without a goroutine, but under a context that ends
+// at [Config.CheckTimeout]; an answer given after that deadline is a fault denial.
+type Interruptible interface {
+	Interruptible() bool
 }
 
 // ErrPlanConflict is returned by a second [Registry.Bind] with different inputs.
@@ -344,6 +363,8 @@ func (r *Registry) Bind(cfg Config) (*Guard, error) {
 		g.checkerNames = append(g.checkerNames, checkerName(c, i))
 		s, ok := c.(Synchronous)
 		g.checkerSync = append(g.checkerSync, ok && s.Synchronous())
+		in, ok := c.(Interruptible)
+		g.checkerInterrupt = append(g.checkerInterrupt, ok && in.Interruptible())
 	}
 	for _, t := range r.tools {
 		p := &plan{tool: t}

@@ -84,8 +84,8 @@ type Config struct {
 	// the Guard's skill gate decides at call time.
 	SkillChecker warden.Checker
 	// SkillCheckTimeout bounds each menu check by a SkillChecker that is not
-	// [warden.Synchronous]; a check that does not answer in time hides the skill. 0
-	// means 5s; negative is an error.
+	// [warden.Synchronous] or is [warden.Interruptible]; a check that does not answer in
+	// time hides the skill. 0 means 5s; negative is an error.
 	SkillCheckTimeout time.Duration
 	// Identity is who the run acts for; it is on every call.
 	Identity warden.Identity

@@ -169,7 +169,14 @@ func (a *Agent) skillVisible(ctx context.Context, st *run, id string) bool {
 		Sequence:   st.sequence[:len(st.sequence):len(st.sequence)],
 	}
 	if s, ok := c.(warden.Synchronous); ok && s.Synchronous() {
-		return allowed(ctx, c, req)
+		if in, ok := c.(warden.Interruptible); !ok || !in.Interruptible() {
+			return allowed(ctx, c, req)
+		}
+		// Inline, under the deadline: the checker stops once cctx is done, and an
+		// answer given after it never counts.
+		cctx, cancel := context.WithTimeout(ctx, a.cfg.SkillCheckTimeout)
+		defer cancel()
+		return allowed(cctx, c, req) && cctx.Err() == nil
 	}
 	cctx, cancel := context.WithTimeout(ctx, a.cfg.SkillCheckTimeout)
 	defer cancel()

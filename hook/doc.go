@@ -18,6 +18,15 @@
 //   - [ClaudeVerdict] turns a decision into the hook output: allow => allow, deny and
 //     halt => deny with what the model should read, ask => ask with a question for the
 //     person at the keyboard. [ClaudeRefusal] is the deny for everything that went wrong.
+//   - [ResolveClaudeTool] maps the same call with every path resolved on the real
+//     filesystem ([ResolvePath]: symbolic links followed as the kernel follows them, a
+//     ".." after a link climbing from its target), so that the command can judge both
+//     the written and the resolved form and keep the more restrictive answer.
+//   - [Protected] is the set of files a running Warden reads (its policy, the Claude Code
+//     settings that run the hook, its store, its binary); the command denies any write
+//     to them, and any Bash command naming them or a directory holding them other than
+//     the working directory and its ancestors ([Protected.CommandReaches]), whatever the
+//     policy says.
 //   - [MergeClaudeSettings] and [InstallClaudeSettings] add the hook to a
 //     .claude/settings.json without touching anything else in it.
 //
@@ -28,5 +37,14 @@
 // needs (Bash without a string command, Read without a file_path), names a tool with
 // characters Claude Code never uses, or gives a relative path with no absolute working
 // directory to resolve it against is an error, and the command turns every error into a
-// deny. A settings file that is not valid JSON is never rewritten.
+// deny. A path that cannot be resolved (a link loop, a directory that cannot be
+// searched) is an error too. A settings file that is not valid JSON is never rewritten.
+//
+// What is not guaranteed: Claude Code opens a path itself after the hook answered, so a
+// link another process swaps in between is not seen; a Grep or Glob is judged by the
+// directory it searches (resolved), not by each file below it, so a link further down
+// is followed or not as the tool itself decides; and a program a Bash rule lets run
+// can write any file it can reach, whatever its arguments say. The guarantee that does
+// not depend on either is that the hook refuses a policy inside the project directory
+// unless it was installed with --policy-in-project.
 package hook

@@ -89,6 +89,20 @@ const MCPToolPrefix = "mcp__"
 // is missing) and cwd is not absolute; and when a Glob pattern has a ".." after a
 // wildcard (where it leads depends on what the wildcard matched).
 func MapClaudeTool(name string, input warden.Args, cwd string) (Call, error) {
+	return mapClaudeTool(name, input, cwd, false)
+}
+
+// ResolveClaudeTool maps a call like [MapClaudeTool], except that every path (and a
+// Glob's reach) is the file it names on the real filesystem, resolved with
+// [ResolvePath] from its written form joined to cwd before any cleaning: a ".." after
+// a symbolic link climbs from where the link leads, as it does when the tool opens the
+// path ("link/../x" with link => /etc is /x, not cwd/x). It reads the filesystem (only
+// metadata and links). A path that cannot be resolved is an error.
+func ResolveClaudeTool(name string, input warden.Args, cwd string) (Call, error) {
+	return mapClaudeTool(name, input, cwd, true)
+}
+
+func mapClaudeTool(name string, input warden.Args, cwd string, resolve bool) (Call, error) {
 	if err := checkToolName(name); err != nil {
 		return Call{}, err
 	}
@@ -99,7 +113,7 @@ func MapClaudeTool(name string, input warden.Args, cwd string) (Call, error) {
 	var args warden.Args
 	consumed := map[string]bool{}
 	for _, f := range t.fields {
-		v, err := fieldValue(name, input, f, cwd)
+		v, err := fieldValue(name, input, f, cwd, resolve)
 		if err != nil {
 			return Call{}, err
 		}
@@ -114,6 +128,13 @@ func MapClaudeTool(name string, input warden.Args, cwd string) (Call, error) {
 		reach, err := globReach(pattern, dir)
 		if err != nil {
 			return Call{}, fmt.Errorf("%s tool_input.pattern: %w", name, err)
+		}
+		if resolve {
+			// dir is resolved already; the pattern's leading directories are walked
+			// from it as the tool walks them.
+			if reach, err = ResolvePath(globRawReach(pattern, dir)); err != nil {
+				return Call{}, fmt.Errorf("%s tool_input.pattern: %w", name, err)
+			}
 		}
 		args = args.With("path", reach)
 	}
@@ -148,7 +169,7 @@ func ClaudeToolName(name string) string {
 }
 
 // fieldValue returns the canonical value of one mapped field.
-func fieldValue(tool string, input warden.Args, f field, cwd string) (string, error) {
+func fieldValue(tool string, input warden.Args, f field, cwd string, resolve bool) (string, error) {
 	v, present := input.Get(f.from)
 	if !present || v == nil {
 		switch f.kind {
@@ -156,6 +177,9 @@ func fieldValue(tool string, input warden.Args, f field, cwd string) (string, er
 			// Claude Code searches the working directory when no path is given.
 			if !filepath.IsAbs(cwd) {
 				return "", fmt.Errorf("%s has no path and the working directory %q is not absolute, so what it searches is unknown", tool, cwd)
+			}
+			if resolve {
+				return ResolvePath(cwd)
 			}
 			return filepath.Clean(cwd), nil
 		}
@@ -172,7 +196,32 @@ func fieldValue(tool string, input warden.Args, f field, cwd string) (string, er
 	if err != nil {
 		return "", fmt.Errorf("%s tool_input.%s: %w", tool, f.from, err)
 	}
+	if resolve {
+		raw := s
+		if !filepath.IsAbs(s) {
+			raw = cwd + string(filepath.Separator) + s
+		}
+		if p, err = ResolvePath(raw); err != nil {
+			return "", fmt.Errorf("%s tool_input.%s: %w", tool, f.from, err)
+		}
+	}
 	return p, nil
+}
+
+// globRawReach is [globReach] without cleaning: dir and the pattern's leading
+// directories that hold no wildcard, joined as written, for [ResolvePath]. The pattern
+// has been checked by globReach.
+func globRawReach(pattern, dir string) string {
+	segs := strings.Split(filepath.ToSlash(pattern), "/")
+	static := 0
+	for static < len(segs)-1 && !strings.ContainsAny(segs[static], "*?[{") {
+		static++
+	}
+	lead := filepath.FromSlash(strings.Join(segs[:static], "/"))
+	if filepath.IsAbs(pattern) {
+		return string(filepath.Separator) + lead
+	}
+	return dir + string(filepath.Separator) + lead
 }
 
 // resolvePath returns p cleaned, joined to cwd when it is relative.
@@ -277,7 +326,7 @@ func jsonKind(v any) string {
 		return "a boolean"
 	case warden.Args:
 		return "an object"
-	case []any:
+	case warden.Array:
 		return "an array"
 	}
 	return "a number"

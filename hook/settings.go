@@ -10,7 +10,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/wardenhq/warden"
@@ -61,16 +60,18 @@ func MergeClaudeSettings(settings []byte, hooks ...ClaudeHook) (out []byte, chan
 	for _, h := range hooks {
 		var groups []any
 		if v, ok := events.Get(h.Event); ok {
-			if groups, ok = v.([]any); !ok {
+			arr, ok := v.(warden.Array)
+			if !ok {
 				return nil, false, fmt.Errorf("%w: \"hooks.%s\" is %s, not an array", ErrInvalidSettings, h.Event, jsonKind(v))
 			}
+			groups = arr.Slice()
 		}
 		if installed(groups, h.Command) {
 			continue
 		}
 		cmd := warden.Args{}.With("type", "command").With("command", h.Command)
 		group := warden.Args{}.With("matcher", ClaudeMatchAll).With("hooks", []any{cmd})
-		events = events.With(h.Event, append(slices.Clip(groups), group))
+		events = events.With(h.Event, append(groups, group))
 		changed = true
 	}
 	if !changed {
@@ -97,8 +98,8 @@ func installed(groups []any, command string) bool {
 			continue
 		}
 		list, _ := group.Get("hooks")
-		hooks, _ := list.([]any)
-		for _, h := range hooks {
+		hooks, _ := list.(warden.Array)
+		for _, h := range hooks.All() {
 			h, ok := h.(warden.Args)
 			if !ok {
 				continue

@@ -31,11 +31,12 @@ type flash struct {
 
 // session is one signed-in operator. Handlers get a copy; the flash lives in the map.
 type session struct {
-	key      [sha256.Size]byte // SHA-256 of the cookie value: the map key
-	Operator string
-	CSRF     string
-	Expires  time.Time
-	flash    *flash
+	key       [sha256.Size]byte // SHA-256 of the cookie value: the map key
+	tokenHash string            // the operator token hash it signed in with
+	Operator  string
+	CSRF      string
+	Expires   time.Time
+	flash     *flash
 }
 
 // sessions is the in-memory session table. The map is keyed by the hash of the cookie
@@ -56,10 +57,10 @@ func randomToken() string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// create starts a session and returns its cookie value.
-func (s *sessions) create(operator string, now, expires time.Time) (string, session) {
+// create starts a session for op and returns its cookie value.
+func (s *sessions) create(op Operator, now, expires time.Time) (string, session) {
 	id := randomToken()
-	ss := &session{key: sha256.Sum256([]byte(id)), Operator: operator, CSRF: randomToken(), Expires: expires}
+	ss := &session{key: sha256.Sum256([]byte(id)), tokenHash: op.TokenHash, Operator: op.Name, CSRF: randomToken(), Expires: expires}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if now.Sub(s.lastSweep) > time.Minute {
@@ -99,6 +100,20 @@ func (s *sessions) alive(key [sha256.Size]byte, now time.Time) bool {
 	defer s.mu.Unlock()
 	ss, ok := s.m[key]
 	return ok && now.Before(ss.Expires)
+}
+
+// retain ends every session for which keep returns false and returns how many.
+func (s *sessions) retain(keep func(*session) bool) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for k, ss := range s.m {
+		if !keep(ss) {
+			delete(s.m, k)
+			n++
+		}
+	}
+	return n
 }
 
 func (s *sessions) remove(key [sha256.Size]byte) {
@@ -187,8 +202,9 @@ func (ib *Inbox) operatorFor(token string) (Operator, bool) {
 		return Operator{}, false
 	}
 	h := []byte(HashToken(token))
+	ops := ib.ops.Load().list
 	found := -1
-	for i, op := range ib.operators {
+	for i, op := range ops {
 		if subtle.ConstantTimeCompare(h, []byte(op.TokenHash)) == 1 {
 			found = i
 		}
@@ -196,16 +212,33 @@ func (ib *Inbox) operatorFor(token string) (Operator, bool) {
 	if found < 0 {
 		return Operator{}, false
 	}
-	return ib.operators[found], true
+	return ops[found], true
 }
 
-// currentSession returns the session named by r's cookie, if it is live.
+// currentSession returns the session named by r's cookie, if it is live and its
+// operator is still configured with the token it signed in with. A session whose
+// operator was removed (or whose token changed) is ended here, so a sign-in that
+// raced with SetOperators cannot outlive it.
 func (ib *Inbox) currentSession(r *http.Request) (session, bool) {
 	c, err := r.Cookie(cookieName)
 	if err != nil {
 		return session{}, false
 	}
-	return ib.sessions.get(c.Value, ib.now())
+	s, ok := ib.sessions.get(c.Value, ib.now())
+	if !ok {
+		return session{}, false
+	}
+	if !ib.ops.Load().valid(s.tokenHash, s.Operator) {
+		ib.sessions.remove(s.key)
+		return session{}, false
+	}
+	return s, true
+}
+
+// sessionLive reports whether s has not ended: not signed out, not expired, and its
+// operator still configured with its token.
+func (ib *Inbox) sessionLive(s session) bool {
+	return ib.ops.Load().valid(s.tokenHash, s.Operator) && ib.sessions.alive(s.key, ib.now())
 }
 
 // safeNext returns where to go after signing in: next when it is a local path under
@@ -347,7 +380,7 @@ func (ib *Inbox) login(w http.ResponseWriter, r *http.Request) {
 		ib.sessions.remove(old.key)
 	}
 	expires := now.Add(ib.ttl)
-	id, _ := ib.sessions.create(op.Name, now, expires)
+	id, _ := ib.sessions.create(op, now, expires)
 	http.SetCookie(w, &http.Cookie{
 		Name:     cookieName,
 		Value:    id,

@@ -399,3 +399,88 @@ func TestBrowserAuditAndPins(t *testing.T) {
 	run(t, ctx, "narrow pending", chromedp.Navigate(f.base+"pending"), chromedp.WaitVisible(chromedp.CSS(`article.decision`)))
 	screenshot(t, ctx, "pending-narrow")
 }
+
+// TestBrowserShowsWhatRuns reads the rendered pages the way an operator does: the
+// text of the arguments holds the escapes, never the characters that reorder or hide
+// text, and a 100 kB argument wraps inside the viewport (nothing is off to the side).
+func TestBrowserShowsWhatRuns(t *testing.T) {
+	f := newFixture(t, fixtureOptions{})
+	ctx := newTab(t)
+	bidi := createPending(t, f.st, pendingSpec{tool: "bash", question: "Clean \u202eup?",
+		args: "{\"command\":\"rm -rf \u202e/ #yrotcerid-pmt/.\",\"ansi\":\"\\u001b[31mred\",\"nl\":\"a\\nb\"}"})
+	long := "echo " + strings.Repeat("harmless-", 100_000/9) + "; rm -rf / --no-preserve-root"
+	raw, _ := json.Marshal(map[string]string{"cmd": long})
+	big := createPending(t, f.st, pendingSpec{tool: "bash", args: string(raw)})
+
+	run(t, ctx, "open pending", chromedp.Navigate(f.base+"pending"))
+	signIn(t, ctx, operatorToken)
+	run(t, ctx, "pending page", chromedp.WaitVisible(css(`article[data-id="%s"]`, bidi.ID)))
+	args := get(t, ctx, "args text", chromedp.Text(css(`article[data-id="%s"] pre.args`, bidi.ID)))
+	want := "{\n  \"command\": \"rm -rf \\u202e/ #yrotcerid-pmt/.\",\n  \"ansi\": \"\\u001b[31mred\",\n  \"nl\": \"a\\nb\"\n}"
+	if args != want {
+		t.Errorf("rendered arguments %q, want %q", args, want)
+	}
+	marks := get(t, ctx, "marks", chromedp.Evaluate[[]string](fmt.Sprintf(
+		`Array.from(document.querySelectorAll('article[data-id="%s"] .esc')).map(e => e.textContent + " " + e.title)`, bidi.ID)))
+	for _, w := range []string{`\u202e U+202E RIGHT-TO-LEFT OVERRIDE`, `\u001b U+001B ESCAPE`, `\n U+000A LINE FEED`} {
+		found := false
+		for _, m := range marks {
+			found = found || m == w
+		}
+		if !found {
+			t.Errorf("no marked escape %q among %q", w, marks)
+		}
+	}
+	// Marked: the escape looks different from the text around it.
+	bg := get(t, ctx, "escape style", chromedp.Evaluate[string](fmt.Sprintf(
+		`getComputedStyle(document.querySelector('article[data-id="%s"] pre.args .esc')).backgroundColor`, bidi.ID)))
+	if bg == "" || bg == "rgba(0, 0, 0, 0)" {
+		t.Errorf("escape has no background (%q): it is not visibly marked", bg)
+	}
+	if q := get(t, ctx, "question", chromedp.Text(css(`article[data-id="%s"] .question`, bidi.ID))); q != `Clean \u202eup?` {
+		t.Errorf("question rendered as %q", q)
+	}
+	body := get(t, ctx, "body text", chromedp.Evaluate[string](`document.body.innerText`))
+	assertNoHiddenCharacters(t, "rendered pending page", body)
+
+	// The long call: its end is on screen, the list says what it leaves out, and no
+	// horizontal scrolling anywhere.
+	card := get(t, ctx, "long card", chromedp.Text(css(`article[data-id="%s"] pre.args`, big.ID)))
+	if !strings.Contains(card, "rm -rf / --no-preserve-root") || !strings.Contains(card, "more characters not shown here") {
+		t.Errorf("the long card does not show its end and its marker: ...%s", card[max(0, len(card)-300):])
+	}
+	noSideScroll(t, ctx, "pending list")
+	screenshot(t, ctx, "pending-hostile")
+
+	run(t, ctx, "open the long call", chromedp.Click(css(`article[data-id="%s"] a.open-call`, big.ID)),
+		chromedp.WaitVisible(css(`article[data-id="%s"] button[value="approve-once"]`, big.ID)))
+	whole := get(t, ctx, "whole args", chromedp.Text(css(`article[data-id="%s"] pre.args`, big.ID)))
+	if wantWhole := "{\n  \"cmd\": \"" + long + "\"\n}"; whole != wantWhole {
+		t.Errorf("the call's page shows %d characters, want all %d", len(whole), len(wantWhole))
+	}
+	noSideScroll(t, ctx, "call page")
+	// The digest is whole and inside the viewport too.
+	var pd warden.PendingDecision
+	if err := json.Unmarshal(big.Decision, &pd); err != nil {
+		t.Fatal(err)
+	}
+	if d := get(t, ctx, "digest", chromedp.Text(css(`article[data-id="%s"] code.digest-full`, big.ID))); d != pd.Digest || len(d) < 64 {
+		t.Errorf("digest shown as %q, want %q", d, pd.Digest)
+	}
+	if msg := submitForFlash(t, ctx, css(`article[data-id="%s"] button[value="decline"]`, big.ID)); !strings.HasPrefix(msg, "Declined: bash") {
+		t.Errorf("flash after declining the long call: %q", msg)
+	}
+}
+
+// noSideScroll fails when the page, or any arguments block, is wider than its box.
+func noSideScroll(t *testing.T, ctx context.Context, where string) {
+	t.Helper()
+	got := get(t, ctx, "widths", chromedp.Evaluate[[]int](`[document.documentElement.scrollWidth, window.innerWidth,
+		Math.max(0, ...Array.from(document.querySelectorAll('pre.code')).map(p => p.scrollWidth - p.clientWidth))]`))
+	if got[0] > got[1] {
+		t.Errorf("%s: page %d px wide in a %d px viewport", where, got[0], got[1])
+	}
+	if got[2] > 0 {
+		t.Errorf("%s: an arguments block scrolls %d px sideways", where, got[2])
+	}
+}

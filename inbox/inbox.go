@@ -18,7 +18,9 @@
 //
 // Only operators. An operator is a name and the hash of a secret token ([HashToken]);
 // the inbox knows nothing else, so a token issued to an agent or an MCP client can
-// never sign in or decide. An operator exchanges the token at the login form for a
+// never sign in or decide. [Inbox.SetOperators] changes the operators at once (on a
+// configuration reload): a removed operator, or one whose token changed, is signed out
+// immediately and the old token no longer signs in. An operator exchanges the token at the login form for a
 // session cookie (HttpOnly, SameSite=Strict, Secure when the request came over TLS)
 // that expires after Options.SessionTTL. (Secure is set when the request reached this
 // process over TLS: behind a proxy that terminates TLS the cookie is not marked Secure,
@@ -38,6 +40,17 @@
 //     Referrer-Policy: no-referrer and X-Frame-Options: DENY; pages are not cached.
 //   - All output is escaped by html/template, including arguments, questions and tool
 //     definitions written by agents or upstream servers.
+//   - What is shown is what runs. Every string written by an agent, a client or an
+//     upstream server (arguments, questions, tool names, principals, rule IDs, event
+//     fields, pin diffs) is shown through internal/display: control characters, bidi
+//     controls (U+202E and friends), zero-width and other invisible characters are
+//     shown as \u202e-style escapes, each marked (class "esc", with the character's
+//     name as its title) so it cannot pass for text that reads the same. Spaces and
+//     line breaks are kept, long values wrap (never a sideways scroll), and the cards
+//     show the full arguments digest. The pending list shows a long argument list as
+//     its head and tail around a marker that says how much it leaves out, and such a
+//     card is decided only on the call's own page (GET {path}pending/{id}), which
+//     shows every character.
 //   - A wrong token gets one generic message after a constant delay, and failed sign-ins
 //     are limited per remote address (10 a minute). The address is the TCP peer: behind
 //     a reverse proxy every operator shares the proxy's budget.
@@ -54,6 +67,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/wardenhq/warden"
@@ -121,7 +135,6 @@ type Options struct {
 type Inbox struct {
 	// Set by New, read-only afterwards.
 	store     store.Store
-	operators []Operator
 	path      string
 	ttl       time.Duration
 	events    func(string) []warden.Event
@@ -131,6 +144,10 @@ type Inbox struct {
 	static    map[string]staticFile
 	handler   http.Handler
 	failDelay time.Duration // constant delay after a failed sign-in
+
+	// ops is the operator set in force; SetOperators replaces it whole. An atomic
+	// pointer so that sign-in and every request read one consistent set without a lock.
+	ops atomic.Pointer[operatorSet]
 
 	sessions *sessions
 	limiter  *limiter
@@ -151,17 +168,9 @@ func New(o Options) (*Inbox, error) {
 	if len(o.Operators) == 0 {
 		return nil, errors.New("inbox: no operator configured (the inbox stays off without one)")
 	}
-	seen := make(map[string]bool, len(o.Operators))
-	ops := make([]Operator, len(o.Operators))
-	for i, op := range o.Operators {
-		if err := checkOperator(op); err != nil {
-			return nil, fmt.Errorf("inbox: operator %d: %w", i+1, err)
-		}
-		if seen[op.TokenHash] {
-			return nil, fmt.Errorf("inbox: operator %d (%q): the same token hash is configured twice", i+1, op.Name)
-		}
-		seen[op.TokenHash] = true
-		ops[i] = op
+	ops, err := newOperatorSet(o.Operators)
+	if err != nil {
+		return nil, err
 	}
 	if o.Path == "" {
 		o.Path = DefaultPath
@@ -183,7 +192,6 @@ func New(o Options) (*Inbox, error) {
 	}
 	ib := &Inbox{
 		store:     o.Store,
-		operators: ops,
 		path:      o.Path,
 		ttl:       o.SessionTTL,
 		events:    o.Events,
@@ -195,6 +203,7 @@ func New(o Options) (*Inbox, error) {
 		limiter:   newLimiter(loginFailuresPerMinute, time.Minute),
 		done:      make(chan struct{}),
 	}
+	ib.ops.Store(ops)
 	pages, err := ib.parsePages()
 	if err != nil {
 		return nil, err
@@ -203,6 +212,66 @@ func New(o Options) (*Inbox, error) {
 	ib.hub = newHub(ib.pendingState, pollInterval, ib.done, ib.log)
 	ib.handler = ib.routes()
 	return ib, nil
+}
+
+// operatorSet is the operators in force. It is never changed after it is built:
+// SetOperators swaps in a new one and closes the old one's changed channel.
+type operatorSet struct {
+	list    []Operator
+	byHash  map[string]string // token hash -> operator name
+	changed chan struct{}     // closed when this set is replaced
+}
+
+// newOperatorSet checks ops (see New) and returns them as a set; an empty list gives
+// an empty set, with which nobody can sign in.
+func newOperatorSet(ops []Operator) (*operatorSet, error) {
+	set := &operatorSet{list: make([]Operator, len(ops)), byHash: make(map[string]string, len(ops)), changed: make(chan struct{})}
+	for i, op := range ops {
+		if err := checkOperator(op); err != nil {
+			return nil, fmt.Errorf("inbox: operator %d: %w", i+1, err)
+		}
+		if _, dup := set.byHash[op.TokenHash]; dup {
+			return nil, fmt.Errorf("inbox: operator %d (%q): the same token hash is configured twice", i+1, op.Name)
+		}
+		set.byHash[op.TokenHash] = op.Name
+		set.list[i] = op
+	}
+	return set, nil
+}
+
+// SetOperators replaces the operators who may use the inbox, at once: from its return
+// on, only a token in ops signs in, and every session signed in with a token that is
+// no longer configured, or that is now configured under another name, has ended
+// (its next request is sent to the login page, its event stream is told it signed
+// out). Sessions of operators whose name and token are unchanged go on. An empty
+// list leaves nobody able to sign in. The operators are checked as New checks them;
+// when they are not valid, SetOperators fails closed: it installs no operator at all,
+// ends every session, and returns the error. It is safe for concurrent use, and is
+// meant for a configuration reload.
+//
+// A request already past its session check when SetOperators runs (for example a
+// decision being recorded) completes; every request that starts afterwards is
+// checked against the new operators.
+func (ib *Inbox) SetOperators(ops []Operator) error {
+	set, err := newOperatorSet(ops)
+	if err != nil {
+		set, _ = newOperatorSet(nil) // fail closed: nobody signs in until a valid list arrives
+	}
+	old := ib.ops.Swap(set)
+	ended := ib.sessions.retain(func(ss *session) bool { return set.valid(ss.tokenHash, ss.Operator) })
+	close(old.changed)
+	if err != nil {
+		ib.log.Error("inbox: the new operator list is not valid; nobody can sign in until it is fixed", "err", err, "sessions_ended", ended)
+		return err
+	}
+	ib.log.Info("inbox: operators updated", "operators", len(set.list), "sessions_ended", ended)
+	return nil
+}
+
+// valid reports whether a session signed in with this token hash as name still may.
+func (s *operatorSet) valid(tokenHash, name string) bool {
+	got, ok := s.byHash[tokenHash]
+	return ok && got == name
 }
 
 func checkOperator(op Operator) error {
@@ -287,6 +356,7 @@ func (ib *Inbox) routes() http.Handler {
 	mux.HandleFunc("POST "+p+"logout", ib.authed(ib.logout))
 	mux.HandleFunc("GET "+p+"pending", ib.authed(ib.pendingPage))
 	mux.HandleFunc("GET "+p+"pending/list", ib.authed(ib.pendingFragment))
+	mux.HandleFunc("GET "+p+"pending/{id}", ib.authed(ib.pendingOne))
 	mux.HandleFunc("POST "+p+"pending/{id}/decide", ib.authed(ib.decide))
 	mux.HandleFunc("GET "+p+"events", ib.authedStream(ib.stream))
 	mux.HandleFunc("GET "+p+"audit", ib.authed(ib.auditPage))

@@ -13,22 +13,42 @@ import (
 	"time"
 
 	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/internal/display"
 	"github.com/wardenhq/warden/store"
 )
 
 const maxNoteLen = 2000
 
+// The pending list shows a call's arguments whole up to listArgsHead+listArgsTail
+// characters. A longer argument list is shown as its first listArgsHead and last
+// listArgsTail characters around a marker that says how much is left out, and the
+// card cannot be decided from the list: its link opens the call's own page, which
+// shows everything, wrapped, with the decision form. Nothing is ever hidden without a
+// visible marker, and the end of a long value (where the dangerous part of a 100 kB
+// command hides) is always on screen.
+const (
+	listArgsHead = 3000
+	listArgsTail = 1000
+)
+
 // pendingView is one pending decision as the page shows it.
 type pendingView struct {
-	ID           string
-	Kind         string
-	Question     string
-	Detail       string
-	Middleware   string
-	Tool         string
-	Args         string // pretty JSON
-	Original     string // the args as proposed, when a middleware changed them
-	Digest       string
+	ID         string
+	Kind       string
+	Question   string
+	Detail     string
+	Middleware string
+	Tool       string
+	Args       display.Shown // pretty JSON, every hidden character escaped
+	Original   display.Shown // the args as proposed, when a middleware changed them
+	Digest     string
+	// Clip is Args cut for the list when Args is longer than listArgsChars: the list
+	// then shows its head and tail with a marker, and sends the operator to the
+	// call's own page (Full) to read all of it before deciding.
+	Clip         display.Clip
+	OriginalClip display.Clip
+	Full         bool // the call's own page: nothing is cut
+	State        string
 	Principal    string
 	Tenant       string
 	Conversation string
@@ -67,6 +87,7 @@ func viewPending(p store.Pending) pendingView {
 		Created:      p.Created,
 		Expires:      p.Expires,
 		Scope:        p.Scope,
+		State:        p.State,
 	}
 	if len(p.Evidence) > 0 {
 		var ev warden.Evidence
@@ -102,7 +123,7 @@ func viewPending(p store.Pending) pendingView {
 		fill(&v.Conversation, d.Identity.Conversation)
 		fill(&v.Session, d.Session)
 		fill(&v.Revision, d.Revision)
-		if v.Args == "" {
+		if v.Args == nil {
 			if b, err := d.Args.MarshalJSON(); err == nil {
 				v.Args = prettyJSON(b)
 			}
@@ -113,6 +134,8 @@ func viewPending(p store.Pending) pendingView {
 			}
 		}
 	}
+	v.Clip = v.Args.Cut(listArgsHead, listArgsTail)
+	v.OriginalClip = v.Original.Cut(listArgsHead, listArgsTail)
 	if v.Evidence != nil && v.Evidence.Does == "" && v.Evidence.Args == "" && len(v.Evidence.Context) == 0 {
 		v.Evidence = nil
 	}
@@ -164,6 +187,23 @@ func (ib *Inbox) pendingPage(w http.ResponseWriter, r *http.Request, s session) 
 		return
 	}
 	ib.renderPage(w, r, s, http.StatusOK, "pending", "pending", "Pending", d)
+}
+
+// pendingOne shows one pending decision on its own page: every argument whole, and
+// the decision form. A decided or expired call is shown without the form.
+func (ib *Inbox) pendingOne(w http.ResponseWriter, r *http.Request, s session) {
+	p, err := ib.store.GetPending(r.Context(), r.PathValue("id"))
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		ib.renderError(w, r, &s, http.StatusNotFound, "Not found", "There is no pending decision with this ID.")
+		return
+	case err != nil:
+		ib.storeFailed(w, r, s, "the pending decision", err)
+		return
+	}
+	v := viewPending(p)
+	v.Full = true
+	ib.renderPage(w, r, s, http.StatusOK, "call", "pending", "Pending call", v)
 }
 
 // pendingFragment serves just the list, for the script to merge into the open page.

@@ -14,10 +14,12 @@ import (
 	"mime"
 	"net/http"
 	"path"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/internal/display"
 	"github.com/wardenhq/warden/store"
 )
 
@@ -28,7 +30,7 @@ var templateFS embed.FS
 var staticFS embed.FS
 
 // pageNames are the templates rendered inside the layout.
-var pageNames = []string{"login", "pending", "audit", "detail", "pins", "error"}
+var pageNames = []string{"login", "pending", "call", "audit", "detail", "pins", "error"}
 
 // page is what every template gets.
 type page struct {
@@ -56,11 +58,23 @@ func (ib *Inbox) parsePages() (map[string]*template.Template, error) {
 		"diff":      diffLines,
 		"dur":       formatDuration,
 		"kindLabel": kindLabel,
+		// Untrusted text (written by agents, clients, upstream servers) goes through
+		// one of these, never straight into the page: see internal/display.
+		"show": func(s string) template.HTML { return display.Line(s).HTML() },
+		"lines": func(s string) template.HTML {
+			return `<span class="lines">` + display.Block(s).HTML() + `</span>`
+		},
+		"plain": func(s string) string { return display.Line(s).String() },
+		"shown": func(s display.Shown) template.HTML { return s.HTML() },
+		"num":   formatCount,
+		"cardOf": func(p *page, v pendingView) cardData {
+			return cardData{V: v, Base: p.Base, CSRF: p.CSRF}
+		},
 	}
 	pages := make(map[string]*template.Template, len(pageNames))
 	for _, name := range pageNames {
 		t, err := template.New(name).Funcs(funcs).ParseFS(templateFS,
-			"templates/layout.html", "templates/partials.html", "templates/"+name+".html")
+			"templates/layout.html", "templates/partials.html", "templates/card.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("inbox: template %s: %w", name, err)
 		}
@@ -100,6 +114,14 @@ func (ib *Inbox) renderPage(w http.ResponseWriter, r *http.Request, s session, s
 	}
 	p.Flash = ib.sessions.takeFlash(s.key)
 	ib.render(w, r, status, name, p)
+}
+
+// cardData is what the pending card template gets: one call, and the page's path and
+// CSRF token for its form.
+type cardData struct {
+	V    pendingView
+	Base string
+	CSRF string
 }
 
 type errorData struct {
@@ -226,17 +248,24 @@ func isoTime(t time.Time) string {
 	return t.UTC().Format(time.RFC3339)
 }
 
-// prettyJSON indents JSON, keeping its key order; anything that is not JSON is shown
-// as it is.
-func prettyJSON(raw json.RawMessage) string {
+// prettyJSON indents JSON, keeping its key order and duplicate keys, with every
+// control, bidi and invisible character escaped and marked (display.JSON); anything
+// that is not JSON is shown as escaped text. It returns nil for empty input.
+func prettyJSON(raw json.RawMessage) display.Shown {
 	if len(bytes.TrimSpace(raw)) == 0 {
-		return ""
+		return nil
 	}
-	var buf bytes.Buffer
-	if err := json.Indent(&buf, raw, "", "  "); err != nil {
-		return string(raw)
+	s, _ := display.JSON(raw)
+	return s
+}
+
+// formatCount writes n with thousands separators: 102,400.
+func formatCount(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
 	}
-	return buf.String()
+	return s
 }
 
 // shortHash abbreviates a hash or digest for display ("sha256:" prefix dropped).

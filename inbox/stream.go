@@ -172,17 +172,25 @@ func (ib *Inbox) stream(w http.ResponseWriter, r *http.Request, s session) {
 	defer expire.Stop()
 	for {
 		var err error
+		changed := ib.ops.Load().changed // closed when the operators change
 		select {
 		case <-r.Context().Done():
 			return
 		case <-ib.done:
 			return
+		case <-changed:
+			if !ib.sessionLive(s) {
+				fmt.Fprint(w, "event: signedout\ndata: {}\n\n")
+				rc.Flush()
+				return
+			}
+			continue
 		case <-expire.C:
 			fmt.Fprint(w, "event: signedout\ndata: {}\n\n")
 			rc.Flush()
 			return
 		case st := <-ch:
-			if !ib.sessions.alive(s.key, ib.now()) {
+			if !ib.sessionLive(s) {
 				fmt.Fprint(w, "event: signedout\ndata: {}\n\n")
 				rc.Flush()
 				return
@@ -190,7 +198,7 @@ func (ib *Inbox) stream(w http.ResponseWriter, r *http.Request, s session) {
 			b, _ := json.Marshal(st)
 			_, err = fmt.Fprintf(w, "event: pending\ndata: %s\n\n", b)
 		case <-ka.C:
-			if !ib.sessions.alive(s.key, ib.now()) {
+			if !ib.sessionLive(s) {
 				fmt.Fprint(w, "event: signedout\ndata: {}\n\n")
 				rc.Flush()
 				return

@@ -51,8 +51,10 @@ type Config struct {
 	UIPath    string
 
 	// ApprovalWait is how long a call waits for an operator; ApprovalExpiry how long a
-	// pending decision can still be decided; Elicitation whether the client's user
-	// may approve by MCP elicitation.
+	// pending decision can still be decided. Elicitation (approvals.elicitation:
+	// allow; the default is never) lets a client's user approve that client's own
+	// asks by MCP elicitation, but only for identities whose entry sets
+	// [Client.SelfApprove].
 	ApprovalWait   time.Duration
 	ApprovalExpiry time.Duration
 	Elicitation    bool
@@ -73,6 +75,13 @@ type Client struct {
 	Tenant    string
 	Role      string
 	TokenHash string
+	// SelfApprove (self_approve: true) lets this identity's calls that need a person
+	// be approved by the client's own user, by MCP elicitation, when
+	// approvals.elicitation is allow. It is a trade-off: whoever holds this
+	// identity's token (or, for stdio, starts the gateway) approves their own
+	// escalations, so the policy's asks stop being a second pair of eyes. Without it
+	// every ask goes to an operator.
+	SelfApprove bool
 }
 
 // Operator is a person who may decide pending calls in the web inbox.
@@ -137,7 +146,7 @@ func ParseConfig(file string, data []byte, getenv func(string) string) (*Config,
 	}
 	d.dir = filepath.Dir(abs)
 	c := &Config{
-		File: abs, Path: DefaultPath, UIPath: DefaultUIPath, Elicitation: true,
+		File: abs, Path: DefaultPath, UIPath: DefaultUIPath,
 		ApprovalWait: DefaultApprovalWait, ApprovalExpiry: DefaultApprovalExpiry,
 		MaxRequestBytes: DefaultMaxRequestBytes, CallTimeout: DefaultCallTimeout, SessionIdle: DefaultSessionIdle,
 	}
@@ -415,7 +424,7 @@ func (d *configDecoder) projectFile(n *yaml.Node, c *Config) []ServerConfig {
 	return servers
 }
 
-var clientKeys = []string{"principal", "tenant", "role", "token_env", "token_sha256"}
+var clientKeys = []string{"principal", "tenant", "role", "token_env", "token_sha256", "self_approve"}
 
 func (d *configDecoder) client(n *yaml.Node, where string, needToken bool) Client {
 	var c Client
@@ -429,6 +438,8 @@ func (d *configDecoder) client(n *yaml.Node, where string, needToken bool) Clien
 			c.Tenant, _ = d.NonEmpty(kv.Value, w)
 		case "role":
 			c.Role, _ = d.NonEmpty(kv.Value, w)
+		case "self_approve":
+			c.SelfApprove, _ = d.Bool(kv.Value, w)
 		case "token_env", "token_sha256":
 			if !needToken {
 				d.Fail(kv.KeyNode, "the stdio front has no token: whoever starts the process is this identity", "%s: stdio takes no token", w)
@@ -570,7 +581,7 @@ func (d *configDecoder) approvals(n *yaml.Node, c *Config) {
 			case "never":
 				c.Elicitation = false
 			default:
-				d.Fail(kv.Value, "write allow (the client's user may approve their own calls) or never (only operators decide)", "approvals.elicitation %q must be allow or never", s)
+				d.Fail(kv.Value, "write allow (the users of clients with self_approve: true may approve their own calls) or never (only operators decide; the default)", "approvals.elicitation %q must be allow or never", s)
 			}
 		}
 	}

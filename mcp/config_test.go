@@ -58,10 +58,12 @@ stdio:
   principal: local-user
   tenant: acme
   role: writer
+  self_approve: true
 clients:
   - principal: reader-agent
     role: reader
     token_env: READER_TOKEN
+    self_approve: false
   - principal: writer-agent
     tenant: acme
     role: writer
@@ -102,7 +104,7 @@ audit:
 		},
 		Listen: "127.0.0.1:8080",
 		Path:   "/gw",
-		Stdio:  mcp.Client{Principal: "local-user", Tenant: "acme", Role: "writer"},
+		Stdio:  mcp.Client{Principal: "local-user", Tenant: "acme", Role: "writer", SelfApprove: true},
 		Clients: []mcp.Client{
 			{Principal: "reader-agent", Role: "reader", TokenHash: mcp.HashToken("reader-token-0123456789")},
 			{Principal: "writer-agent", Tenant: "acme", Role: "writer", TokenHash: writerHash},
@@ -135,7 +137,7 @@ func TestParseConfigDefaults(t *testing.T) {
 	want := &mcp.Config{
 		File: file, Policy: "/etc/warden/policy.yaml", Store: "sqlite://" + filepath.Join(dir, "warden.db"),
 		Path: mcp.DefaultPath, UIPath: mcp.DefaultUIPath, Stdio: mcp.Client{Principal: "stdio"},
-		ApprovalWait: mcp.DefaultApprovalWait, ApprovalExpiry: mcp.DefaultApprovalExpiry, Elicitation: true,
+		ApprovalWait: mcp.DefaultApprovalWait, ApprovalExpiry: mcp.DefaultApprovalExpiry,
 		MaxRequestBytes: mcp.DefaultMaxRequestBytes, CallTimeout: mcp.DefaultCallTimeout, SessionIdle: mcp.DefaultSessionIdle,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -266,6 +268,8 @@ func TestParseConfigErrors(t *testing.T) {
 		{"zero duration", "policy: p.yaml\nlimits:\n  call_timeout: 0s\n", 3, `limits.call_timeout "0s" is not a positive duration`},
 		{"duration a number", "policy: p.yaml\nlimits:\n  session_idle: 30\n", 3, "limits.session_idle must be a string, got a number"},
 		{"elicitation value", "policy: p.yaml\napprovals:\n  elicitation: maybe\n", 3, `approvals.elicitation "maybe" must be allow or never`},
+		{"self_approve not a boolean", "policy: p.yaml\nstdio:\n  self_approve: sure\n", 3, "stdio.self_approve must be true or false"},
+		{"self_approve misspelt", "policy: p.yaml\nstdio:\n  self_approved: true\n", 3, `unknown key "self_approved"`},
 		{"elicitation a boolean", "policy: p.yaml\napprovals:\n  elicitation: false\n", 3, "approvals.elicitation must be a string, got a boolean"},
 		{"bad size", "policy: p.yaml\nlimits:\n  max_request_bytes: 4XB\n", 3, `limits.max_request_bytes "4XB" is not a size`},
 		{"fractional size", "policy: p.yaml\nlimits:\n  max_request_bytes: 1.5MiB\n", 3, `limits.max_request_bytes "1.5MiB" is not a size`},

@@ -11,8 +11,10 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/wardenhq/warden"
 	"github.com/wardenhq/warden/store"
 )
 
@@ -42,8 +44,61 @@ func (g *Gateway) newFront(kind, version string) *front {
 		SupportedProtocolVersions: frontProtocolVersions,
 		GetSessionID:              func() string { return newID("mcp") },
 	})
-	f.server.AddReceivingMiddleware(f.filterList)
+	f.server.AddReceivingMiddleware(f.filterList, f.hideCalls)
 	return f
+}
+
+// unknownTool is the error of a tools/call naming a tool this caller cannot see. It is
+// the error the SDK itself gives for a name no server tool has, built here for both
+// cases, so a hidden tool (outside the caller's role, or quarantined) answers exactly
+// like one that does not exist: nothing confirms that it exists, nothing names a role.
+func unknownTool(name string) error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", name)}
+}
+
+// visible reports whether the caller cl may see the tool name: it is served, not
+// quarantined, and the caller's role policy may allow it ([policy.Policy.IsAllowed]).
+// When it is not, why says why (for the audit log only; "" for a name nobody serves).
+func visible(st *gatewayState, cl Client, name string) (ok bool, why string) {
+	gt, served := st.tools[name]
+	view := st.views[cl.Role]
+	switch {
+	case !served || view == nil:
+		return false, ""
+	case gt.tool.Quarantined:
+		return false, quarantinedReason
+	case !view.pol.IsAllowed(name):
+		return false, fmt.Sprintf("tool hidden from the caller: not allowed to role %q", cl.Role)
+	}
+	return true, ""
+}
+
+// hideCalls answers a tools/call of a tool the caller cannot see (see [visible]) with
+// [unknownTool], before the tool's handler runs; a served tool that is hidden is
+// audited as refused. A caller that cannot be identified (its token was removed by a
+// reload) gets the same refusal whatever tool it names, so it learns nothing about
+// which tools exist.
+func (f *front) hideCalls(next sdk.MethodHandler) sdk.MethodHandler {
+	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		call, ok := req.(*sdk.CallToolRequest)
+		if method != "tools/call" || !ok || call.Params == nil {
+			return next(ctx, method, req)
+		}
+		st := f.g.state.Load()
+		cl, err := f.identifyRequest(st, req)
+		if err != nil {
+			return textResult(err.Error(), true), nil
+		}
+		name := call.Params.Name
+		if ok, why := visible(st, cl, name); !ok {
+			if why != "" {
+				id := warden.Identity{Tenant: cl.Tenant, Principal: cl.Principal}
+				f.g.auditRefusal(ctx, st, name, id, f.sessionID(call), call, warden.StageLookup, why)
+			}
+			return nil, unknownTool(name)
+		}
+		return next(ctx, method, req)
+	}
 }
 
 // install adds (or replaces) one governed tool on this front.
@@ -63,7 +118,8 @@ func (f *front) install(t UpstreamTool) {
 }
 
 // filterList keeps, in a tools/list result, only the tools this caller may see:
-// tools the caller's role policy may allow that are not quarantined.
+// tools the caller's role policy may allow that are not quarantined, and none at all
+// in a halted session.
 func (f *front) filterList(next sdk.MethodHandler) sdk.MethodHandler {
 	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
 		res, err := next(ctx, method, req)
@@ -79,11 +135,14 @@ func (f *front) filterList(next sdk.MethodHandler) sdk.MethodHandler {
 		if err != nil {
 			return nil, err
 		}
-		view := st.views[cl.Role]
 		kept := make([]*sdk.Tool, 0, len(list.Tools))
+		ss, _ := req.GetSession().(*sdk.ServerSession)
+		if _, halted := f.g.halted.Load(f.sessionOf(ss)); halted {
+			// A halted session may call nothing, so it is offered nothing.
+			list = &sdk.ListToolsResult{}
+		}
 		for _, t := range list.Tools {
-			gt, ok := st.tools[t.Name]
-			if ok && view != nil && !gt.tool.Quarantined && view.pol.IsAllowed(t.Name) {
+			if ok, _ := visible(st, cl, t.Name); ok {
 				kept = append(kept, t)
 			}
 		}
@@ -122,13 +181,18 @@ func (f *front) identifyRequest(st *gatewayState, req sdk.Request) (Client, erro
 // connection an id made on its first call. A call without a session (which the SDK
 // does not produce) shares one fixed id, so a halt can never be escaped that way.
 func (f *front) sessionID(req *sdk.CallToolRequest) string {
-	if req.Session == nil {
+	return f.sessionOf(req.Session)
+}
+
+// sessionOf names the MCP session ss (nil: the fixed id of calls without one).
+func (f *front) sessionOf(ss *sdk.ServerSession) string {
+	if ss == nil {
 		return "mcp_nosession"
 	}
-	if f.kind == "http" && req.Session.ID() != "" {
-		return req.Session.ID()
+	if f.kind == "http" && ss.ID() != "" {
+		return ss.ID()
 	}
-	id, _ := f.stdioSessions.LoadOrStore(req.Session, newID("stdio"))
+	id, _ := f.stdioSessions.LoadOrStore(ss, newID("stdio"))
 	return id.(string)
 }
 

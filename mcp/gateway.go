@@ -21,6 +21,7 @@ import (
 
 	"github.com/wardenhq/warden"
 	"github.com/wardenhq/warden/audit"
+	"github.com/wardenhq/warden/internal/display"
 	"github.com/wardenhq/warden/policy"
 	"github.com/wardenhq/warden/schema"
 	"github.com/wardenhq/warden/store"
@@ -52,7 +53,7 @@ type Gateway struct {
 	log     *slog.Logger
 	events  *EventLog
 	sink    warden.Sink
-	journal *audit.Journal
+	journal sendJournal
 
 	mu        sync.Mutex // serializes reloads and rebuilds
 	upstreams map[string]*upstreamEntry
@@ -124,7 +125,7 @@ func NewGateway(ctx context.Context, cfg *Config, opts GatewayOptions) (*Gateway
 		installed: map[string]string{},
 	}
 	g.bg, g.bgCancel = context.WithCancel(context.Background())
-	g.journal = audit.NewJournal(opts.Store, &audit.Options{RedactArgs: cfg.RedactArgs})
+	g.journal = sendJournal{audit.NewJournal(opts.Store, &audit.Options{RedactArgs: cfg.RedactArgs})}
 	g.sink = multiSink(append([]warden.Sink{g.events, logSink{log}}, opts.Sinks...))
 	version := opts.Version
 	if version == "" {
@@ -149,11 +150,16 @@ func (g *Gateway) Events() *EventLog { return g.events }
 // Config returns the configuration in force.
 func (g *Gateway) Config() *Config { return g.state.Load().cfg }
 
+// Revision returns the revision of the policy in force (see [policy.Policy.Revision]).
+func (g *Gateway) Revision() string { return g.state.Load().pol.Revision() }
+
 // Reload applies a new configuration: the policy is loaded, upstream servers whose
 // configuration (or the transport policy) changed are admitted and discovered again,
+// the tool definitions of the servers kept are listed and their pins checked again,
 // and the new revision replaces the old one atomically. On any error the old revision
 // stays in force and the error says why. Settings that need a restart (listen, path,
-// operators, ui) are reported in the log and otherwise ignored.
+// ui) are reported in the log and otherwise ignored; the operators are the inbox's,
+// which its owner updates (Inbox.SetOperators).
 func (g *Gateway) Reload(ctx context.Context, cfg *Config) error {
 	pol, err := policy.LoadFile(cfg.Policy, nil)
 	if err != nil {
@@ -174,16 +180,21 @@ func (g *Gateway) Reload(ctx context.Context, cfg *Config) error {
 		return errors.New("mcp: gateway is closed")
 	}
 	if old := g.state.Load(); old != nil {
-		if old.cfg.Listen != cfg.Listen || old.cfg.Path != cfg.Path || old.cfg.UIPath != cfg.UIPath || !reflect.DeepEqual(old.cfg.Operators, cfg.Operators) {
-			g.log.Warn("listen, path, ui and operators apply after a restart; the running values stay in force")
+		// Operators are not the gateway's: the inbox takes the new list at once (see
+		// warden serve); only the addresses need a restart.
+		if old.cfg.Listen != cfg.Listen || old.cfg.Path != cfg.Path || old.cfg.UIPath != cfg.UIPath {
+			g.log.Warn("listen, path and ui apply after a restart; the running values stay in force")
 		}
 	}
 	// Upstreams: keep those whose configuration and transport policy are unchanged.
 	next := map[string]*upstreamEntry{}
-	var started []*upstreamEntry
+	var started, kept []*upstreamEntry
 	for _, sc := range cfg.Servers {
 		if e, ok := g.upstreams[sc.Name]; ok && reflect.DeepEqual(e.cfg, sc) && reflect.DeepEqual(e.tp, cfg.Transport) {
 			next[sc.Name] = e
+			if e.up != nil && e.done && e.err == nil {
+				kept = append(kept, e)
+			}
 			continue
 		}
 		e := &upstreamEntry{cfg: sc, tp: cfg.Transport}
@@ -205,6 +216,7 @@ func (g *Gateway) Reload(ctx context.Context, cfg *Config) error {
 		next[sc.Name] = e
 	}
 	g.discover(ctx, started)
+	g.reverify(ctx, kept)
 	st, err := g.build(cfg, pol, next)
 	if err != nil {
 		// Close outside g.mu: an upstream's worker may be waiting for it in rebuild
@@ -257,6 +269,29 @@ func (g *Gateway) discover(ctx context.Context, entries []*upstreamEntry) {
 			}
 			g.log.Info("upstream server discovered", "server", e.cfg.Name, "tools", len(tools))
 		}()
+	}
+	wg.Wait()
+}
+
+// reverifyTimeout bounds re-checking one server's definitions on a reload.
+const reverifyTimeout = 30 * time.Second
+
+// reverify re-checks, concurrently, the tool definitions of the upstreams a reload
+// keeps ([Upstream.Reverify]), before the new revision is built from their tools: a
+// definition changed since they were discovered is quarantined before the revision
+// serves it. A server that cannot be reached keeps its tools, with every connection
+// unverified (none serves a call before it has been listed again).
+func (g *Gateway) reverify(ctx context.Context, entries []*upstreamEntry) {
+	var wg sync.WaitGroup
+	for _, e := range entries {
+		wg.Go(func() {
+			// Bounded: a hung server must not hold the reload (and g.mu) forever.
+			ctx, cancel := context.WithTimeout(ctx, reverifyTimeout)
+			defer cancel()
+			if err := e.up.Reverify(ctx); err != nil {
+				g.log.Warn("cannot re-check the tool definitions of a server on reload; each connection is checked before its next call", "server", e.cfg.Name, "error", err)
+			}
+		})
 	}
 	wg.Wait()
 }
@@ -465,11 +500,18 @@ func (g *Gateway) executable(gt *governedTool) warden.Executable {
 		},
 		Run: func(ctx context.Context, args warden.Args, _ *warden.Credential) (any, error) {
 			slot, _ := ctx.Value(slotKey{}).(*resultSlot)
-			var opts *CallOptions
-			if slot != nil && slot.progress != nil {
-				opts = &CallOptions{Progress: slot.progress.forward}
+			opts := &CallOptions{}
+			if slot != nil {
+				opts.BeforeSend = slot.beginIntent
+				if slot.progress != nil {
+					opts.Progress = slot.progress.forward
+				}
 			}
 			res, err := up.Call(ctx, t.Remote, args.AppendJSON(nil), opts)
+			if errors.Is(err, ErrNotSent) {
+				// Nothing reached the upstream: the call is recorded as not executed.
+				return nil, fmt.Errorf("%w: %w", warden.ErrNotExecuted, err)
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -541,6 +583,67 @@ type resultSlot struct {
 	progress *progressForwarder // nil: the client asked for no progress
 	res      *sdk.CallToolResult
 	text     string
+
+	// The audit intent the pipeline began (see [sendJournal]), written only once the
+	// request is about to be sent. Used by the call's own goroutine only.
+	journal  *audit.Journal
+	call     warden.Call
+	intent   warden.Outcome
+	deferred bool // Begin was called: an intent waits to be written
+	begun    bool // the intent is written, as ref
+	ref      warden.JournalRef
+}
+
+// beginIntent writes the call's deferred audit intent: the upstream is about to
+// receive the request ([CallOptions.BeforeSend]). An error refuses to send (fail
+// closed: a call that cannot be recorded does not run).
+func (s *resultSlot) beginIntent(ctx context.Context) error {
+	if !s.deferred || s.begun {
+		return nil
+	}
+	ref, err := s.journal.Begin(ctx, s.call, s.intent)
+	if err != nil {
+		return fmt.Errorf("the call could not be recorded in the audit log: %w", err)
+	}
+	s.ref, s.begun = ref, true
+	return nil
+}
+
+// sendJournal is the gateway's journal. The pipeline begins a call's journal entry
+// right before it runs the tool; for a governed MCP call the entry's intent is
+// instead written when the request is about to be sent upstream (once a verified
+// connection is held), so a call that never got that far (no connection, a start
+// or verification failure, a quarantine found at the connection) is recorded as a
+// call that never executed, and one whose intent is written is one the upstream may
+// have received. Calls without the gateway's slot (none today) are journaled at once.
+type sendJournal struct{ inner *audit.Journal }
+
+var _ warden.Journal = sendJournal{}
+
+func (j sendJournal) Begin(ctx context.Context, c warden.Call, o warden.Outcome) (warden.JournalRef, error) {
+	slot, _ := ctx.Value(slotKey{}).(*resultSlot)
+	if slot == nil {
+		return j.inner.Begin(ctx, c, o)
+	}
+	slot.journal, slot.call, slot.intent, slot.deferred, slot.begun = j.inner, c, o, true, false
+	return 0, nil
+}
+
+func (j sendJournal) End(ctx context.Context, ref warden.JournalRef, c warden.Call, o warden.Outcome) error {
+	slot, _ := ctx.Value(slotKey{}).(*resultSlot)
+	switch {
+	case slot == nil:
+		return j.inner.End(ctx, ref, c, o)
+	case slot.begun:
+		return j.inner.End(ctx, slot.ref, c, o)
+	}
+	// The request was never sent: no intent was written, and the call did not execute.
+	o.Executed = false
+	return j.inner.Record(ctx, c, o)
+}
+
+func (j sendJournal) Record(ctx context.Context, c warden.Call, o warden.Outcome) error {
+	return j.inner.Record(ctx, c, o)
 }
 
 // progressSendTimeout bounds forwarding one progress notification to a client. A
@@ -594,19 +697,22 @@ func (g *Gateway) callTool(ctx context.Context, f *front, name string, req *sdk.
 		return textResult(err.Error(), true), nil
 	}
 	session := f.sessionID(req)
+	id := warden.Identity{Tenant: cl.Tenant, Principal: cl.Principal}
 	if text, ok := g.halted.Load(session); ok {
+		// Refused like every other refusal: the audit log shows each call the halted
+		// session still tried.
+		g.auditRefusal(ctx, st, name, id, session, req, warden.StageGate, haltedReason)
 		return textResult(text.(string), true), nil
 	}
-	gt, ok := st.tools[name]
+	// hideCalls checked visibility against the revision it loaded; a reload since
+	// may have hidden the tool. Refused the same way (fail closed).
+	if ok, why := visible(st, cl, name); !ok {
+		if why != "" {
+			g.auditRefusal(ctx, st, name, id, session, req, warden.StageLookup, why)
+		}
+		return nil, unknownTool(name)
+	}
 	view := st.views[cl.Role]
-	if !ok || view == nil {
-		return textResult(warden.UnauthorizedText(name), true), nil
-	}
-	id := warden.Identity{Tenant: cl.Tenant, Principal: cl.Principal}
-	if gt.tool.Quarantined {
-		g.refuseQuarantined(ctx, st, name, id, session, req)
-		return textResult(QuarantineText(name), true), nil
-	}
 	raw := json.RawMessage(req.Params.Arguments)
 	if len(raw) == 0 || string(raw) == "null" {
 		raw = json.RawMessage("{}")
@@ -659,10 +765,18 @@ func (g *Gateway) callTool(ctx context.Context, f *front, name string, req *sdk.
 	return textResult(out.ModelText, out.IsError), nil
 }
 
-func (g *Gateway) refuseQuarantined(ctx context.Context, st *gatewayState, name string, id warden.Identity, session string, req *sdk.CallToolRequest) {
+// Reasons of the refusals the gateway records itself, before the pipeline.
+const (
+	haltedReason      = "session halted: every call after a halt is refused"
+	quarantinedReason = "tool definition changed since it was approved"
+)
+
+// auditRefusal records a call the gateway refused before the pipeline (it never
+// executed). A failure to record is logged; the call is refused either way.
+func (g *Gateway) auditRefusal(ctx context.Context, st *gatewayState, name string, id warden.Identity, session string, req *sdk.CallToolRequest, stage warden.Stage, reason string) {
 	rec := store.CallRecord{
 		CallID: newID("call"), Session: session, Tool: name, Identity: id,
-		Stage: warden.StageLookup, Reason: "tool definition changed since it was approved",
+		Stage: stage, Reason: reason,
 		Revision: st.pol.Revision(), Status: warden.StatusRefused,
 	}
 	if args, err := warden.ParseArgs(req.Params.Arguments); err == nil {
@@ -697,7 +811,8 @@ func WaitingText(id, tool string) string {
 }
 
 // decide obtains the answer to a pending question: an earlier approval of exactly
-// this call, the client's user by elicitation, or an operator within the wait. A nil
+// this call, the client's user by elicitation (only when approvals.elicitation is
+// allow and the caller's identity sets self_approve), or an operator within the wait. A nil
 // answer means nobody decided; the text says what the model reads.
 func (g *Gateway) decide(ctx context.Context, f *front, st *gatewayState, cl Client, session string, p *warden.PendingDecision, req *sdk.CallToolRequest) (warden.Answer, string) {
 	binding := ApprovalBinding(cl.Principal, p)
@@ -708,7 +823,9 @@ func (g *Gateway) decide(ctx context.Context, f *front, st *gatewayState, cl Cli
 	} else if ok {
 		return warden.Approved{By: got.DecidedBy, Note: got.Note}, ""
 	}
-	if st.cfg.Elicitation && f.canElicit(req) {
+	// Only an identity configured to approve its own asks is asked (fail closed: by
+	// default every ask goes to an operator).
+	if st.cfg.Elicitation && cl.SelfApprove && f.canElicit(req) {
 		// A client that never answers must not hold the call (or a shutdown) forever:
 		// the user gets as long as an operator would.
 		ectx, cancel := context.WithTimeout(ctx, st.cfg.ApprovalWait)
@@ -787,18 +904,23 @@ func (g *Gateway) pendingFor(ctx context.Context, st *gatewayState, binding, ses
 }
 
 // ElicitationMessage is the question put to a client's user: the question and the
-// exact call that will run if they accept.
+// exact call that will run if they accept, with the full digest of its arguments.
+// Every control, bidi and invisible character is written as an escape
+// (internal/display: \u202e in the question and tool name, JSON escapes in the
+// arguments), so the client cannot show the user a reordered or partly hidden call;
+// the arguments are never cut.
 func ElicitationMessage(p *warden.PendingDecision) string {
-	args, err := json.MarshalIndent(p.Args, "", "  ")
-	if err != nil {
-		args = p.Args.AppendJSON(nil)
-	}
+	args, _ := display.JSON(p.Args.AppendJSON(nil))
 	var b strings.Builder
-	b.WriteString(p.Question)
+	b.WriteString(display.Line(p.Question).String())
 	if p.Detail != "" {
-		b.WriteString("\n\n" + p.Detail)
+		b.WriteString("\n\n" + display.Block(p.Detail).String())
 	}
-	fmt.Fprintf(&b, "\n\nTool: %s\nArguments:\n%s\n\nAccept to run exactly this call; decline to refuse it.", p.Tool, args)
+	fmt.Fprintf(&b, "\n\nTool: %s\nArguments:\n%s\n", display.Line(p.Tool).String(), args.String())
+	if p.Digest != "" {
+		fmt.Fprintf(&b, "Arguments digest: %s\n", display.Line(p.Digest).String())
+	}
+	b.WriteString("\nAccept to run exactly this call; decline to refuse it.")
 	return b.String()
 }
 

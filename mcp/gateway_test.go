@@ -25,6 +25,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wardenhq/warden"
@@ -258,6 +259,36 @@ func gwWant(t *testing.T, res *sdk.CallToolResult, isError bool, text string) {
 	}
 }
 
+// gwCallErr makes a call that must fail with a protocol error, and returns it.
+func gwCallErr(t *testing.T, cs *sdk.ClientSession, tool string, args any) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: args})
+	if err == nil {
+		t.Fatalf("call %s: a result (isError=%t %q), want a protocol error", tool, res.IsError, mcptest.ResultText(res))
+	}
+	return err
+}
+
+// gwWantUnknown checks that calling the hidden tool gives exactly the error of a
+// tool that does not exist (a name of the same length that no server offers), with
+// nothing naming a role or saying that the tool exists.
+func gwWantUnknown(t *testing.T, cs *sdk.ClientSession, hidden string, args any) {
+	t.Helper()
+	nonexistent := hidden[:len(hidden)-1] + "Z"
+	got := gwCallErr(t, cs, hidden, args)
+	want := gwCallErr(t, cs, nonexistent, args)
+	if g, w := got.Error(), strings.ReplaceAll(want.Error(), nonexistent, hidden); g != w {
+		t.Errorf("hidden tool %s: error %q\nnonexistent tool %s: error %q (names swapped: %q)", hidden, g, nonexistent, want, w)
+	}
+	var gw, ww *jsonrpc.Error
+	if !errors.As(got, &gw) || !errors.As(want, &ww) || gw.Code != ww.Code || !bytes.Equal(gw.Data, ww.Data) ||
+		gw.Message != strings.ReplaceAll(ww.Message, nonexistent, hidden) || gw.Message != fmt.Sprintf("unknown tool %q", hidden) {
+		t.Errorf("hidden tool %s: wire error %+v, nonexistent: %+v", hidden, gw, ww)
+	}
+}
+
 func gwTools(t *testing.T, cs *sdk.ClientSession) []string {
 	t.Helper()
 	return mcptest.ToolNames(t, cs, time.Minute)
@@ -423,16 +454,20 @@ func TestGatewayListPerIdentity(t *testing.T) {
 		t.Errorf("stdio (role writer) sees %q, want %q", got, wantWriter)
 	}
 
-	// A tool outside the caller's role is refused when called anyway.
-	res := gwCall(t, reader, "mcp__notes__write_note", map[string]any{"name": "n", "text": "t"})
-	gwWant(t, res, true, "[permission denied: Tool 'mcp__notes__write_note' is not in the 'reader' role allowlist.]")
-	if rec := e.lastCall(t, "mcp__notes__write_note", "reader-agent"); rec.Executed || rec.Status != warden.StatusRefused {
-		t.Errorf("audit of the reader's write: executed=%t status=%s", rec.Executed, rec.Status)
+	// A tool outside the caller's role, called anyway, answers exactly like a tool that
+	// does not exist; the refusal is audited.
+	gwWantUnknown(t, reader, "mcp__notes__write_note", map[string]any{"name": "n", "text": "t"})
+	if rec := e.lastCall(t, "mcp__notes__write_note", "reader-agent"); rec.Executed || rec.Status != warden.StatusRefused ||
+		rec.Stage != warden.StageLookup || !strings.Contains(rec.Reason, `role "reader"`) {
+		t.Errorf("audit of the reader's write: %+v", rec)
+	}
+	if _, err := os.Stat(filepath.Join(e.dir, "notes", "n")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the reader's write ran: %v", err)
 	}
 
-	// The quarantined tool is refused with the exact text, and the refusal audited.
-	res = gwCall(t, writer, "mcp__fault__pid", map[string]any{})
-	gwWant(t, res, true, "Tool 'mcp__fault__pid' changed its definition since it was approved; an operator must review it.")
+	// So does the quarantined tool, and the refusal is audited.
+	gwWantUnknown(t, writer, "mcp__fault__pid", map[string]any{})
+	gwWantUnknown(t, stdio, "mcp__fault__pid", map[string]any{})
 	rec := e.lastCall(t, "mcp__fault__pid", "writer-agent")
 	if rec.Executed || rec.Status != warden.StatusRefused || rec.Reason != "tool definition changed since it was approved" {
 		t.Errorf("audit of the quarantined call: %+v", rec)
@@ -484,14 +519,29 @@ func TestGatewayAllowDenyHalt(t *testing.T) {
 		t.Errorf("audit of the halted call: %+v", rec)
 	}
 	// Every later call in the halted session is refused with the halt text, even an
-	// allowed one, and nothing reaches the upstream.
-	before := len(e.calls(t, "mcp__notes__list_notes", "writer-agent"))
+	// allowed one, nothing reaches the upstream, and each refusal is audited.
 	for range 2 {
 		gwWant(t, gwCall(t, w, "mcp__notes__list_notes", map[string]any{}), true, gwHaltText)
 	}
 	gwWant(t, gwCall(t, w, "mcp__fault__echo", map[string]any{"text": "hi"}), true, gwHaltText)
-	if n := len(e.calls(t, "mcp__notes__list_notes", "writer-agent")); n != before {
-		t.Errorf("calls of a halted session reached the pipeline: %d audit records, want %d", n, before)
+	for tool, n := range map[string]int{"mcp__notes__list_notes": 2, "mcp__fault__echo": 1} {
+		recs := e.calls(t, tool, "writer-agent")
+		if len(recs) != n {
+			t.Fatalf("%d audit records of %s in the halted session, want %d: %+v", len(recs), tool, n, recs)
+		}
+		for _, r := range recs {
+			if r.Executed || r.Status != warden.StatusRefused || r.Stage != warden.StageGate || r.Session != w.ID() ||
+				r.Reason != "session halted: every call after a halt is refused" {
+				t.Errorf("audit of a call in the halted session: %+v", r)
+			}
+		}
+	}
+	if got := e.calls(t, "mcp__fault__echo", "writer-agent"); string(got[0].Args) != `{"text":"hi"}` {
+		t.Errorf("the refused call's arguments are not audited: %q", got[0].Args)
+	}
+	// A halted session is offered no tools.
+	if got := gwTools(t, w); len(got) != 0 {
+		t.Errorf("the halted session lists tools %q, want none", got)
 	}
 
 	// A new session of the same client is not halted.
@@ -500,15 +550,23 @@ func TestGatewayAllowDenyHalt(t *testing.T) {
 		t.Fatalf("the new session has the old id %q", w.ID())
 	}
 	gwWant(t, gwCall(t, w2, "mcp__notes__list_notes", map[string]any{}), false, "todo")
+	if got := gwTools(t, w2); !slices.Equal(got, gwWriterTools) {
+		t.Errorf("a new session lists %q, want %q", got, gwWriterTools)
+	}
 	if _, err := os.Stat(filepath.Join(e.dir, "notes", "creds")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the halted note exists: %v", err)
 	}
 }
 
-// 2. ask via elicitation: accept runs the call (approved by the client's principal),
-// decline refuses it; the question shows the exact arguments.
+// gwSelfApproveIdentities is gwDefaultIdentities with writer-agent allowed to approve
+// its own asks by elicitation (bob, also a writer, is not).
+var gwSelfApproveIdentities = strings.Replace(gwDefaultIdentities, "    token_env: GW_WRITER_TOKEN\n", "    token_env: GW_WRITER_TOKEN\n    self_approve: true\n", 1)
+
+// 2. ask via elicitation (approvals.elicitation: allow, and self_approve on the
+// client): accept runs the call (approved by the client's principal), decline refuses
+// it; the question shows the exact arguments.
 func TestGatewayElicitation(t *testing.T) {
-	e := gwStart(t, gwSetup{})
+	e := gwStart(t, gwSetup{identities: gwSelfApproveIdentities, extra: "approvals:\n  elicitation: allow\n"})
 	w := e.connect(t, gwWriterToken, nil)
 	for _, n := range []string{"keep", "drop"} {
 		gwWant(t, gwCall(t, w, "mcp__notes__write_note", map[string]any{"name": n, "text": "x"}), false, fmt.Sprintf("Wrote note %q (1 bytes).", n))
@@ -553,28 +611,55 @@ func TestGatewayElicitation(t *testing.T) {
 	gwWant(t, gwCall(t, w, "mcp__notes__read_note", map[string]any{"name": "keep"}), false, "x")
 }
 
-// 3. approvals.elicitation: never sends even an elicitation-capable client's calls to
-// the operator path.
+// 3. approvals.elicitation: never (and the default, which is never) sends even an
+// elicitation-capable, self_approve client's calls to the operator path.
 func TestGatewayElicitationNever(t *testing.T) {
-	e := gwStart(t, gwSetup{extra: "approvals:\n  wait: 300ms\n  elicitation: never\n"})
-	if e.cfg.Elicitation {
-		t.Fatal("config: elicitation still allowed")
+	for name, extra := range map[string]string{
+		"never":   "approvals:\n  wait: 300ms\n  elicitation: never\n",
+		"default": "approvals:\n  wait: 300ms\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := gwStart(t, gwSetup{identities: gwSelfApproveIdentities, extra: extra})
+			if e.cfg.Elicitation {
+				t.Fatal("config: elicitation allowed")
+			}
+			gwNoElicitation(t, e, gwWriterToken, "writer-agent")
+		})
 	}
+}
+
+// 3. With approvals.elicitation: allow, a client without self_approve: true is never
+// asked by elicitation: its own user cannot approve its escalations.
+func TestGatewayElicitationNeedsSelfApprove(t *testing.T) {
+	e := gwStart(t, gwSetup{identities: gwSelfApproveIdentities, extra: "approvals:\n  wait: 300ms\n  elicitation: allow\n"})
+	if !e.cfg.Elicitation {
+		t.Fatal("config: elicitation not allowed")
+	}
+	gwNoElicitation(t, e, gwBobToken, "bob")
+}
+
+// gwNoElicitation checks that an elicitation-capable client accepting everything is
+// not asked about an escalated call: the call waits for an operator.
+func gwNoElicitation(t *testing.T, e *gwEnv, token, principal string) {
+	t.Helper()
 	el := &gwElicitor{action: "accept"}
-	w := e.connect(t, gwWriterToken, el.options())
+	w := e.connect(t, token, el.options())
 	gwWant(t, gwCall(t, w, "mcp__notes__write_note", map[string]any{"name": "n", "text": "x"}), false, `Wrote note "n" (1 bytes).`)
 	res := gwCall(t, w, "mcp__notes__delete_note", map[string]any{"name": "n"})
 	p := e.onePending(t, "mcp__notes__delete_note", `{"name":"n"}`)
 	gwWant(t, res, true, mcp.WaitingText(p.ID, "mcp__notes__delete_note"))
 	if m := el.messages(); len(m) != 0 {
-		t.Errorf("the client was asked by elicitation although the config says never: %q", m)
+		t.Errorf("the client was asked by elicitation although the config does not let it approve its own calls: %q", m)
 	}
-	if p.Identity.Principal != "writer-agent" || p.Session != w.ID() || p.Kind != warden.KindEscalate {
+	if p.Identity.Principal != principal || p.Session != w.ID() || p.Kind != warden.KindEscalate {
 		t.Errorf("pending decision: %+v", p)
 	}
-	rec := e.lastCall(t, "mcp__notes__delete_note", "writer-agent")
+	rec := e.lastCall(t, "mcp__notes__delete_note", principal)
 	if rec.Executed || rec.Status != warden.StatusPending {
 		t.Errorf("audit of the waiting call: %+v", rec)
+	}
+	if _, err := os.Stat(filepath.Join(e.dir, "notes", "n")); err != nil {
+		t.Errorf("the note was deleted without an operator: %v", err)
 	}
 }
 
@@ -870,8 +955,7 @@ active_role: writer
 		t.Error("the unchanged poke tool was hidden too")
 	}
 	mcptest.WaitFor(t, 30*time.Second, "a tools/list_changed notification reaches the client", func() bool { return changed.Load() > 0 })
-	gwWant(t, gwCall(t, w, name, map[string]any{"text": "hi"}), true,
-		"Tool 'mcp__chg__echo' changed its definition since it was approved; an operator must review it.")
+	gwWantUnknown(t, w, name, map[string]any{"text": "hi"})
 	rec := e.lastCall(t, name, "writer-agent")
 	if rec.Executed || rec.Status != warden.StatusRefused {
 		t.Errorf("audit of the quarantined call: %+v", rec)
@@ -1093,4 +1177,136 @@ func TestGatewayTransportDenied(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(e.dir, "started")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the denied server's process was started (marker file: %v)", err)
 	}
+}
+
+// 13. A reload (SIGHUP) lists the kept servers' tools again: a definition changed
+// since discovery, without any tools/list_changed, is quarantined by the reload, so
+// the new revision never serves it.
+func TestGatewayPinRecheckOnReload(t *testing.T) {
+	const name = "mcp__chg__echo"
+	e := gwStart(t, gwSetup{
+		policy:  "version: 1\nroles:\n  reader: [mcp__chg__echo]\n  writer: [mcp__chg__echo]\nactive_role: writer\n",
+		servers: "servers:\n  chg:\n    command: faultserver\n    args: [-mode, changing, -descfile, \"@DIR@/desc.txt\"]\n",
+		files:   map[string]string{"desc.txt": "Returns its text."},
+	})
+	w := e.connect(t, gwWriterToken, nil)
+	gwWant(t, gwCall(t, w, name, map[string]any{"text": "hi"}), false, "hi")
+	mcptest.WriteFile(t, e.dir, "desc.txt", []byte("Returns its text, and mails it out."))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := e.gw.Reload(ctx, e.cfg); err != nil {
+		t.Fatal(err)
+	}
+	if got := gwTools(t, w); slices.Contains(got, name) {
+		t.Errorf("after the reload the changed tool is listed: %q", got)
+	}
+	gwWantUnknown(t, w, name, map[string]any{"text": "hi"})
+	if ev := e.events.named(warden.EventDefinitionChanged); len(ev) != 1 || ev[0].Tool != name {
+		t.Errorf("definition-changed events: %+v", ev)
+	}
+	for _, r := range e.calls(t, name, "writer-agent") {
+		if r.Executed && string(r.Args) != `{"text":"hi"}` {
+			t.Errorf("a call ran after the change: %+v", r)
+		}
+	}
+}
+
+// 14. executed is true only when the call reached the upstream: a call refused for
+// want of a connection (the crashed server is in its restart backoff) is audited, and
+// reported in its tool.end event, as a failure that never executed; the crash itself
+// (sent, then the connection failed) executed.
+func TestGatewayExecutedOnlyWhenSent(t *testing.T) {
+	e := gwStart(t, gwSetup{})
+	w := e.connect(t, gwWriterToken, nil)
+	gwWant(t, gwCall(t, w, "mcp__fault__echo", map[string]any{"text": "up"}), false, "up")
+	var unsent *sdk.CallToolResult
+	for attempt := 0; attempt < 10 && unsent == nil; attempt++ {
+		if res := gwCall(t, w, "mcp__fault__crash", map[string]any{}); !res.IsError {
+			t.Fatalf("crash answered: %q", mcptest.ResultText(res))
+		}
+		// Right after the crash the server is in its restart backoff (200ms at first).
+		res := gwCall(t, w, "mcp__fault__echo", map[string]any{"text": "lost"})
+		if res.IsError && strings.Contains(mcptest.ResultText(res), "restarting") {
+			unsent = res
+		}
+	}
+	if unsent == nil {
+		t.Fatal("no call landed in the restart backoff in 10 tries")
+	}
+	for _, r := range e.calls(t, "mcp__fault__crash", "writer-agent") {
+		if !r.Executed || r.Status != warden.StatusFailed {
+			t.Errorf("audit of a crash (sent, then the connection failed): %+v; want executed and failed", r)
+		}
+	}
+	rec := e.lastCall(t, "mcp__fault__echo", "writer-agent")
+	if rec.Executed || rec.Status != warden.StatusFailed || rec.Stage != warden.StageExecute || rec.Unknown {
+		t.Errorf("audit of the call that got no connection: %+v; want failed, not executed", rec)
+	}
+	var ends []warden.Event
+	for _, ev := range e.events.named(warden.EventToolEnd) {
+		if ev.CallID == rec.CallID {
+			ends = append(ends, ev)
+		}
+	}
+	if len(ends) != 1 || ends[0].Executed || ends[0].Status != warden.StatusFailed {
+		t.Errorf("tool.end events of the unsent call: %+v", ends)
+	}
+	// Every echo that ran is audited executed, every one that failed is not.
+	for _, r := range e.calls(t, "mcp__fault__echo", "writer-agent") {
+		if r.Executed != (r.Status == warden.StatusRan) {
+			t.Errorf("audit of echo: executed=%t status=%s", r.Executed, r.Status)
+		}
+	}
+}
+
+// 15. An HTTP upstream whose transport fails (an HTTP error status for tools/call) gives
+// the client a tool error, never a result: the call went out, so it is audited as
+// executed and failed; the connection is restarted, and a call in the restart backoff
+// is audited as failed and never executed.
+func TestGatewayHTTPUpstreamFailure(t *testing.T) {
+	srv := sdk.NewServer(&sdk.Implementation{Name: "web", Version: "1"}, nil)
+	sdk.AddTool(srv, &sdk.Tool{Name: "echo"}, func(_ context.Context, _ *sdk.CallToolRequest, in struct {
+		Text string `json:"text"`
+	}) (*sdk.CallToolResult, any, error) {
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: in.Text}}}, nil, nil
+	})
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil)
+	var failing atomic.Bool
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if failing.Load() && bytes.Contains(body, []byte(`"tools/call"`)) {
+			http.Error(w, "bad gateway", http.StatusBadGateway)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() { hs.CloseClientConnections(); hs.Close() })
+	e := gwStart(t, gwSetup{
+		policy:    "version: 1\nroles:\n  reader: [mcp__web__echo]\n  writer: [mcp__web__echo]\nactive_role: writer\n",
+		transport: "transport:\n  allow_urls: true\n  allow_insecure_loopback: true\n  hosts: [127.0.0.1]\n",
+		servers:   "servers:\n  web:\n    url: " + hs.URL + "/mcp\n",
+	})
+	w := e.connect(t, gwWriterToken, nil)
+	gwWant(t, gwCall(t, w, "mcp__web__echo", map[string]any{"text": "fine"}), false, "fine")
+	failing.Store(true)
+	res := gwCall(t, w, "mcp__web__echo", map[string]any{"text": "lost"})
+	if !res.IsError || !strings.Contains(mcptest.ResultText(res), "failed on the connection") {
+		t.Fatalf("a 502 from the upstream: isError=%t %q; want a tool error saying the connection failed", res.IsError, mcptest.ResultText(res))
+	}
+	if rec := e.lastCall(t, "mcp__web__echo", "writer-agent"); !rec.Executed || rec.Status != warden.StatusFailed {
+		t.Errorf("audit of the call the upstream failed: %+v; want executed (it was sent) and failed", rec)
+	}
+	failing.Store(false)
+	res = gwCall(t, w, "mcp__web__echo", map[string]any{"text": "again"})
+	if res.IsError && strings.Contains(mcptest.ResultText(res), "restarting") {
+		if rec := e.lastCall(t, "mcp__web__echo", "writer-agent"); rec.Executed || rec.Status != warden.StatusFailed {
+			t.Errorf("audit of the call in the restart backoff: %+v; want failed, not executed", rec)
+		}
+	} else if res.IsError {
+		t.Errorf("the call after the failure: %q", mcptest.ResultText(res))
+	}
+	mcptest.WaitFor(t, 30*time.Second, "the upstream serves again on a new connection", func() bool {
+		return !gwCall(t, w, "mcp__web__echo", map[string]any{"text": "back"}).IsError
+	})
 }

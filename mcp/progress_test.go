@@ -418,8 +418,13 @@ func TestGatewayProgress(t *testing.T) {
 	// and nothing is forwarded.
 	var refused progressLog
 	r := e.connect(t, gwReaderToken, refused.clientOptions())
-	res = callWithToken(t, r, "reader-token", map[string]any{"n": 5})
-	gwWant(t, res, true, "[permission denied: Tool 'mcp__fault__progress' is not in the 'reader' role allowlist.]")
+	rctx, rcancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	params := &sdk.CallToolParams{Name: "mcp__fault__progress", Arguments: map[string]any{"n": 5}}
+	params.SetProgressToken("reader-token")
+	if res, err := r.CallTool(rctx, params); err == nil || !strings.Contains(err.Error(), `unknown tool "mcp__fault__progress"`) {
+		t.Errorf("the reader's call of a tool its role lacks: %v, %v; want the unknown-tool error", res, err)
+	}
+	rcancel()
 	if rec := e.lastCall(t, "mcp__fault__progress", "reader-agent"); rec.Executed || rec.Status != warden.StatusRefused {
 		t.Errorf("audit of the refused call: %+v", rec)
 	}

@@ -14,7 +14,18 @@
 //   - a governed MCP tool has one name everywhere (list, policy rules, audit, events):
 //     its server's prefix (default "mcp__<server>__") followed by the upstream name;
 //   - roots are never forwarded to a shared upstream, and the gateway declares to
-//     upstreams only capabilities it can route.
+//     upstreams only capabilities it can route;
+//   - a call never goes out on a connection whose definitions were not listed and
+//     pin-checked since it started, since its last tools/list_changed, or since the
+//     last reload (SIGHUP);
+//   - a tool a caller cannot see (outside its role, or quarantined) answers a
+//     tools/call exactly like a tool that does not exist;
+//   - a transport failure of an upstream is never taken for its answer: the
+//     connection is closed and restarted after a backoff;
+//   - a call is audited as executed once its request began to be sent upstream, and
+//     only then (its audit intent is written at that moment);
+//   - the client's own user approves by elicitation only where the configuration
+//     says so for that identity (approvals.elicitation: allow and self_approve).
 package mcp
 
 import (

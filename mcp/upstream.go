@@ -77,6 +77,27 @@ var ErrServerRestarting = errors.New("upstream server is restarting")
 // ErrUpstreamClosed is wrapped by the error of any use of an [Upstream] after Close.
 var ErrUpstreamClosed = errors.New("upstream closed")
 
+// ErrNotSent is wrapped by the error of an [Upstream.Call] that failed before the
+// request began to be sent to the upstream (the tool is unknown or quarantined, no
+// connection could be had or started, the definitions could not be verified, the
+// BeforeSend hook refused): the upstream cannot have run the call. Once sending has
+// begun an error never wraps it, even when the connection then failed: the request
+// may have reached the server.
+var ErrNotSent = errors.New("the call was not sent to the upstream")
+
+// notSentError marks err as [ErrNotSent], keeping its message.
+type notSentError struct{ err error }
+
+func (e notSentError) Error() string   { return e.err.Error() }
+func (e notSentError) Unwrap() []error { return []error{ErrNotSent, e.err} }
+
+func notSent(err error) error {
+	if err == nil || errors.Is(err, ErrNotSent) {
+		return err
+	}
+	return notSentError{err}
+}
+
 // UpstreamOptions configure an [Upstream]. The zero value is usable and denies
 // everything: no transport is admitted and, without Pins, nothing is discovered.
 type UpstreamOptions struct {
@@ -151,6 +172,11 @@ func (p ToolProblem) String() string {
 // and calls them over a pool of at most Policy.MaxConns() connections, each held
 // exclusively by one call for the call's duration.
 //
+// Every connection lists the server's tools, and every definition's pin is checked,
+// before the first call goes out on it, and again after it sends tools/list_changed
+// (or after [Upstream.Reverify]): a call never reaches a connection whose listed
+// definition of the tool is not the one served, approved and not quarantined.
+//
 // A connection that failed (process crashed, stream ended, answer unreadable) or
 // whose call timed out or was cancelled is closed and its process killed, never
 // reused. New connections after consecutive failures wait out an exponential
@@ -193,6 +219,7 @@ type Upstream struct {
 	wg sync.WaitGroup // connection watchers and the worker
 
 	rediscoveries atomic.Int64 // rediscoveries run after list_changed (for tests)
+	verifications atomic.Int64 // connections verified (for tests)
 	starts        atomic.Int64 // connections started (for tests)
 	progressSeq   atomic.Int64 // numbers the progress tokens sent upstream
 }
@@ -209,14 +236,27 @@ type upstreamConn struct {
 	// handler (later, on a goroutine of its own).
 	progressRead    *atomic.Int64
 	progressHandled atomic.Int64
+	// changedRead counts the tools/list_changed notifications read from the
+	// connection, as they are read (command servers; nil for url servers): one read
+	// unverifies the connection at once, before any answer read after it is handled.
+	changedRead *atomic.Int64
 
 	// Guarded by Upstream.mu.
-	busy        bool
-	cancel      context.CancelFunc // of the call in flight
-	progress    *progressRoute     // of the call in flight, when it asked for progress
-	discarded   bool               // closed on purpose; its end is not a failure
-	failCounted bool
-	dead        bool
+	//
+	// defs holds the definition hash of every tool the connection listed when it was
+	// last verified (remote name -> hash); nil until then. The connection is verified
+	// while gen and changedRead still have the values they had when that listing
+	// began: a tools/list_changed (or Reverify) moves them, and a call never goes out
+	// on a connection that is not verified (see [Upstream.Call]).
+	defs             map[string]string
+	gen, verifiedGen int64
+	verifiedRead     int64
+	busy             bool
+	cancel           context.CancelFunc // of the call in flight
+	progress         *progressRoute     // of the call in flight, when it asked for progress
+	discarded        bool               // closed on purpose; its end is not a failure
+	failCounted      bool
+	dead             bool
 
 	shutOnce sync.Once
 }
@@ -280,8 +320,13 @@ func NewUpstream(cfg ServerConfig, opts UpstreamOptions) (*Upstream, error) {
 	u.client = sdk.NewClient(&sdk.Implementation{Name: gatewayClientName, Version: gatewayClientVersion}, &sdk.ClientOptions{
 		Logger: log,
 		// Nothing the gateway cannot route: no roots, no sampling, no elicitation.
-		Capabilities:                &sdk.ClientCapabilities{},
-		ToolListChangedHandler:      func(context.Context, *sdk.ToolListChangedRequest) { u.queue(u.rediscover) },
+		Capabilities: &sdk.ClientCapabilities{},
+		ToolListChangedHandler: func(_ context.Context, req *sdk.ToolListChangedRequest) {
+			if req != nil {
+				u.unverify(req.Session)
+			}
+			u.queue(u.rediscover)
+		},
 		ProgressNotificationHandler: u.onProgress,
 	})
 	return u, nil
@@ -398,7 +443,9 @@ func (u *Upstream) Discover(ctx context.Context) (tools []UpstreamTool, problems
 	u.admitted = true
 	u.mu.Unlock()
 	u.startWorker()
-	return u.discover(ctx)
+	// The caller builds what it serves from the result: no OnToolsChanged.
+	tools, problems, _, err = u.discover(ctx)
+	return tools, problems, err
 }
 
 // Tools returns the tools of the last successful discovery (a copy; the Tool
@@ -469,6 +516,10 @@ type CallOptions struct {
 	// (for a url server, those the SDK handles within a short wait after the answer)
 	// or ctx has ended. Nil means no progress is asked for.
 	Progress func(ctx context.Context, p *sdk.ProgressNotificationParams)
+	// BeforeSend, when set, is called once the call holds a verified connection, right
+	// before the request is sent; an error aborts the call unsent (the error returned
+	// wraps it and [ErrNotSent]). The gateway writes the call's audit intent here.
+	BeforeSend func(ctx context.Context) error
 }
 
 // Call calls the upstream tool remote (its upstream name) with args (a JSON object;
@@ -482,8 +533,22 @@ type CallOptions struct {
 // first; context.DeadlineExceeded (wrapped) when CallTimeout passes; an error
 // wrapping [ErrServerRestarting] while the server is in restart backoff; an error
 // wrapping the upstream's *jsonrpc.Error when it answers with a protocol error; an
-// error saying the connection failed when the process crashed or the stream ended.
+// error saying the connection failed when the process crashed or the stream ended,
+// and, for a url server, when the request could not be sent (connection refused), got
+// an HTTP error status (even one carrying a JSON-RPC error body) or a malformed,
+// cut-off or early-ending answer. A failed connection is never reused: it is closed
+// and the next call starts a new one, after the restart backoff. Every error returned
+// before the request began to be sent wraps [ErrNotSent].
 func (u *Upstream) Call(ctx context.Context, remote string, args json.RawMessage, opts *CallOptions) (*sdk.CallToolResult, error) {
+	res, sent, err := u.call(ctx, remote, args, opts)
+	if err != nil && !sent {
+		err = notSent(err)
+	}
+	return res, err
+}
+
+// call is Call; sent reports whether the request began to be sent.
+func (u *Upstream) call(ctx context.Context, remote string, args json.RawMessage, opts *CallOptions) (_ *sdk.CallToolResult, sent bool, _ error) {
 	u.mu.Lock()
 	closed, admitted := u.closed, u.admitted
 	var tool *UpstreamTool
@@ -497,22 +562,28 @@ func (u *Upstream) Call(ctx context.Context, remote string, args json.RawMessage
 	u.mu.Unlock()
 	switch {
 	case closed:
-		return nil, fmt.Errorf("server %q: %w", u.cfg.Name, ErrUpstreamClosed)
+		return nil, false, fmt.Errorf("server %q: %w", u.cfg.Name, ErrUpstreamClosed)
 	case !admitted:
-		return nil, fmt.Errorf("server %q: not discovered: call Discover first", u.cfg.Name)
+		return nil, false, fmt.Errorf("server %q: not discovered: call Discover first", u.cfg.Name)
 	case tool == nil:
-		return nil, fmt.Errorf("server %q offers no tool %q", u.cfg.Name, remote)
+		return nil, false, fmt.Errorf("server %q offers no tool %q", u.cfg.Name, remote)
 	case tool.Quarantined:
-		return nil, &QuarantinedError{Tool: tool.Name}
+		return nil, false, &QuarantinedError{Tool: tool.Name}
 	}
 	arguments, err := callArguments(args)
 	if err != nil {
-		return nil, fmt.Errorf("tool %q: %w", tool.Name, err)
+		return nil, false, fmt.Errorf("tool %q: %w", tool.Name, err)
 	}
 
-	c, err := u.acquire(ctx)
+	c, err := u.acquireVerified(ctx, remote)
 	if err != nil {
-		return nil, err
+		return nil, false, err
+	}
+	if opts != nil && opts.BeforeSend != nil {
+		if err := opts.BeforeSend(ctx); err != nil {
+			u.release(c, true)
+			return nil, false, fmt.Errorf("server %q: tool %q not sent: %w", u.cfg.Name, remote, err)
+		}
 	}
 	callCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -536,8 +607,7 @@ func (u *Upstream) Call(ctx context.Context, remote string, args json.RawMessage
 		return c.cs.CallTool(callCtx, params)
 	})
 	if route != nil {
-		var werr *jsonrpc.Error
-		u.closeProgress(ctx, c, route, err == nil || errors.As(err, &werr))
+		u.closeProgress(ctx, c, route, err == nil || upstreamAnswered(err))
 	}
 	if err == nil && res == nil {
 		err = errors.New("the upstream returned no result")
@@ -545,27 +615,118 @@ func (u *Upstream) Call(ctx context.Context, remote string, args json.RawMessage
 	if err == nil {
 		u.release(c, true)
 		u.noteSuccess()
-		return res, nil
+		return res, true, nil
 	}
-	var werr *jsonrpc.Error
 	switch {
-	case errors.As(err, &werr):
-		// The server answered: the connection is healthy.
+	case upstreamAnswered(err):
+		// The server answered with a JSON-RPC error: the connection is healthy.
 		u.release(c, true)
-		return nil, fmt.Errorf("server %q: tool %q: %w", u.cfg.Name, remote, err)
+		return nil, true, fmt.Errorf("server %q: tool %q: %w", u.cfg.Name, remote, err)
 	case u.isClosed():
 		u.release(c, false)
-		return nil, fmt.Errorf("server %q: %w", u.cfg.Name, ErrUpstreamClosed)
+		return nil, true, fmt.Errorf("server %q: %w", u.cfg.Name, ErrUpstreamClosed)
 	case ctx.Err() != nil:
 		u.release(c, false)
-		return nil, fmt.Errorf("server %q: tool %q: %w", u.cfg.Name, remote, ctx.Err())
+		return nil, true, fmt.Errorf("server %q: tool %q: %w", u.cfg.Name, remote, ctx.Err())
 	case callCtx.Err() != nil:
 		u.release(c, false)
-		return nil, fmt.Errorf("server %q: tool %q did not answer within %s: %w", u.cfg.Name, remote, u.opts.CallTimeout, context.DeadlineExceeded)
+		return nil, true, fmt.Errorf("server %q: tool %q did not answer within %s: %w", u.cfg.Name, remote, u.opts.CallTimeout, context.DeadlineExceeded)
 	default:
 		u.failed(c, err.Error())
 		u.release(c, false)
-		return nil, fmt.Errorf("server %q: the call of %q failed on the connection, which is closed (a new one is started on the next call): %w", u.cfg.Name, remote, err)
+		return nil, true, fmt.Errorf("server %q: the call of %q failed on the connection, which is closed (a new one is started on the next call): %w", u.cfg.Name, remote, err)
+	}
+}
+
+// sdkTransportErrors match (by code, with errors.Is) the JSON-RPC errors the SDK makes
+// up itself for a failure of the connection, which are never an upstream's answer:
+// "rejected by transport" (-32005: for a url server, a request that could not be sent
+// such as a refused connection, and every HTTP error status, even one whose body is a
+// JSON-RPC error), "client is closing" (-32003) and "server is closing" (-32004).
+var sdkTransportErrors = []error{
+	&jsonrpc.Error{Code: -32005},
+	&jsonrpc.Error{Code: -32003},
+	&jsonrpc.Error{Code: -32004},
+}
+
+// upstreamAnswered reports whether err is the upstream's own JSON-RPC error answer, read
+// from a healthy connection. Anything else (a transport failure, an HTTP error status,
+// a malformed or cut-off answer, an SDK failure) is not an answer: the caller treats
+// the connection as failed and starts a new one (fail closed: an error the gateway
+// cannot place is never taken for a healthy exchange).
+func upstreamAnswered(err error) bool {
+	var werr *jsonrpc.Error
+	if !errors.As(err, &werr) {
+		return false
+	}
+	for _, t := range sdkTransportErrors {
+		if errors.Is(err, t) {
+			return false
+		}
+	}
+	return true
+}
+
+// acquireVerified returns a connection for a call of remote on which the tool's
+// definition is the one served, approved and not quarantined: a connection not
+// verified since it started (or since its tools/list_changed, or a Reverify) lists
+// its tools and has every pin checked first, and one that listed a different
+// definition than the one served (its process may still run an older one) is closed
+// and another taken. Errors: those of acquire and of the listing, a
+// *[QuarantinedError] when the listing quarantined the tool, an error when the
+// server no longer offers it or when MaxConns+1 connections in a row disagree.
+func (u *Upstream) acquireVerified(ctx context.Context, remote string) (*upstreamConn, error) {
+	for attempt := 0; ; attempt++ {
+		c, err := u.acquire(ctx)
+		if err != nil {
+			return nil, err
+		}
+		u.mu.Lock()
+		verified := u.verifiedLocked(c)
+		u.mu.Unlock()
+		if !verified {
+			// Bounded like a start: a server that never lists must not hold the call.
+			vctx, cancel := context.WithTimeout(ctx, startTimeout)
+			_, _, changed, err := u.verify(vctx, c)
+			cancel()
+			if err != nil {
+				return nil, err // verify released c
+			}
+			if changed {
+				u.queue(u.changed)
+			}
+		}
+		u.mu.Lock()
+		var tool *UpstreamTool
+		for i := range u.tools {
+			if u.tools[i].Remote == remote {
+				tool = &u.tools[i]
+				break
+			}
+		}
+		var served, listed string
+		quarantined := false
+		if tool != nil {
+			served, quarantined = tool.Hash, tool.Quarantined
+			listed = c.defs[remote]
+		}
+		name := u.cfg.ToolPrefix() + remote
+		u.mu.Unlock()
+		switch {
+		case tool == nil:
+			u.release(c, true)
+			return nil, fmt.Errorf("server %q no longer offers tool %q", u.cfg.Name, remote)
+		case quarantined:
+			u.release(c, true)
+			return nil, &QuarantinedError{Tool: name}
+		case listed == served:
+			return c, nil
+		case attempt >= cap(u.slots):
+			u.release(c, false)
+			return nil, fmt.Errorf("server %q: %d connections in a row listed another definition of %q than the one served", u.cfg.Name, attempt+1, remote)
+		}
+		u.log.Info("closing a connection that listed another definition of the tool than the one served", slog.Int("pid", c.pid), slog.String("tool", name))
+		u.release(c, false)
 	}
 }
 
@@ -676,7 +837,7 @@ func (u *Upstream) work(ctx context.Context) {
 		case <-u.rediscover:
 			u.rediscoveries.Add(1)
 			dctx, cancel := context.WithTimeout(ctx, rediscoverTimeout)
-			_, problems, err := u.discover(dctx)
+			_, problems, _, err := u.discover(dctx)
 			cancel()
 			if err != nil {
 				if ctx.Err() == nil {
@@ -708,31 +869,116 @@ func (u *Upstream) toolsChanged(ctx context.Context) {
 	f(u.cfg.Name)
 }
 
-// discover lists, checks and pins the tools and makes them the served set.
-func (u *Upstream) discover(ctx context.Context) ([]UpstreamTool, []ToolProblem, error) {
+// discover verifies one connection (preferring one a tools/list_changed or
+// Reverify unverified) and makes its tools the served set.
+// It reports whether that changed what is served; the caller says so (OnToolsChanged)
+// when it should.
+func (u *Upstream) discover(ctx context.Context) ([]UpstreamTool, []ToolProblem, bool, error) {
+	c, err := u.acquireUnverifiedFirst(ctx)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	tools, problems, changed, err := u.verify(ctx, c)
+	if err != nil {
+		return nil, nil, false, err // verify released c
+	}
+	u.release(c, true)
+	return tools, problems, changed, nil
+}
+
+// verify lists every tool on c (which the caller holds), checks and pins each, makes
+// the result the served set and records on c the definitions it listed, so that calls
+// may go out on c. It reports whether the served set changed (names, definitions or
+// quarantine). On error c has been released (closed when the connection failed) and
+// nothing changed.
+func (u *Upstream) verify(ctx context.Context, c *upstreamConn) ([]UpstreamTool, []ToolProblem, bool, error) {
 	u.discMu.Lock()
 	defer u.discMu.Unlock()
-	listed, err := u.listTools(ctx)
+	u.mu.Lock()
+	gen := c.gen
+	u.mu.Unlock()
+	var read int64
+	if c.changedRead != nil {
+		read = c.changedRead.Load()
+	}
+	listed, err := u.listOn(ctx, c)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	tools, problems := u.checkTools(ctx, listed)
+	defs := make(map[string]string, len(tools))
+	for _, t := range tools {
+		defs[t.Remote] = t.Hash
+	}
 	u.mu.Lock()
 	if u.closed {
 		u.mu.Unlock()
-		return nil, nil, fmt.Errorf("server %q: %w", u.cfg.Name, ErrUpstreamClosed)
+		u.release(c, false)
+		return nil, nil, false, fmt.Errorf("server %q: %w", u.cfg.Name, ErrUpstreamClosed)
 	}
+	changed := !sameTools(u.tools, tools)
 	u.tools, u.problems = tools, problems
+	c.defs, c.verifiedGen, c.verifiedRead = defs, gen, read
 	u.mu.Unlock()
-	return slices.Clone(tools), slices.Clone(problems), nil
+	u.verifications.Add(1)
+	return slices.Clone(tools), slices.Clone(problems), changed, nil
 }
 
-// listTools lists every tool over one pooled connection, following cursors.
-func (u *Upstream) listTools(ctx context.Context) ([]*sdk.Tool, error) {
-	c, err := u.acquire(ctx)
-	if err != nil {
-		return nil, err
+// sameTools reports whether a and b serve the same tools with the same definitions
+// and quarantine flags.
+func sameTools(a, b []UpstreamTool) bool {
+	return slices.EqualFunc(a, b, func(x, y UpstreamTool) bool {
+		return x.Name == y.Name && x.Hash == y.Hash && x.Quarantined == y.Quarantined
+	})
+}
+
+// verifiedLocked reports whether c's definitions were listed since its last
+// tools/list_changed (or Reverify). u.mu is held. For a command server a
+// tools/list_changed counts from the moment it is read off the connection, ahead of
+// any answer read after it; for a url server (whose stream cannot be wrapped), from
+// the moment the SDK hands it to the client's handler.
+func (u *Upstream) verifiedLocked(c *upstreamConn) bool {
+	if c.defs == nil || c.gen != c.verifiedGen {
+		return false
 	}
+	return c.changedRead == nil || c.changedRead.Load() == c.verifiedRead
+}
+
+// unverify marks the connection of session cs as needing a new listing before any
+// call goes out on it (after its tools/list_changed).
+func (u *Upstream) unverify(cs *sdk.ClientSession) {
+	u.mu.Lock()
+	if c := u.sessions[cs]; c != nil {
+		c.gen++
+	}
+	u.mu.Unlock()
+}
+
+// Reverify re-checks the server's tool definitions now: every connection is marked
+// unverified (none serves a call again before it has listed its tools and had every
+// pin checked), and one is verified at once, making its tools the served set. The
+// gateway calls it on a configuration reload (SIGHUP) for a server it keeps. An
+// error (the server cannot be reached) leaves the connections unverified.
+func (u *Upstream) Reverify(ctx context.Context) error {
+	u.mu.Lock()
+	admitted := u.admitted
+	for c := range u.live {
+		c.gen++
+	}
+	u.mu.Unlock()
+	if !admitted {
+		return fmt.Errorf("server %q: not discovered", u.cfg.Name)
+	}
+	_, _, changed, err := u.discover(ctx)
+	if changed {
+		u.queue(u.changed)
+	}
+	return err
+}
+
+// listOn lists every tool over c (which the caller holds), following cursors. On
+// error c is released: kept when the upstream answered, closed otherwise.
+func (u *Upstream) listOn(ctx context.Context, c *upstreamConn) ([]*sdk.Tool, error) {
 	var (
 		tools  []*sdk.Tool
 		cursor string
@@ -749,9 +995,8 @@ func (u *Upstream) listTools(ctx context.Context) ([]*sdk.Tool, error) {
 			err = errors.New("empty tools/list result")
 		}
 		if err != nil {
-			var werr *jsonrpc.Error
 			switch {
-			case errors.As(err, &werr):
+			case upstreamAnswered(err):
 				u.release(c, true)
 			case ctx.Err() != nil || u.isClosed():
 				u.release(c, false)
@@ -772,7 +1017,6 @@ func (u *Upstream) listTools(ctx context.Context) ([]*sdk.Tool, error) {
 		seen[res.NextCursor] = true
 		cursor = res.NextCursor
 	}
-	u.release(c, true)
 	u.noteSuccess()
 	return tools, nil
 }
@@ -869,6 +1113,16 @@ func checkInputSchema(tool string, v any) (json.RawMessage, string) {
 // acquire returns a connection held exclusively by the caller: an idle one, or a new
 // one when fewer than MaxConns exist. It waits for a free slot, bounded by ctx.
 func (u *Upstream) acquire(ctx context.Context) (*upstreamConn, error) {
+	return u.acquireFrom(ctx, false)
+}
+
+// acquireUnverifiedFirst is acquire preferring an idle connection that needs
+// verifying.
+func (u *Upstream) acquireUnverifiedFirst(ctx context.Context) (*upstreamConn, error) {
+	return u.acquireFrom(ctx, true)
+}
+
+func (u *Upstream) acquireFrom(ctx context.Context, unverifiedFirst bool) (*upstreamConn, error) {
 	select {
 	case u.slots <- struct{}{}:
 	case <-u.done:
@@ -876,7 +1130,7 @@ func (u *Upstream) acquire(ctx context.Context) (*upstreamConn, error) {
 	case <-ctx.Done():
 		return nil, fmt.Errorf("server %q: waiting for a free connection (all %d in use): %w", u.cfg.Name, cap(u.slots), ctx.Err())
 	}
-	c, err := u.take(ctx)
+	c, err := u.take(ctx, unverifiedFirst)
 	if err != nil {
 		<-u.slots
 		return nil, err
@@ -885,11 +1139,21 @@ func (u *Upstream) acquire(ctx context.Context) (*upstreamConn, error) {
 }
 
 // take returns an idle connection or starts one; the caller holds a slot.
-func (u *Upstream) take(ctx context.Context) (*upstreamConn, error) {
+func (u *Upstream) take(ctx context.Context, unverifiedFirst bool) (*upstreamConn, error) {
 	u.mu.Lock()
 	if u.closed {
 		u.mu.Unlock()
 		return nil, fmt.Errorf("server %q: %w", u.cfg.Name, ErrUpstreamClosed)
+	}
+	if unverifiedFirst {
+		for i, c := range u.idle {
+			if !c.dead && !u.verifiedLocked(c) {
+				u.idle = slices.Delete(u.idle, i, i+1)
+				c.busy = true
+				u.mu.Unlock()
+				return c, nil
+			}
+		}
 	}
 	for len(u.idle) > 0 {
 		c := u.idle[len(u.idle)-1]
@@ -1044,6 +1308,7 @@ func (u *Upstream) start(ctx context.Context) (*upstreamConn, error) {
 		transport sdk.Transport
 		cmd       *exec.Cmd
 		read      *atomic.Int64
+		changed   *atomic.Int64
 	)
 	if u.cfg.Transport() == "url" {
 		// Not wrapped: the SDK's streamable connection has unexported methods that a
@@ -1056,8 +1321,8 @@ func (u *Upstream) start(ctx context.Context) (*upstreamConn, error) {
 		cmd.Dir = u.cfg.Dir
 		cmd.Stderr = &stderrLines{log: u.log, cmd: cmd}
 		cmd.WaitDelay = stderrWaitDelay
-		read = new(atomic.Int64)
-		transport = &progressCounter{Transport: &sdk.CommandTransport{Command: cmd, TerminateDuration: terminateGrace}, read: read}
+		read, changed = new(atomic.Int64), new(atomic.Int64)
+		transport = &progressCounter{Transport: &sdk.CommandTransport{Command: cmd, TerminateDuration: terminateGrace}, read: read, changed: changed}
 	}
 	cs, err := sdkGuard(func() (*sdk.ClientSession, error) {
 		return u.client.Connect(ctx, transport, &sdk.ClientSessionOptions{ProtocolVersion: upstreamProtocolVersion})
@@ -1070,7 +1335,7 @@ func (u *Upstream) start(ctx context.Context) (*upstreamConn, error) {
 		}
 		return nil, err
 	}
-	c := &upstreamConn{cs: cs, progressRead: read}
+	c := &upstreamConn{cs: cs, progressRead: read, changedRead: changed}
 	if cmd != nil {
 		c.proc, c.pid = cmd.Process, cmd.Process.Pid
 		u.log.Debug("upstream started", slog.Int("pid", c.pid))
@@ -1232,7 +1497,7 @@ func (u *Upstream) onProgress(_ context.Context, req *sdk.ProgressNotificationCl
 // notification is counted as it is read (see [Upstream.settleProgress]).
 type progressCounter struct {
 	sdk.Transport
-	read *atomic.Int64
+	read, changed *atomic.Int64
 }
 
 func (t *progressCounter) Connect(ctx context.Context) (sdk.Connection, error) {
@@ -1240,18 +1505,23 @@ func (t *progressCounter) Connect(ctx context.Context) (sdk.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &progressCountingConn{Connection: conn, read: t.read}, nil
+	return &progressCountingConn{Connection: conn, read: t.read, changed: t.changed}, nil
 }
 
 type progressCountingConn struct {
 	sdk.Connection
-	read *atomic.Int64
+	read, changed *atomic.Int64
 }
 
 func (c *progressCountingConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	msg, err := c.Connection.Read(ctx)
-	if req, ok := msg.(*jsonrpc.Request); ok && req.Method == "notifications/progress" && !req.IsCall() {
-		c.read.Add(1)
+	if req, ok := msg.(*jsonrpc.Request); ok && !req.IsCall() {
+		switch req.Method {
+		case "notifications/progress":
+			c.read.Add(1)
+		case "notifications/tools/list_changed":
+			c.changed.Add(1)
+		}
 	}
 	return msg, err
 }

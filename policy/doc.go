@@ -35,8 +35,9 @@
 // A bash command must be one simple command (see package shell). The command and every
 // command it wraps (sudo, env, timeout, sh -c '...', find -exec, xargs, ...) are judged,
 // and the most restrictive answer wins: deny (or no match) over escalate over allow. So
-// "sudo /bin/rm -rf /" is judged as both "sudo rm -rf /" and "rm -rf /". Even an allow
-// rule of "*" does not override the shell check.
+// "sudo /bin/rm -rf /" is judged as both "sudo /bin/rm -rf /" and "rm -rf /" (only a
+// command word loses its directory). Even an allow rule of "*" does not override the
+// shell check.
 //
 // # Escalation
 //
@@ -57,6 +58,26 @@
 // A [Policy] combines a rule layer, a role layer and conditions; every layer that applies
 // is evaluated and the strongest answer wins (halt > deny > ask > allow). [LoadFile]
 // reads the YAML policy format strictly and gives every policy a [Policy.Revision].
+//
+// # Bounded conditions
+//
+// A [Condition] runs under a cost limit ([DefaultConditionCostLimit], or
+// condition_cost_limit in a file) and, when it holds a comprehension, stops once its
+// context is done. A [Policy] with conditions is [warden.Synchronous] and
+// [warden.Interruptible], so a Guard calls it inline but under its checker deadline. A
+// condition stopped either way is a fault denial: the model reads
+// [warden.UnauthorizedText] and the rationale names the condition and what ran out.
+// [Conditions.CostEstimates] gives each condition's static worst case, assuming
+// arguments up to [EstimateArgBytes].
+//
+// # Warnings
+//
+// [Policy.Warnings] lists what a file holds that is valid but can never do what it
+// says: a bash pattern whose command word has a directory ("/bin/rm *": commands are
+// judged by the base name), a pattern with a '[' that no ']' closes ("rm [*" matches a
+// literal bracket), a tool key with an invisible or non-ASCII character, and a
+// condition that compares tool with a name an alias renames (conditions see the name
+// as called, rules the canonical name). Warnings never change a decision.
 //
 // Everything here fails closed: an unknown mode, preset, role or capability is an error
 // at construction; a layer that panics, a condition that cannot be evaluated, and a

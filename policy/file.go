@@ -63,6 +63,7 @@ func Parse(name string, data []byte, opts *LoadOptions) (*Policy, error) {
 		return nil, d.Err()
 	}
 	p.source = name
+	p.warnings = d.lint(f, p)
 	return p, nil
 }
 
@@ -93,6 +94,7 @@ type policyFile struct {
 	aliasesNode, matchNode *yaml.Node
 	deny, allow, escalate  map[string][]string
 	ruleNodes              map[string]map[string]*yaml.Node // list => tool => node
+	ruleListNodes          map[string]*yaml.Node            // list => its mapping of tools
 	rulesNode              *yaml.Node
 	roles                  map[string][]string
 	rolesNode              *yaml.Node
@@ -104,12 +106,14 @@ type policyFile struct {
 	conditions             []Condition
 	condNodes              []*yaml.Node // the `when` node of each
 	condsNode              *yaml.Node
+	costLimit              uint64
+	costLimitNode          *yaml.Node
 }
 
-var topKeys = []string{"version", "description", "mode", "preset", "aliases", "match", "rules", "roles", "active_role", "capabilities", "skills", "conditions"}
+var topKeys = []string{"version", "description", "mode", "preset", "aliases", "match", "rules", "roles", "active_role", "capabilities", "skills", "conditions", "condition_cost_limit"}
 
 func (d *fileDecoder) decodeFile(root *yaml.Node) *policyFile {
-	f := &policyFile{ruleNodes: map[string]map[string]*yaml.Node{}}
+	f := &policyFile{ruleNodes: map[string]map[string]*yaml.Node{}, ruleListNodes: map[string]*yaml.Node{}}
 	entries, ok := d.Mapping(root, "the top level")
 	if !ok {
 		return f
@@ -162,6 +166,10 @@ func (d *fileDecoder) decodeFile(root *yaml.Node) *policyFile {
 		case "conditions":
 			f.condsNode = e.Value
 			d.decodeConditions(e.Value, f)
+		case "condition_cost_limit":
+			if v, ok := d.Int(e.Value, "condition_cost_limit", 1); ok {
+				f.costLimit, f.costLimitNode = uint64(v), e.Value
+			}
 		default:
 			d.Fail(e.KeyNode, "allowed keys: "+strings.Join(topKeys, ", ")+yamlstrict.Suggest(e.Key, topKeys), "unknown key %q", e.Key)
 		}
@@ -193,6 +201,7 @@ func (d *fileDecoder) decodeRules(n *yaml.Node, f *policyFile) {
 			continue
 		}
 		f.ruleNodes[e.Key] = nodes
+		f.ruleListNodes[e.Key] = e.Value
 		for tool, pats := range lists {
 			for i, p := range pats {
 				d.checkPattern(nodes[tool].Content[i], tool, p)
@@ -376,9 +385,12 @@ func (d *fileDecoder) build(f *policyFile, opts *LoadOptions) *Policy {
 		}
 	}
 
+	if f.costLimitNode != nil && len(f.conditions) == 0 {
+		d.Fail(f.costLimitNode, "remove it, or add conditions", "condition_cost_limit applies to conditions, and this file has none")
+	}
 	var conds *Conditions
 	if len(f.conditions) > 0 && len(d.Errs) == 0 {
-		c, err := CompileConditions(f.conditions)
+		c, err := CompileConditionsWith(f.conditions, &ConditionOptions{CostLimit: f.costLimit})
 		if err != nil {
 			var ce *ConditionError
 			n := f.condsNode

@@ -30,6 +30,7 @@ type Policy struct {
 	conds    *Conditions
 	revision string
 	source   string
+	warnings []*warden.ConfigError
 }
 
 // ErrDecidesNothing is returned when a policy has no layer at all.
@@ -57,6 +58,18 @@ func (p *Policy) Roles() *RolePolicy { return p.roles }
 
 // Conditions returns the conditions, or nil.
 func (p *Policy) Conditions() *Conditions { return p.conds }
+
+// Warnings returns what [Parse] found valid but suspect in the file: rules that can never
+// match and conditions that miss some names of a tool (see the package doc). Each names
+// the file, line and column. They never change a decision. The slice is a copy.
+func (p *Policy) Warnings() []*warden.ConfigError {
+	out := make([]*warden.ConfigError, len(p.warnings))
+	for i, w := range p.warnings {
+		c := *w
+		out[i] = &c
+	}
+	return out
+}
 
 // Source returns the file the policy was loaded from, or "".
 func (p *Policy) Source() string { return p.source }
@@ -169,7 +182,7 @@ func (p *Policy) evaluate(ctx context.Context, req warden.Request, trace *Trace)
 					d, ok = layerPanic("conditions", r), true
 				}
 			}()
-			d, ok = p.conds.Evaluate(ConditionInput{Tool: req.Target, Args: req.Args, Role: p.ActiveRole(), Identity: req.Identity, Capability: req.Capability})
+			d, ok = p.conds.EvaluateContext(ctx, ConditionInput{Tool: req.Target, Args: req.Args, Role: p.ActiveRole(), Identity: req.Identity, Capability: req.Capability})
 		}()
 		if ok {
 			consider("conditions", d)
@@ -205,6 +218,9 @@ type canonical struct {
 	Caps       map[string][]string   `json:"capabilities,omitempty"`
 	Skills     map[string][]string   `json:"skills,omitempty"`
 	Conditions []canonicalConditions `json:"conditions,omitempty"`
+	// CostLimit is set only when it is not the default, so that revisions of files
+	// written before the limit existed do not change.
+	CostLimit uint64 `json:"condition_cost_limit,omitempty"`
 }
 
 type canonicalRules struct {
@@ -265,6 +281,9 @@ func (p *Policy) computeRevision() string {
 		for _, d := range p.conds.Definitions() {
 			c.Conditions = append(c.Conditions, canonicalConditions{ID: d.ID, When: d.When, Effect: d.Effect.String(), Reason: d.Reason, Rationale: d.Rationale, TellLLM: d.TellLLM})
 		}
+		if p.conds.costLimit != DefaultConditionCostLimit {
+			c.CostLimit = p.conds.costLimit
+		}
 	}
 	b, err := json.Marshal(c)
 	if err != nil {
@@ -288,5 +307,12 @@ func sortedSets(m map[string][]string) map[string][]string {
 }
 
 // Synchronous reports whether every layer decides without blocking (see
-// [RulePolicy.Synchronous]); CEL conditions are bounded in-memory evaluations.
+// [RulePolicy.Synchronous]); CEL conditions are in-memory evaluations bounded by their
+// cost limit and their context (see [Policy.Interruptible]).
 func (p *Policy) Synchronous() bool { return p.rules == nil || p.rules.Synchronous() }
+
+// Interruptible reports whether the policy has conditions: their cost grows with the
+// arguments, and they stop, as a fault denial naming the condition, once the context
+// of [Policy.Check] is done. A [warden.Guard] therefore calls such a policy inline but
+// under its checker deadline ([warden.Interruptible]).
+func (p *Policy) Interruptible() bool { return p.conds != nil }

@@ -12,11 +12,11 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
 	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/internal/display"
 	"github.com/wardenhq/warden/store"
 	_ "github.com/wardenhq/warden/store/postgres" // registers postgres:// and postgresql://
 	"github.com/wardenhq/warden/store/sqlite"     // registers sqlite://
@@ -239,23 +239,30 @@ func runApprovalsShow(ctx context.Context, w io.Writer, o approvalsOptions, id s
 
 func writePendingDetail(w io.Writer, p store.Pending, at time.Time) error {
 	var b strings.Builder
+	// Every value is escaped (display): a stored string can neither recolour the
+	// terminal nor hide or reorder what it says.
 	field := func(name, value string) {
 		if value != "" {
 			fmt.Fprintf(&b, "%-13s %s\n", name+":", value)
 		}
 	}
-	field("ID", p.ID)
-	field("State", p.State)
-	field("Kind", string(p.Kind))
-	field("Tool", p.Tool)
-	field("Question", p.Question)
-	field("Detail", p.Detail)
-	field("Tenant", p.Identity.Tenant)
-	field("Principal", p.Identity.Principal)
-	field("Conversation", p.Identity.Conversation)
-	field("Session", p.Session)
-	field("Revision", p.Revision)
-	field("Digest", p.Digest)
+	var pd warden.PendingDecision
+	hasDecision := len(p.Decision) > 0 && json.Unmarshal(p.Decision, &pd) == nil
+	field("ID", shown(p.ID))
+	field("State", shown(p.State))
+	field("Kind", shown(string(p.Kind)))
+	field("Tool", shown(p.Tool))
+	field("Question", shown(p.Question))
+	field("Detail", shownLines(p.Detail, strings.Repeat(" ", 14)))
+	field("Tenant", shown(p.Identity.Tenant))
+	field("Principal", shown(p.Identity.Principal))
+	field("Conversation", shown(p.Identity.Conversation))
+	field("Session", shown(p.Session))
+	field("Revision", shown(p.Revision))
+	field("Digest", shown(p.Digest))
+	if hasDecision && pd.Digest != "" && pd.Digest != p.Digest {
+		field("Args digest", shown(pd.Digest))
+	}
 	field("Created", formatTime(p.Created)+" ("+age(at.Sub(p.Created))+" ago)")
 	if p.Expires.IsZero() {
 		field("Expires", "never")
@@ -274,7 +281,7 @@ func writePendingDetail(w io.Writer, p store.Pending, at time.Time) error {
 	if p.State == store.StateApproved || p.State == store.StateDeclined {
 		field("Decided by", dash(p.DecidedBy))
 		field("Decided at", formatTime(p.DecidedAt))
-		field("Note", p.Note)
+		field("Note", shownLines(p.Note, strings.Repeat(" ", 14)))
 		if p.State == store.StateApproved && p.Scope == store.ScopeOnce {
 			field("Consumed", yesNo(p.Consumed))
 		}
@@ -303,16 +310,16 @@ func renderEvidence(raw json.RawMessage) string {
 	}
 	var b strings.Builder
 	if ev.Does != "" {
-		b.WriteString("Does: " + ev.Does + "\n")
+		b.WriteString("Does: " + shownLines(ev.Does, "      ") + "\n")
 	}
 	if ev.Args != "" {
 		b.WriteString("Arguments as shown:\n")
-		b.WriteString(indent(strings.TrimSuffix(ev.Args, "\n")+"\n", "  "))
+		b.WriteString(indent(display.Block(strings.TrimSuffix(ev.Args, "\n")).String()+"\n", "  "))
 	}
 	if len(ev.Context) > 0 {
 		b.WriteString("Context:\n")
 		for _, c := range ev.Context {
-			b.WriteString("  - " + c + "\n")
+			b.WriteString("  - " + shownLines(c, "    ") + "\n")
 		}
 	}
 	return b.String()
@@ -465,12 +472,20 @@ func pendingToJSON(p store.Pending) pendingJSON {
 	return j
 }
 
-// writeJSONLines writes n values, one compact JSON object per line.
+// writeJSONLines writes n values, one compact JSON object per line. Every control,
+// bidi and invisible character inside a string is written as a JSON escape
+// (display.EscapeJSON), so the output read in a terminal shows what it holds and
+// cannot recolour or rewrite the screen; decoded, it is the same value.
 func writeJSONLines(w io.Writer, n int, value func(i int) any) error {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
 	for i := range n {
-		if err := enc.Encode(value(i)); err != nil {
+		b, err := json.Marshal(value(i))
+		if err != nil {
+			return err
+		}
+		if b, err = display.EscapeJSON(b); err != nil {
+			return err
+		}
+		if _, err := w.Write(append(b, '\n')); err != nil {
 			return err
 		}
 	}
@@ -502,16 +517,15 @@ func timeOrNil(t time.Time) *time.Time {
 	return &u
 }
 
-// prettyJSON indents raw JSON, or returns empty when raw is empty.
+// prettyJSON indents raw JSON with every control, bidi and invisible character
+// escaped (display.JSON), or returns empty when raw is empty. What is not JSON is
+// shown as escaped text. Nothing is cut: a long value is printed whole.
 func prettyJSON(raw []byte, empty string) string {
 	if len(raw) == 0 {
 		return empty + "\n"
 	}
-	var buf bytes.Buffer
-	if err := json.Indent(&buf, raw, "", "  "); err != nil {
-		return string(raw) + "\n"
-	}
-	return buf.String() + "\n"
+	s, _ := display.JSON(raw)
+	return s.String() + "\n"
 }
 
 // indent prefixes every non-empty line of s.
@@ -563,31 +577,41 @@ func expiresIn(t, at time.Time) string {
 	return "expired " + age(at.Sub(t)) + " ago"
 }
 
-// oneLine returns the first line of s, cut to max characters.
+// oneLine returns the first line of s, escaped as dash does, cut to max characters;
+// a cut is marked "…" (show prints the whole text).
 func oneLine(s string, max int) string {
 	s, _, cut := strings.Cut(strings.TrimSpace(s), "\n")
-	s = strings.TrimSpace(s)
-	if utf8.RuneCountInString(s) > max {
-		r := []rune(s)
-		s, cut = string(r[:max-1]), true
+	shown := display.Line(strings.TrimSpace(s))
+	if c := shown.Cut(max-1, 0); shown.Len() > max {
+		shown, cut = c.Head, true
 	}
+	out := shown.String()
 	if cut {
-		s += "…"
+		out += "…"
 	}
-	return dash(s)
+	if out == "" {
+		return "-"
+	}
+	return out
 }
 
-// dash returns s as one table cell: "-" when empty, with no tabs or line breaks.
+// dash returns s as one table cell: "-" when empty, and every control, bidi and
+// invisible character (tabs and line breaks among them) escaped (display.Line), so a
+// cell can neither break the table nor hide or reorder what it holds.
 func dash(s string) string {
 	if s == "" {
 		return "-"
 	}
-	return strings.Map(func(r rune) rune {
-		if r == '\t' || r == '\n' || r == '\r' {
-			return ' '
-		}
-		return r
-	}, s)
+	return display.Line(s).String()
+}
+
+// shown returns s escaped for a detail field (display.Line).
+func shown(s string) string { return display.Line(s).String() }
+
+// shownLines returns s escaped for a multi-line field (display.Block), each line after
+// the first indented by prefix.
+func shownLines(s, prefix string) string {
+	return strings.ReplaceAll(display.Block(s).String(), "\n", "\n"+prefix)
 }
 
 func yesNo(b bool) string {

@@ -458,7 +458,8 @@ func TestHumanFormats(t *testing.T) {
 	if got := oneLine(strings.Repeat("é", 70), 60); got != strings.Repeat("é", 59)+"…" {
 		t.Errorf("oneLine long = %q", got)
 	}
-	if got := dash("a\tb\nc"); got != "a b c" {
+	// A tab or line break is shown as an escape, not a space: a space would hide it.
+	if got := dash("a\tb\nc"); got != `a\u0009b\u000ac` {
 		t.Errorf("dash = %q", got)
 	}
 	if got := shortRevision(fixtureRevision); got != "3f2a9c1be0d4" {

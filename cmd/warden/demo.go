@@ -234,7 +234,7 @@ func (c *demoCounter) fakeTool(t warden.Tool, reply func(warden.Args) string) wa
 }
 
 // namedChecker gives a checker a name for the decisions the demo prints, keeping what
-// it governs and whether it is synchronous.
+// it governs and whether it is synchronous and interruptible.
 type namedChecker struct {
 	warden.Checker
 	name string
@@ -245,6 +245,11 @@ func (n namedChecker) Name() string { return n.name }
 func (n namedChecker) Synchronous() bool {
 	s, ok := n.Checker.(warden.Synchronous)
 	return ok && s.Synchronous()
+}
+
+func (n namedChecker) Interruptible() bool {
+	s, ok := n.Checker.(warden.Interruptible)
+	return ok && s.Interruptible()
 }
 
 // funcChecker is a named checker made of a function; it governs only tool_call.

@@ -21,7 +21,7 @@ import (
 	"github.com/wardenhq/warden/policy"
 	"github.com/wardenhq/warden/store"
 	_ "github.com/wardenhq/warden/store/postgres" // the postgres:// and postgresql:// DSN schemes
-	_ "github.com/wardenhq/warden/store/sqlite"   // the sqlite:// DSN scheme
+	"github.com/wardenhq/warden/store/sqlite"     // the sqlite:// DSN scheme
 )
 
 // newHookCommand is `warden hook`, the parent of the agent-CLI hook adapters.
@@ -41,6 +41,9 @@ type hookOptions struct {
 	role   string
 	store  string
 	event  string
+	// policyInProject accepts a policy file inside the project directory, where the
+	// agent's own tools could reach it (install's --policy-in-project).
+	policyInProject bool
 }
 
 func newHookClaudeCodeCommand(stdout, stderr io.Writer) *cobra.Command {
@@ -61,7 +64,15 @@ everywhere: Bash => bash {command}; Read => reader {path}; Write, Edit, MultiEdi
 NotebookEdit => editor {file_path, action}; Grep, Glob => search {pattern, path};
 WebFetch => web_fetch {url}; WebSearch => web_search {query}; mcp__<server>__<tool>
 keeps its name; any other tool is judged under its lower-cased name. Relative paths
-are resolved against the session's working directory.
+are resolved against the session's working directory. A path is judged as written
+(cleaned) and where it leads on the filesystem (symbolic links resolved); the more
+restrictive answer wins.
+
+Whatever the policy says, a write to the policy, to a Claude Code settings file that
+can run this hook, to the store's files or to the warden binary is denied, and so is a
+Bash command that names one of them or a directory holding one. A policy inside the
+session's working directory or $CLAUDE_PROJECT_DIR is refused unless
+--policy-in-project is given (install writes it when you ask for it).
 
 It fails closed: bad input, a policy that does not load, or any internal error writes
 a deny with the reason, prints the same reason on stderr and exits 2, which Claude
@@ -92,6 +103,7 @@ to record that an allowed call ran.`,
 	f.StringVar(&o.role, "role", "", "active role (default: the policy's active_role)")
 	f.StringVar(&o.store, "store", "", "record decisions in this store's audit log (sqlite://PATH or postgres://...)")
 	f.StringVar(&o.event, "event", "pre", "the hook event: pre (PreToolUse) or post (PostToolUse, with --store)")
+	f.BoolVar(&o.policyInProject, policyInProjectFlag, false, "accept a policy file inside the project directory (the agent's tools still cannot write it, but programs it runs can)")
 	cmd.AddCommand(newHookInstallCommand(stdout, stderr))
 	return cmd
 }
@@ -132,8 +144,34 @@ func runHookPre(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, 
 	if err != nil {
 		return refuseHook(stdout, stderr, err.Error())
 	}
-	// The same evaluation as `warden check --tool <call.Tool> --args <call.Args>`.
-	r := evaluateCall(ctx, pol, callSpec{tool: call.Tool, args: call.Args, role: o.role})
+	policyPath, err := filepath.Abs(o.policy)
+	if err != nil {
+		return refuseHook(stdout, stderr, "the policy path: "+err.Error())
+	}
+	projects := hookProjectDirs(in.Cwd)
+	if !o.policyInProject {
+		for _, dir := range projects {
+			if hook.Inside(policyPath, dir) {
+				return refuseHook(stdout, stderr, policyInProjectProblem(policyPath, dir))
+			}
+		}
+	}
+	prot, err := hookProtected(policyPath, o.store, projects)
+	if err != nil {
+		return refuseHook(stdout, stderr, err.Error())
+	}
+	resolved, err := hook.ResolveClaudeTool(in.ToolName, in.ToolInput, in.Cwd)
+	if err != nil {
+		return refuseHook(stdout, stderr, err.Error())
+	}
+	r := judgeResolved(ctx, pol, call, resolved, o.role)
+	// Self-protection, whatever the policy says: an allow or an ask that would let the
+	// call touch a file Warden reads becomes a deny (a policy deny keeps its own reason).
+	if e := r.decision.Effect; e == warden.Allow || e == warden.Ask {
+		if d, ok := selfProtection(prot, call, resolved, in.Cwd); ok {
+			r = report{tool: call.Tool, decision: d, revision: pol.Revision(), decided: -1}
+		}
+	}
 	out := hook.ClaudeVerdict(in.ToolName, r.decision)
 	if o.store != "" {
 		if err := recordPre(ctx, o.store, in, call, r); err != nil {
@@ -150,6 +188,142 @@ func runHookPre(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, 
 	return nil
 }
 
+// judgeResolved decides call the way `warden check --tool <call.Tool> --args
+// <call.Args>` does, and, when a path argument names another file on the real
+// filesystem than its written form (a symbolic link on the way, a ".." after one),
+// decides resolved (the same call, paths resolved, from [hook.ResolveClaudeTool]) too:
+// the more restrictive answer wins (halt > deny > ask > allow), the written form's on a
+// tie.
+func judgeResolved(ctx context.Context, pol *policy.Policy, call, resolved hook.Call, role string) report {
+	r := evaluateCall(ctx, pol, callSpec{tool: call.Tool, args: call.Args, role: role})
+	if resolved.Args.Equal(call.Args) {
+		return r
+	}
+	rr := evaluateCall(ctx, pol, callSpec{tool: resolved.Tool, args: resolved.Args, role: role})
+	if !rr.decision.Effect.Outranks(r.decision.Effect) {
+		return r
+	}
+	var moved []string
+	written, real := call.Paths(), resolved.Paths()
+	for i := range written {
+		if i < len(real) && written[i] != real[i] {
+			moved = append(moved, written[i]+" is "+real[i])
+		}
+	}
+	rr.decision.Rationale = orDefault(rr.decision.Rationale, "policy") + " (judged where the path leads: " + strings.Join(moved, ", ") + ")"
+	return rr
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// selfProtectionRule is the rule id of a refusal that keeps Warden's own files out of
+// the governed tools' reach.
+const selfProtectionRule = "warden:self-protection"
+
+// selfProtection is the deny, whatever the policy says, for a call that would write a
+// file Warden reads: a Write, Edit, MultiEdit or NotebookEdit whose file (call, as
+// written and cleaned, or resolved) is protected, or a Bash command one of whose words names a protected file
+// or a directory holding one ([hook.Protected.CommandReaches]).
+func selfProtection(prot *hook.Protected, call, resolved hook.Call, cwd string) (warden.Decision, bool) {
+	deny := func(h hook.Hit, tell string) (warden.Decision, bool) {
+		return warden.Decision{
+			Effect:    warden.Deny,
+			RuleID:    selfProtectionRule,
+			Reason:    "security:self-protection",
+			Rationale: "protected file " + h.Path + " (" + h.What + ")",
+			TellLLM:   tell,
+		}, true
+	}
+	switch {
+	case call.IsWrite():
+		for _, p := range append(call.Paths(), resolved.Paths()...) {
+			if h, ok := prot.Names(p); ok {
+				return deny(h, fmt.Sprintf("Warden refused this write: %s is %s, which no tool call may change, whatever the policy says. Ask the user to make this change themselves.", h.Path, h.What))
+			}
+		}
+	case call.Tool == "bash":
+		command, _ := call.Args.String("command")
+		home, _ := os.UserHomeDir()
+		if h, ok := prot.CommandReaches(command, cwd, home); ok {
+			return deny(h, fmt.Sprintf("Warden refused this command: it names %s (%s) or a directory that holds it, which no command may touch, whatever the policy says. Name the files or subdirectories you need instead, or ask the user to run it.", h.Path, h.What))
+		}
+	}
+	return warden.Decision{}, false
+}
+
+// hookProjectDirs are the session's project directories: $CLAUDE_PROJECT_DIR, which
+// Claude Code sets for its hooks, and the session's working directory; the absolute
+// ones.
+func hookProjectDirs(cwd string) []string {
+	var dirs []string
+	for _, d := range []string{os.Getenv("CLAUDE_PROJECT_DIR"), cwd} {
+		if filepath.IsAbs(d) {
+			dirs = append(dirs, filepath.Clean(d))
+		}
+	}
+	return dirs
+}
+
+// hookProtected is what the hook keeps out of the governed tools' reach: the policy,
+// every Claude Code settings file that can run the hook, the audit store's files, and
+// the warden executable itself.
+func hookProtected(policyPath, dsn string, projects []string) (*hook.Protected, error) {
+	var prot hook.Protected
+	prot.Add(policyPath, "the Warden policy")
+	home, herr := os.UserHomeDir()
+	configDir := os.Getenv("CLAUDE_CONFIG_DIR")
+	if herr != nil && !filepath.IsAbs(configDir) {
+		// Fail closed: the user's settings, which can run this hook, cannot be found.
+		return nil, fmt.Errorf("cannot tell where the user's Claude Code settings are, to keep them out of reach: %v", herr)
+	}
+	prot.AddClaudeSettings(projects, home, configDir)
+	if dsn != "" {
+		files, err := storeFiles(dsn)
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range files {
+			prot.Add(f, "the Warden audit store")
+		}
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("cannot tell which warden binary runs, to keep it out of reach: %v", err)
+	}
+	prot.Add(exe, "the warden executable")
+	return &prot, nil
+}
+
+// storeFiles are the files of a sqlite:// store (the database and SQLite's journal
+// files beside it), absolute; none for another scheme.
+func storeFiles(dsn string) ([]string, error) {
+	scheme, _, _ := strings.Cut(dsn, "://")
+	if !strings.EqualFold(scheme, "sqlite") {
+		return nil, nil
+	}
+	p, _, err := sqlite.ParseDSN(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("the store: %w", err)
+	}
+	if p, err = filepath.Abs(p); err != nil {
+		return nil, fmt.Errorf("the store: %w", err)
+	}
+	return []string{p, p + "-wal", p + "-shm", p + "-journal"}, nil
+}
+
+// policyInProjectFlag is the flag that accepts a policy inside the project directory.
+const policyInProjectFlag = "policy-in-project"
+
+// policyInProjectProblem explains why a policy inside the project is refused.
+func policyInProjectProblem(policyPath, dir string) string {
+	return fmt.Sprintf("the policy %s is inside the project directory %s, where the agent works: a program it runs could rewrite the policy that judges it. Keep the policy outside the project (for example ~/.config/warden/policy.yaml), or, to accept that risk, install the hook with --%s", policyPath, dir, policyInProjectFlag)
+}
+
 // refuseHook writes the fail-closed answer: a deny whose reason says what is wrong on
 // stdout, the same reason on stderr, and exit 2 (Claude Code blocks the call on exit 2
 // even if it cannot read stdout).
@@ -162,17 +336,18 @@ func refuseHook(stdout, stderr io.Writer, problem string) error {
 
 // hookInstallOptions are the flags of `warden hook claude-code install`.
 type hookInstallOptions struct {
-	settings string
-	policy   string
-	store    string
-	warden   string
-	write    bool
+	settings        string
+	policy          string
+	store           string
+	warden          string
+	write           bool
+	policyInProject bool
 }
 
 func newHookInstallCommand(stdout, stderr io.Writer) *cobra.Command {
 	var o hookInstallOptions
 	cmd := &cobra.Command{
-		Use:   "install [--settings PATH] [--policy FILE] [--store DSN] [--write]",
+		Use:   "install [--settings PATH] [--policy FILE] [--store DSN] [--warden PATH] [--policy-in-project] [--write]",
 		Short: "Print, or add to .claude/settings.json, the hook that runs Warden",
 		Long: `Install prints the Claude Code settings block that runs Warden as a PreToolUse hook
 for every tool, with the policy's absolute path. With --write it merges the block into
@@ -181,7 +356,14 @@ every key and hook already there is kept, running it twice adds nothing, and a f
 that is not valid JSON is refused and left untouched. The file is replaced atomically
 and keeps its permissions.
 
-The policy must load: a hook whose policy does not load denies every call.
+The policy must load: a hook whose policy does not load denies every call. With --write,
+a policy inside the project (the directory holding the settings' .claude) is refused
+unless --policy-in-project is given: programs the agent runs could rewrite it.
+
+The warden executable must last: one inside the Go build cache, a go-build directory
+(go run, go test) or a temporary directory is refused; go install it first. The
+PreToolUse command ends in '|| { ...; exit 2; }', so a hook whose binary is missing or
+fails blocks the call (Claude Code blocks only on exit 2) and says why on stderr.
 
 With --store, the hook records every decision in that audit log, and a PostToolUse
 hook is added that records the calls that ran.`,
@@ -199,6 +381,7 @@ hook is added that records the calls that ran.`,
 	f.StringVar(&o.store, "store", "", "also record decisions in this store's audit log")
 	f.StringVar(&o.warden, "warden", "", "warden executable the hook runs (default: warden on PATH, else this executable)")
 	f.BoolVar(&o.write, "write", false, "merge into the settings file instead of printing")
+	f.BoolVar(&o.policyInProject, policyInProjectFlag, false, "accept a policy file inside the project directory, where programs the agent runs could rewrite it")
 	return cmd
 }
 
@@ -211,13 +394,34 @@ func runHookInstall(stdout, stderr io.Writer, o hookInstallOptions) error {
 	if _, err := policy.LoadFile(policyPath, nil); err != nil {
 		return configError(fmt.Errorf("not installing a hook whose policy does not load (it would deny every call):\n%w", err))
 	}
+	if !o.policyInProject {
+		dirs := installProjectDirs(o.settings)
+		if !o.write {
+			// Printed, the block may go anywhere: warn about the usual place.
+			if wd, err := os.Getwd(); err == nil && hook.Inside(policyPath, wd) {
+				fmt.Fprintf(stderr, "warning: if this block goes into this directory's settings, the hook will refuse every call: %s\n", policyInProjectProblem(policyPath, wd))
+			}
+			dirs = nil
+		}
+		for _, dir := range dirs {
+			if hook.Inside(policyPath, dir) {
+				return usageErrorf("%s", policyInProjectProblem(policyPath, dir))
+			}
+		}
+	}
 	exe := o.warden
 	if exe == "" {
 		if exe, err = wardenExecutable(); err != nil {
 			return internalError(err)
 		}
 	}
-	hooks := claudeHooks(exe, policyPath, o.store)
+	if exe, err = filepath.Abs(exe); err != nil {
+		return usageErrorf("--warden: %v", err)
+	}
+	if err := checkHookExecutable(exe); err != nil {
+		return usageErrorf("%v", err)
+	}
+	hooks := claudeHooks(exe, policyPath, o.store, o.policyInProject)
 	if !o.write {
 		_, err := stdout.Write(hook.ClaudeHooksBlock(hooks...))
 		return err
@@ -237,17 +441,29 @@ func runHookInstall(stdout, stderr io.Writer, o hookInstallOptions) error {
 }
 
 // claudeHooks are the hooks install adds: PreToolUse always, PostToolUse with a store.
-func claudeHooks(exe, policyPath, dsn string) []hook.ClaudeHook {
+func claudeHooks(exe, policyPath, dsn string, policyInProject bool) []hook.ClaudeHook {
 	pre := []string{exe, "hook", "claude-code", "--policy", policyPath}
+	if policyInProject {
+		pre = append(pre, "--"+policyInProjectFlag)
+	}
 	if dsn == "" {
-		return []hook.ClaudeHook{{Event: hook.EventPreToolUse, Command: shellJoin(pre)}}
+		return []hook.ClaudeHook{{Event: hook.EventPreToolUse, Command: blockingCommand(pre)}}
 	}
 	pre = append(pre, "--store", dsn)
 	post := []string{exe, "hook", "claude-code", "--event", "post", "--store", dsn}
 	return []hook.ClaudeHook{
-		{Event: hook.EventPreToolUse, Command: shellJoin(pre)},
+		{Event: hook.EventPreToolUse, Command: blockingCommand(pre)},
 		{Event: hook.EventPostToolUse, Command: shellJoin(post)},
 	}
+}
+
+// blockingCommand is the PreToolUse hook command line for argv: Claude Code runs it
+// through a shell and blocks the call only on exit 2, so any other failure (the binary
+// removed or not executable, 126 and 127; killed by a signal; a crash, 1) is turned into
+// exit 2 with a message on stderr, which Claude Code shows. Warden's own exit 2 passes
+// through with its own message.
+func blockingCommand(argv []string) string {
+	return shellJoin(argv) + ` || { s=$?; [ "$s" -eq 2 ] || echo "Warden's PreToolUse hook failed (exit $s), so this tool call is blocked. Check that the warden binary named in the hook exists and runs, or reinstall the hook (go install github.com/wardenhq/warden/cmd/warden@latest, then warden hook claude-code install --write)." >&2; exit 2; }`
 }
 
 // wardenExecutable is the program the hook runs: warden as found on PATH (a path that
@@ -263,6 +479,67 @@ func wardenExecutable() (string, error) {
 		return "", fmt.Errorf("cannot find the warden executable (use --warden PATH): %w", err)
 	}
 	return p, nil
+}
+
+// installProjectDirs are the directories install treats as the project: the one whose
+// .claude directory holds the settings file, unless that is the home directory (the
+// user's own settings, for every project; the hook checks each project when it runs).
+func installProjectDirs(settings string) []string {
+	abs, err := filepath.Abs(settings)
+	if err != nil {
+		return nil
+	}
+	d := filepath.Dir(abs)
+	if filepath.Base(d) != ".claude" {
+		return nil
+	}
+	project := filepath.Dir(d)
+	if home, err := os.UserHomeDir(); err == nil && hook.Inside(home, project) {
+		return nil
+	}
+	return []string{project}
+}
+
+// checkHookExecutable refuses a warden executable that will not be there when the hook
+// runs: one inside the Go build cache, a go-build work directory (where `go run` and `go
+// test` put their binaries) or a temporary directory, all of which are cleaned. exe is
+// absolute.
+func checkHookExecutable(exe string) error {
+	type place struct{ dir, what string }
+	var places []place
+	if out, err := exec.Command("go", "env", "GOCACHE", "GOTMPDIR").Output(); err == nil {
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		if len(lines) > 0 && filepath.IsAbs(lines[0]) {
+			places = append(places, place{lines[0], "the Go build cache"})
+		}
+		if len(lines) > 1 && filepath.IsAbs(lines[1]) {
+			places = append(places, place{lines[1], "Go's temporary directory (GOTMPDIR)"})
+		}
+	}
+	for _, env := range []string{"GOCACHE", "GOTMPDIR"} {
+		if d := os.Getenv(env); filepath.IsAbs(d) {
+			places = append(places, place{d, "$" + env})
+		}
+	}
+	if d, err := os.UserCacheDir(); err == nil {
+		places = append(places, place{filepath.Join(d, "go-build"), "the Go build cache"})
+	}
+	places = append(places, place{os.TempDir(), "the temporary directory " + os.TempDir()})
+	for _, d := range []string{"/tmp", "/var/tmp", "/dev/shm"} {
+		places = append(places, place{d, "the temporary directory " + d})
+	}
+	fix := "Build warden to a lasting place and install with it: `go install github.com/wardenhq/warden/cmd/warden@latest` (then run `warden hook claude-code install` from PATH), or `go build -o ~/bin/warden ./cmd/warden` and pass --warden ~/bin/warden"
+	for _, seg := range strings.Split(filepath.ToSlash(exe), "/") {
+		if strings.HasPrefix(seg, "go-build") {
+			return fmt.Errorf("not installing a hook that runs %s: it is a binary `go run` or `go test` built in a go-build work directory, which is deleted, and a hook whose binary is gone blocks every call.\n%s", exe, fix)
+		}
+	}
+	for _, p := range places {
+		if hook.Inside(exe, p.dir) {
+			return fmt.Errorf("not installing a hook that runs %s: it is inside %s, which is cleaned, and a hook whose binary is gone blocks every call.\n%s", exe, p.what, fix)
+		}
+	}
+	return nil
 }
 
 // shellJoin quotes words for the shell that runs a hook command.

@@ -217,11 +217,13 @@ func TestHookGolden(t *testing.T) {
 	}
 }
 
-// bashInput is a PreToolUse input for a Bash call in /work.
+// bashInput is a PreToolUse input for a Bash call in /work/app (a project directory
+// that does not hold the policies the tests use: a policy inside the project is
+// refused).
 func bashInput(command string) []byte {
 	b, err := json.Marshal(map[string]any{
 		"session_id":      "s-1",
-		"cwd":             "/work",
+		"cwd":             "/work/app",
 		"hook_event_name": "PreToolUse",
 		"tool_name":       "Bash",
 		"tool_input":      map[string]any{"command": command, "description": "test"},
@@ -247,14 +249,24 @@ func TestHookBashTable(t *testing.T) {
 		{"git   log   '--oneline'", "allow"},
 		{`"git" 'status'`, "allow"},
 		{"/usr/bin/git status", "allow"},
-		{"/bin/ls -la /work", "allow"},
+		{"/bin/ls -la /work/app/src", "allow"},
 		{"ls", "allow"},
 		{"pwd", "allow"},
 		{"go test ./...", "allow"},
 		{"timeout 60 go test ./...", "allow"},
 		{"cat 'a|b;c&&d'", "allow"}, // operators inside quotes are not operators
+		{"find src -name '*_test.go'", "allow"},
+		{`find src -name '*.go' -exec ls {} \;`, "allow"}, // find is allowed, so is ls
+		// The working directory and its ancestors hold the hook's settings, but naming
+		// them is left to the policy (every everyday command does).
 		{"find . -name '*_test.go'", "allow"},
-		{`find . -name '*.go' -exec ls {} \;`, "allow"}, // find is allowed, so is ls
+		{"/bin/ls -la /work", "allow"},
+		// Allowed by the policy, but naming the hook's settings or the directory below
+		// the project that holds them: refused whatever the policy says.
+		{"cat .claude/settings.json", "protected"},
+		{"ls -la .claude", "protected"},
+		{"cat /work/app/x/../.claude/settings.local.json", "deny"}, // cat /* denies first
+		{"ls ~", "protected"},
 		// Denied by a rule, directly or through a wrapper.
 		{"rm", "deny"},
 		{"rm -rf /", "deny"},
@@ -305,6 +317,12 @@ func TestHookBashTable(t *testing.T) {
 				t.Fatalf("exit %d: %s", r.code, r.stderr)
 			}
 			out := hookAnswer(t, r.stdout)
+			if tt.want == "protected" {
+				if out.Permission() != hook.PermissionDeny || !strings.Contains(out.Reason(), "Warden refused this command: it names") {
+					t.Errorf("%q: %s (%s), want the self-protection deny", tt.command, out.Permission(), out.Reason())
+				}
+				return
+			}
 			if out.Permission() != tt.want {
 				t.Errorf("%q: %s (%s), want %s", tt.command, out.Permission(), out.Reason(), tt.want)
 			}
@@ -397,7 +415,11 @@ func TestHookInstall(t *testing.T) {
 		t.Fatal(err)
 	}
 	const exe = "/usr/local/bin/warden"
-	preHook := hook.ClaudeHook{Event: "PreToolUse", Command: exe + " hook claude-code --policy " + absPolicy}
+	preArgv := []string{exe, "hook", "claude-code", "--policy", absPolicy}
+	preHook := hook.ClaudeHook{Event: "PreToolUse", Command: blockingCommand(preArgv)}
+	if !strings.HasPrefix(preHook.Command, exe+" hook claude-code --policy "+absPolicy+" || {") {
+		t.Fatalf("the PreToolUse command is %q", preHook.Command)
+	}
 	install := func(extra ...string) []string {
 		return append([]string{"hook", "claude-code", "install", "--warden", exe, "--policy", hookPolicy}, extra...)
 	}
@@ -415,7 +437,7 @@ func TestHookInstall(t *testing.T) {
 	t.Run("print with store", func(t *testing.T) {
 		r := runWarden(t, install("--store", "sqlite:///var/lib/warden/audit.db")...)
 		want := hook.ClaudeHooksBlock(
-			hook.ClaudeHook{Event: "PreToolUse", Command: preHook.Command + " --store sqlite:///var/lib/warden/audit.db"},
+			hook.ClaudeHook{Event: "PreToolUse", Command: blockingCommand(append(preArgv, "--store", "sqlite:///var/lib/warden/audit.db"))},
 			hook.ClaudeHook{Event: "PostToolUse", Command: exe + " hook claude-code --event post --store sqlite:///var/lib/warden/audit.db"},
 		)
 		if r.code != 0 || r.stdout != string(want) {

@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -26,6 +27,7 @@ import (
 	"github.com/wardenhq/warden"
 	"github.com/wardenhq/warden/agent"
 	"github.com/wardenhq/warden/directives"
+	"github.com/wardenhq/warden/hook"
 	"github.com/wardenhq/warden/internal/yamlstrict"
 	"github.com/wardenhq/warden/policy"
 	"github.com/wardenhq/warden/provider/anthropic"
@@ -64,7 +66,11 @@ network access:
                                               echo ..., pwd, wc -l FILE (nothing else
                                               runs; there is no real shell)
 
-A path that leaves the workspace (../etc/passwd, a symlink out of it) is refused.
+A path that leaves the workspace (../etc/passwd, a symlink out of it) is refused. A
+path is judged as written and in the form the tool opens (cleaned, symlinks resolved:
+x.env/ and a link to x.env are judged as x.env), and the tool opens exactly that form
+without following links. The editor never writes the policy, agent.yaml, the
+directives pack, checkpoint files or the store's files, whatever the policy says.
 
 When a call needs a person (a policy escalate rule, an ask), the run pauses: it writes
 the checkpoint to <checkpoint_dir>/warden-checkpoint-<id>.json, prints the command
@@ -218,6 +224,9 @@ func runAgentCommand(ctx context.Context, w io.Writer, o runOptions, task string
 	}
 	defer rt.close()
 	rt.st, rt.dsn = st, dsn
+	if err := rt.ws.protectRunFiles(cfg, dsn); err != nil {
+		return internalError(err)
+	}
 	rt.header(task)
 
 	var res agent.Result
@@ -1005,12 +1014,35 @@ func (p providerConfig) build() (agent.Provider, error) {
 // ---------------------------------------------------------------------------------------
 // The built-in tools, confined to the workspace.
 
-// workspace is the directory the built-in tools may touch. Every path is checked
-// lexically and through symlinks before use, and every file operation goes through an
-// os.Root, which refuses to leave the directory whatever happens in between.
+// workspace is the directory the built-in tools may touch.
+//
+// Paths are judged in the form the tools act on, and the tools act on exactly that form:
+//
+//   - Each tool's preprocessor turns every path argument into its canonical form: the
+//     path relative to the workspace, slash-separated and clean, with every symbolic
+//     link resolved the way the kernel would resolve it ("x.env/", "x.env/.",
+//     "./x.env" and "sub/../x.env" are all "x.env"; a link inside the workspace becomes
+//     its target). A path that leaves the workspace, lexically or through a link, is
+//     refused. When the canonical form differs from the written one, the call goes on
+//     with the canonical form, and the Guard judges it again (the second permission
+//     pass): the written form and the canonical form are both judged, and a refusal of
+//     either refuses the call.
+//   - A tool refuses a path argument that is not already canonical, so what it opens is
+//     the string that was judged; and it opens that path one component at a time
+//     without following any symbolic link (each directory and the file is checked to be
+//     no link, then opened, then checked to be the same file that was checked), through
+//     an os.Root, which cannot leave the workspace whatever happens in between. A link
+//     put in place after the judgement makes the call fail; it is never followed.
+//   - The files Warden itself reads (the policy, agent.yaml, the directives pack, the
+//     checkpoint files and the store's files) are never written by the editor, whatever
+//     the policy says.
 type workspace struct {
 	dir  string // absolute, symlinks resolved
 	root *os.Root
+	// protected is what the editor refuses to write: absolute paths, and the
+	// checkpoint directory whose warden-checkpoint-*.json files are protected.
+	protected     hook.Protected
+	checkpointDir string
 }
 
 func openWorkspace(dir string) (*workspace, error) {
@@ -1036,19 +1068,78 @@ func openWorkspace(dir string) (*workspace, error) {
 	return &workspace{dir: real, root: root}, nil
 }
 
+// protectRunFiles protects, from the editor, every file this run reads or writes
+// besides the workspace's own: the policy, agent.yaml, the directives pack, the
+// checkpoint files and, for a sqlite:// store, the database files.
+func (w *workspace) protectRunFiles(cfg *runConfig, dsn string) error {
+	for _, f := range []struct{ path, what string }{
+		{cfg.policy, "the Warden policy"},
+		{cfg.path, "the agent configuration"},
+		{cfg.directivesPack, "the directives pack"},
+	} {
+		if f.path == "" {
+			continue
+		}
+		abs, err := filepath.Abs(f.path)
+		if err != nil {
+			return err
+		}
+		w.protected.Add(abs, f.what)
+	}
+	if dsn != "" {
+		files, err := storeFiles(dsn)
+		if err != nil {
+			return err
+		}
+		for _, f := range files {
+			w.protected.Add(f, "the Warden store")
+		}
+	}
+	dir, err := filepath.Abs(cfg.checkpointDir)
+	if err != nil {
+		return err
+	}
+	if real, err := hook.ResolvePath(dir); err == nil {
+		dir = real
+	}
+	w.checkpointDir = dir
+	return nil
+}
+
+// protectedFile returns what the workspace file rel (canonical) is, when it is one the
+// editor must not write.
+func (w *workspace) protectedFile(rel string) (hook.Hit, bool) {
+	abs := filepath.Join(w.dir, filepath.FromSlash(rel))
+	if h, ok := w.protected.Names(abs); ok {
+		return h, true
+	}
+	if w.checkpointDir != "" && strings.EqualFold(filepath.Dir(abs), w.checkpointDir) {
+		base := strings.ToLower(filepath.Base(abs))
+		if strings.HasPrefix(base, "warden-checkpoint-") && strings.HasSuffix(base, ".json") {
+			return hook.Hit{Path: abs, What: "a Warden checkpoint"}, true
+		}
+	}
+	return hook.Hit{}, false
+}
+
 // maxToolFile bounds what the reader, cat and search read from one file.
 const maxToolFile = 1 << 20
 
 // maxSearchMatches bounds the lines search returns.
 const maxSearchMatches = 100
 
+// maxSearchDepth bounds how deep search descends below the path it is given.
+const maxSearchDepth = 64
+
 // escapeError is the error for a path outside the workspace.
 func escapeError(p string) error {
 	return fmt.Errorf("path %q is outside the workspace; use a path inside it", p)
 }
 
-// resolve returns p relative to the workspace (slash-separated, for os.Root), refusing a
-// path that leaves it: lexically after filepath.Clean, or through a symlink.
+// resolve returns the canonical form of p: relative to the workspace, slash-separated,
+// clean, with every symbolic link resolved as the kernel resolves it (see
+// [hook.ResolvePath]); "." is the workspace itself. It refuses a path that leaves the
+// workspace: lexically after cleaning, or through a link.
 func (w *workspace) resolve(p string) (string, error) {
 	if strings.TrimSpace(p) == "" {
 		return "", errors.New("the path is empty")
@@ -1056,32 +1147,21 @@ func (w *workspace) resolve(p string) (string, error) {
 	if strings.ContainsRune(p, 0) {
 		return "", fmt.Errorf("path %q contains a NUL byte", p)
 	}
-	abs := p
+	raw := p
 	if !filepath.IsAbs(p) {
-		abs = filepath.Join(w.dir, p)
+		raw = w.dir + string(filepath.Separator) + p // not cleaned: "link/.." climbs from the target
 	}
-	abs = filepath.Clean(abs)
-	if !w.inside(abs) {
+	if !w.inside(filepath.Clean(raw)) {
 		return "", escapeError(p)
 	}
-	// Resolve symlinks in the longest prefix that exists.
-	existing, rest := abs, ""
-	for {
-		real, err := filepath.EvalSymlinks(existing)
-		if err == nil {
-			if !w.inside(filepath.Join(real, rest)) {
-				return "", escapeError(p)
-			}
-			break
-		}
-		parent := filepath.Dir(existing)
-		if parent == existing {
-			return "", escapeError(p)
-		}
-		rest = filepath.Join(filepath.Base(existing), rest)
-		existing = parent
+	real, err := hook.ResolvePath(raw)
+	if err != nil {
+		return "", fmt.Errorf("path %q: %v", p, err)
 	}
-	rel, err := filepath.Rel(w.dir, abs)
+	if !w.inside(real) {
+		return "", escapeError(p)
+	}
+	rel, err := filepath.Rel(w.dir, real)
 	if err != nil {
 		return "", escapeError(p)
 	}
@@ -1093,41 +1173,259 @@ func (w *workspace) inside(abs string) bool {
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
 }
 
-// confine is a tool's own preprocessor: a path argument that leaves the workspace is
-// refused before the call can run.
-func (w *workspace) confine(key string) func(context.Context, warden.ToolCall) warden.CallOutcome {
-	return func(_ context.Context, c warden.ToolCall) warden.CallOutcome {
-		p, ok := c.Args.String(key)
-		if !ok || p == "" {
-			return warden.AllowCall()
-		}
-		if _, err := w.resolve(p); err != nil {
-			return warden.DenyCall(err.Error())
-		}
-		return warden.AllowCall()
-	}
-}
-
-func (w *workspace) readFile(p string) (string, error) {
+// judged returns p when it is already in canonical form, and refuses it otherwise: a
+// tool acts only on the form its preprocessor produced and the policy judged.
+func (w *workspace) judged(p string) (string, error) {
 	rel, err := w.resolve(p)
 	if err != nil {
 		return "", err
 	}
-	fi, err := w.root.Stat(rel)
-	if err != nil {
-		return "", cleanPathError(err, p)
+	if rel != p {
+		return "", fmt.Errorf("path %q is not in the form that was judged (%q); nothing was done", p, rel)
 	}
-	if fi.IsDir() {
-		return "", fmt.Errorf("%s is a directory", p)
+	return rel, nil
+}
+
+// confine is a tool's own preprocessor for the path argument key: a path that leaves
+// the workspace is refused; any other is replaced by its canonical form, which the
+// Guard then judges again. With write set, a protected file is refused whatever the
+// policy says.
+func (w *workspace) confine(key string, write bool) func(context.Context, warden.ToolCall) warden.CallOutcome {
+	return func(_ context.Context, c warden.ToolCall) warden.CallOutcome {
+		v, present := c.Args.Get(key)
+		if !present {
+			return warden.AllowCall()
+		}
+		p, ok := v.(string)
+		if !ok {
+			return warden.AllowCall() // the schema refuses it
+		}
+		rel, err := w.resolve(p)
+		if err != nil {
+			return warden.DenyCall(err.Error())
+		}
+		if write {
+			if h, ok := w.protectedFile(rel); ok {
+				return warden.DenyCall(protectedWriteText(p, h))
+			}
+		}
+		if rel == p {
+			return warden.AllowCall()
+		}
+		return warden.TransformCall(c.Args.With(key, rel), fmt.Sprintf("%s %q judged as the file it opens, %q", key, p, rel))
+	}
+}
+
+// protectedWriteText is what the model reads when the editor refuses a protected file.
+func protectedWriteText(p string, h hook.Hit) string {
+	return fmt.Sprintf("Warden refused this write: %s is %s, which no tool call may change, whatever the policy says.", p, h.What)
+}
+
+// confineShell is the bash tool's preprocessor: the file arguments of cat, wc -l and
+// ls are replaced by their canonical form (see confine), so that the policy judges the
+// command the demo shell will run. A command the demo shell does not run is left as it
+// is (it runs nothing).
+func (w *workspace) confineShell(_ context.Context, c warden.ToolCall) warden.CallOutcome {
+	command, _ := c.Args.String("command")
+	argv, paths, ok := demoShellPaths(command)
+	if !ok {
+		return warden.AllowCall()
+	}
+	changed := false
+	for _, i := range paths {
+		rel, err := w.resolve(argv[i])
+		if err != nil {
+			return warden.DenyCall(err.Error())
+		}
+		if rel != argv[i] {
+			if strings.Trim(rel, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./+,@%") != "" {
+				return warden.DenyCall(fmt.Sprintf("path %q leads to %q, which the demo shell cannot take as one word; use the reader tool", argv[i], rel))
+			}
+			argv[i], changed = rel, true
+		}
+	}
+	if !changed {
+		return warden.AllowCall()
+	}
+	return warden.TransformCall(c.Args.With("command", strings.Join(argv, " ")), "file arguments judged as the files the demo shell opens")
+}
+
+// demoShellPaths splits a command the demo shell runs into its words and the indexes of
+// those that name files; ok is false for anything it does not run.
+func demoShellPaths(command string) (argv []string, paths []int, ok bool) {
+	a := shell.Analyze(command)
+	if !a.Simple || len(a.Commands) != 1 {
+		return nil, nil, false
+	}
+	argv = strings.Fields(a.Commands[0])
+	if len(argv) == 0 {
+		return nil, nil, false
+	}
+	switch name, n := argv[0], len(argv); {
+	case name == "ls" && n == 2:
+		paths = []int{1}
+	case name == "cat" && n >= 2:
+		for i := 1; i < n; i++ {
+			paths = append(paths, i)
+		}
+	case name == "wc" && n >= 3 && argv[1] == "-l":
+		for i := 2; i < n; i++ {
+			paths = append(paths, i)
+		}
+	default:
+		return nil, nil, false
+	}
+	return argv, paths, true
+}
+
+// errChanged is the error for a path that changed (a link put in its place) between
+// the judgement and the open.
+func errChanged(p string) error {
+	return fmt.Errorf("%s changed since it was judged (a symbolic link or another file is in its place); nothing was done", p)
+}
+
+// stepDir opens the directory name (one component) of parent without following a
+// symbolic link: it must be a directory and not a link, and the directory opened must
+// be the one inspected. With create, a missing directory is made first.
+func stepDir(parent *os.Root, name, shown string, create bool) (*os.Root, error) {
+	fi, err := parent.Lstat(name)
+	if errors.Is(err, fs.ErrNotExist) && create {
+		if err := parent.Mkdir(name, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			return nil, cleanPathError(err, shown)
+		}
+		fi, err = parent.Lstat(name)
+	}
+	if err != nil {
+		return nil, cleanPathError(err, shown)
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		return nil, errChanged(shown)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("%s is not a directory", shown)
+	}
+	sub, err := parent.OpenRoot(name)
+	if err != nil {
+		return nil, cleanPathError(err, shown)
+	}
+	now, err := sub.Stat(".")
+	if err != nil || !os.SameFile(fi, now) {
+		sub.Close()
+		return nil, errChanged(shown)
+	}
+	return sub, nil
+}
+
+// openDir opens the workspace directory rel (canonical) without following any link;
+// the caller closes it. With create, missing directories are made.
+func (w *workspace) openDir(rel string, create bool) (*os.Root, error) {
+	cur, err := w.root.OpenRoot(".")
+	if err != nil {
+		return nil, err
+	}
+	if rel == "." {
+		return cur, nil
+	}
+	done := ""
+	for _, name := range strings.Split(rel, "/") {
+		done = path.Join(done, name)
+		next, err := stepDir(cur, name, done, create)
+		cur.Close()
+		if err != nil {
+			return nil, err
+		}
+		cur = next
+	}
+	return cur, nil
+}
+
+// openIn opens the file name (one component) of dir without following a link: an
+// existing name must be a regular file and the file opened the one inspected; a missing
+// one is created only with os.O_CREATE, exclusively. O_TRUNC applies only once the file
+// is known to be the one inspected.
+func openIn(dir *os.Root, name, shown string, flag int, perm fs.FileMode) (*os.File, error) {
+	fi, err := dir.Lstat(name)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && flag&os.O_CREATE != 0:
+		f, err := dir.OpenFile(name, flag|os.O_EXCL, perm)
+		if errors.Is(err, fs.ErrExist) {
+			return nil, errChanged(shown)
+		}
+		if err != nil {
+			return nil, cleanPathError(err, shown)
+		}
+		return f, nil
+	case err != nil:
+		return nil, cleanPathError(err, shown)
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return nil, errChanged(shown)
+	case fi.IsDir():
+		return nil, fmt.Errorf("%s is a directory", shown)
+	case !fi.Mode().IsRegular():
+		return nil, fmt.Errorf("%s is not a regular file", shown)
+	}
+	f, err := dir.OpenFile(name, flag&^(os.O_CREATE|os.O_TRUNC|os.O_EXCL)|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, cleanPathError(err, shown)
+	}
+	now, err := f.Stat()
+	if err != nil || !os.SameFile(fi, now) {
+		f.Close()
+		return nil, errChanged(shown)
+	}
+	if flag&os.O_TRUNC != 0 {
+		if err := f.Truncate(0); err != nil {
+			f.Close()
+			return nil, cleanPathError(err, shown)
+		}
+	}
+	return f, nil
+}
+
+// openFile opens the workspace file rel (canonical) without following any link.
+func (w *workspace) openFile(rel string, flag int, perm fs.FileMode, mkdirs bool) (*os.File, error) {
+	if rel == "." {
+		return nil, errors.New(". is a directory")
+	}
+	dir, base := path.Split(rel)
+	d, err := w.openDir(path.Clean("./"+dir), mkdirs)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return openIn(d, base, rel, flag, perm)
+}
+
+// readAll reads an open file of at most maxToolFile bytes.
+func readAll(f *os.File, shown string) (string, error) {
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", cleanPathError(err, shown)
 	}
 	if fi.Size() > maxToolFile {
-		return "", fmt.Errorf("%s is %d bytes, over the %d bytes these tools read", p, fi.Size(), maxToolFile)
+		return "", fmt.Errorf("%s is %d bytes, over the %d bytes these tools read", shown, fi.Size(), maxToolFile)
 	}
-	b, err := w.root.ReadFile(rel)
+	b, err := io.ReadAll(io.LimitReader(f, maxToolFile+1))
 	if err != nil {
-		return "", cleanPathError(err, p)
+		return "", cleanPathError(err, shown)
+	}
+	if len(b) > maxToolFile {
+		return "", fmt.Errorf("%s is over the %d bytes these tools read", shown, maxToolFile)
 	}
 	return string(b), nil
+}
+
+func (w *workspace) readFile(p string) (string, error) {
+	rel, err := w.judged(p)
+	if err != nil {
+		return "", err
+	}
+	f, err := w.openFile(rel, os.O_RDONLY, 0, false)
+	if err != nil {
+		return "", err
+	}
+	return readAll(f, p)
 }
 
 // cleanPathError drops the absolute workspace path from a file error.
@@ -1153,7 +1451,7 @@ func (w *workspace) tools() []warden.Executable {
 				InputSchema: objectSchema(`"path":{"type":"string","description":"the file, relative to the workspace"}`, "path"),
 				Source:      "builtin",
 			},
-			Pre: w.confine("path"),
+			Pre: w.confine("path", false),
 			Run: func(_ context.Context, a warden.Args, _ *warden.Credential) (any, error) {
 				p, _ := a.String("path")
 				return w.readFile(p)
@@ -1166,7 +1464,7 @@ func (w *workspace) tools() []warden.Executable {
 				InputSchema: objectSchema(`"file_path":{"type":"string","description":"the file, relative to the workspace"},"action":{"type":"string","enum":["write","append"]},"content":{"type":"string"}`, "file_path", "action", "content"),
 				Source:      "builtin",
 			},
-			Pre: w.confine("file_path"),
+			Pre: w.confine("file_path", true),
 			Run: func(_ context.Context, a warden.Args, _ *warden.Credential) (any, error) {
 				p, _ := a.String("file_path")
 				action, _ := a.String("action")
@@ -1181,7 +1479,7 @@ func (w *workspace) tools() []warden.Executable {
 				InputSchema: objectSchema(`"pattern":{"type":"string","minLength":1},"path":{"type":"string","description":"a file or directory, relative to the workspace (default: the whole workspace)"}`, "pattern"),
 				Source:      "builtin",
 			},
-			Pre: w.confine("path"),
+			Pre: w.confine("path", false),
 			Run: func(_ context.Context, a warden.Args, _ *warden.Credential) (any, error) {
 				pattern, _ := a.String("pattern")
 				p, ok := a.String("path")
@@ -1198,6 +1496,7 @@ func (w *workspace) tools() []warden.Executable {
 				InputSchema: objectSchema(`"command":{"type":"string"}`, "command"),
 				Source:      "builtin",
 			},
+			Pre: w.confineShell,
 			Run: func(_ context.Context, a warden.Args, _ *warden.Credential) (any, error) {
 				c, _ := a.String("command")
 				return w.bash(c)
@@ -1207,14 +1506,12 @@ func (w *workspace) tools() []warden.Executable {
 }
 
 func (w *workspace) edit(p, action, content string) (string, error) {
-	rel, err := w.resolve(p)
+	rel, err := w.judged(p)
 	if err != nil {
 		return "", err
 	}
-	if dir := path.Dir(rel); dir != "." {
-		if err := w.root.MkdirAll(dir, 0o755); err != nil {
-			return "", cleanPathError(err, p)
-		}
+	if h, ok := w.protectedFile(rel); ok {
+		return "", errors.New(protectedWriteText(p, h))
 	}
 	flag := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
 	verb := "wrote"
@@ -1225,9 +1522,9 @@ func (w *workspace) edit(p, action, content string) (string, error) {
 	default:
 		return "", fmt.Errorf("unknown action %q (want write or append)", action)
 	}
-	f, err := w.root.OpenFile(rel, flag, 0o644)
+	f, err := w.openFile(rel, flag, 0o644, true)
 	if err != nil {
-		return "", cleanPathError(err, p)
+		return "", err
 	}
 	_, werr := f.WriteString(content)
 	if err := errors.Join(werr, f.Close()); err != nil {
@@ -1237,42 +1534,68 @@ func (w *workspace) edit(p, action, content string) (string, error) {
 }
 
 func (w *workspace) search(pattern, p string) (string, error) {
-	rel, err := w.resolve(p)
+	rel, err := w.judged(p)
 	if err != nil {
 		return "", err
 	}
-	fsys := w.root.FS()
 	var out []string
 	more := false
-	err = fs.WalkDir(fsys, rel, func(name string, de fs.DirEntry, err error) error {
-		if err != nil {
-			return nil // unreadable entries are skipped
+	// scan adds the matching lines of one open file.
+	scan := func(f *os.File, name string) {
+		text, err := readAll(f, name)
+		if err != nil || strings.IndexByte(text, 0) >= 0 {
+			return // unreadable, too large and binary files are skipped
 		}
-		if de.IsDir() || !de.Type().IsRegular() {
-			return nil
-		}
-		if fi, err := de.Info(); err != nil || fi.Size() > maxToolFile {
-			return nil
-		}
-		b, err := fs.ReadFile(fsys, name)
-		if err != nil || bytes.IndexByte(b, 0) >= 0 {
-			return nil // binary files are skipped
-		}
-		sc := bufio.NewScanner(bytes.NewReader(b))
+		sc := bufio.NewScanner(strings.NewReader(text))
 		sc.Buffer(make([]byte, 0, 64<<10), maxToolFile)
 		for line := 1; sc.Scan(); line++ {
 			if strings.Contains(sc.Text(), pattern) {
 				if len(out) == maxSearchMatches {
 					more = true
-					return fs.SkipAll
+					return
 				}
 				out = append(out, fmt.Sprintf("%s:%d: %s", name, line, sc.Text()))
 			}
 		}
-		return nil
-	})
-	if err != nil {
-		return "", cleanPathError(err, p)
+	}
+	// walk searches an open directory, never following a link.
+	var walk func(d *os.Root, prefix string, depth int)
+	walk = func(d *os.Root, prefix string, depth int) {
+		entries, err := fs.ReadDir(d.FS(), ".")
+		if err != nil {
+			return // unreadable directories are skipped
+		}
+		for _, e := range entries {
+			if more {
+				return
+			}
+			name := path.Join(prefix, e.Name())
+			switch {
+			case e.IsDir() && depth < maxSearchDepth:
+				if sub, err := stepDir(d, e.Name(), name, false); err == nil {
+					walk(sub, name, depth+1)
+					sub.Close()
+				}
+			case e.Type().IsRegular():
+				if f, err := openIn(d, e.Name(), name, os.O_RDONLY, 0); err == nil {
+					scan(f, name)
+				}
+			}
+		}
+	}
+	if fi, err := w.root.Lstat(rel); err == nil && fi.Mode().IsRegular() {
+		f, err := w.openFile(rel, os.O_RDONLY, 0, false)
+		if err != nil {
+			return "", err
+		}
+		scan(f, rel)
+	} else {
+		d, err := w.openDir(rel, false)
+		if err != nil {
+			return "", err
+		}
+		walk(d, rel, 0)
+		d.Close()
 	}
 	if len(out) == 0 {
 		return "no matches", nil
@@ -1288,7 +1611,8 @@ var errDemoShell = errors.New("this demo shell supports only ls, cat, echo, pwd,
 
 // bash runs one command of the demo shell's tiny subset, in-process. The command is
 // parsed with package shell; anything but one simple command of literal words, and
-// anything but the supported commands, is refused without running anything.
+// anything but the supported commands, is refused without running anything. A file
+// argument must be in the canonical form the preprocessor gave it.
 func (w *workspace) bash(command string) (string, error) {
 	a := shell.Analyze(command)
 	if !a.Simple {
@@ -1335,11 +1659,16 @@ func (w *workspace) bash(command string) (string, error) {
 }
 
 func (w *workspace) ls(p string) (string, error) {
-	rel, err := w.resolve(p)
+	rel, err := w.judged(p)
 	if err != nil {
 		return "", fmt.Errorf("ls: %w", err)
 	}
-	entries, err := fs.ReadDir(w.root.FS(), rel)
+	d, err := w.openDir(rel, false)
+	if err != nil {
+		return "", fmt.Errorf("ls: %w", err)
+	}
+	defer d.Close()
+	entries, err := fs.ReadDir(d.FS(), ".")
 	if err != nil {
 		return "", fmt.Errorf("ls: %w", cleanPathError(err, p))
 	}

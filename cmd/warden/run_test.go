@@ -245,9 +245,10 @@ func TestRunWorkspaceConfinement(t *testing.T) {
 	wantContains(t, "stdout", r.stdout,
 		"→ reader {\"path\":\"../etc/passwd\"}\n  refused: path \"../etc/passwd\" is outside the workspace; use a path inside it\n",
 		"→ reader {\"path\":\"/etc/passwd\"}\n  refused: path \"/etc/passwd\" is outside the workspace; use a path inside it\n",
-		"→ bash {\"command\":\"cat ../../etc/passwd\"}\n  allowed by cat *\n  failed: Tool 'bash' failed: cat: path \"../../etc/passwd\" is outside the workspace; use a path inside it\n",
+		// The demo shell's preprocessor refuses the file before anything runs.
+		"→ bash {\"command\":\"cat ../../etc/passwd\"}\n  refused: path \"../../etc/passwd\" is outside the workspace; use a path inside it\n",
 		"→ reader {\"path\":\"link/passwd\"}\n  refused: path \"link/passwd\" is outside the workspace; use a path inside it\n",
-		"1 tool call executed")
+		"0 tool calls executed")
 	if strings.Contains(r.stdout, "root:") {
 		t.Error("a file outside the workspace was read")
 	}
@@ -270,8 +271,9 @@ func TestRunWorkspaceResolve(t *testing.T) {
 	}
 	defer w.root.Close()
 	for p, want := range map[string]string{
-		"a.txt": "a.txt", "sub/../a.txt": "a.txt", "./sub/new/file": "sub/new/file", "inner/x": "inner/x",
-		".": ".", filepath.Join(w.dir, "b"): "b",
+		"a.txt": "a.txt", "sub/../a.txt": "a.txt", "./sub/new/file": "sub/new/file", "inner/x": "sub/x", "inner/../a.txt": "a.txt",
+		"sub//x/./": "sub/x",
+		".":         ".", filepath.Join(w.dir, "b"): "b",
 	} {
 		if got, err := w.resolve(p); err != nil || got != want {
 			t.Errorf("resolve(%q) = %q, %v; want %q", p, got, err, want)

@@ -28,6 +28,9 @@ import (
 type serveOptions struct {
 	config string
 	stdio  bool
+	// watch is how often the config and the files it names are checked for changes;
+	// 0 turns the check off (only SIGHUP reloads).
+	watch time.Duration
 }
 
 func newServeCommand(stdout, stderr io.Writer) *cobra.Command {
@@ -49,7 +52,11 @@ its store, so operators decide their approvals in the same inbox); logs go to
 stderr only, and the process ends when the client closes stdin.
 
 SIGHUP, or a change to the config or policy file, reloads both: the new revision
-applies to new calls; a bad file keeps the old revision and the log says why.`,
+applies to new calls; a bad file keeps the old revision and the log says why. The
+files are compared by content every --watch interval (1s; 0 turns that off), with
+each file hashed before it is read, so an edit saved during a reload is applied by
+the next one. Operator changes take effect on the reload: a removed operator, or one
+whose token changed, is signed out of the inbox at once and the old token is refused.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.config == "" {
@@ -60,6 +67,7 @@ applies to new calls; a bad file keeps the old revision and the log says why.`,
 	}
 	cmd.Flags().StringVarP(&o.config, "config", "c", "", "the gateway config file")
 	cmd.Flags().BoolVar(&o.stdio, "stdio", false, "serve MCP on stdin/stdout only (as the config's stdio identity), not HTTP")
+	cmd.Flags().DurationVar(&o.watch, "watch", time.Second, "how often the config and policy files are checked for changes (0: only SIGHUP reloads)")
 	cmd.AddCommand(&cobra.Command{
 		Use:   "hash-token",
 		Short: "Print the token_sha256 value for a token read from stdin",
@@ -85,16 +93,19 @@ func runServe(ctx context.Context, o serveOptions, stdin io.Reader, stdout, stde
 		// The MCP SDK allocates heavily per call; trade memory for fewer collections.
 		debug.SetGCPercent(400)
 	}
-	cfg, err := mcp.LoadConfig(o.config)
+	if o.watch < 0 {
+		return usageErrorf("--watch %s: give a positive interval, or 0 to reload on SIGHUP only", o.watch)
+	}
+	// Every file is hashed before it is read, so that an edit made while the gateway
+	// starts (discovery can take a while) is reloaded rather than missed.
+	watch := &configWatch{config: o.config}
+	cfg, err := watch.load(nil)
 	if err != nil {
 		return configError(err)
 	}
 	if cfg.Listen == "" && !o.stdio {
 		return usageErrorf("%s sets no listen address: add `listen: 127.0.0.1:8080`, or pass --stdio", o.config)
 	}
-	// Stamped before the gateway loads the files, so that an edit made while it starts
-	// (discovery can take a while) is reloaded rather than missed.
-	watch := newFileWatch(o.config, cfg.Policy)
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -125,11 +136,7 @@ func runServe(ctx context.Context, o serveOptions, stdin io.Reader, stdout, stde
 		mux.Handle("/healthz", health)
 		mux.Handle("/readyz", health)
 		if len(cfg.Operators) > 0 {
-			ops := make([]inbox.Operator, len(cfg.Operators))
-			for i, op := range cfg.Operators {
-				ops[i] = inbox.Operator{Name: op.Name, TokenHash: op.TokenHash}
-			}
-			ib, err = inbox.New(inbox.Options{Store: st, Operators: ops, Path: cfg.UIPath, Events: gw.Events().ForCall, Logger: log})
+			ib, err = inbox.New(inbox.Options{Store: st, Operators: inboxOperators(cfg), Path: cfg.UIPath, Events: gw.Events().ForCall, Logger: log})
 			if err != nil {
 				gw.Close()
 				return configError(fmt.Errorf("%s: web inbox: %w", cfg.File, err))
@@ -157,19 +164,12 @@ func runServe(ctx context.Context, o serveOptions, stdin io.Reader, stdout, stde
 		}()
 	}
 
-	reload := func(why string) {
-		next, err := mcp.LoadConfig(o.config)
-		if err == nil {
-			err = gw.Reload(ctx, next)
-		}
-		if err != nil {
-			log.Error("reload refused; the previous configuration stays in force", "trigger", why, "error", err)
-			return
-		}
-		log.Info("configuration reloaded", "trigger", why)
+	var ticks <-chan time.Time
+	if o.watch > 0 {
+		tick := time.NewTicker(o.watch)
+		defer tick.Stop()
+		ticks = tick.C
 	}
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
 
 	var runErr error
 loop:
@@ -178,12 +178,10 @@ loop:
 		case <-ctx.Done():
 			break loop
 		case <-hup:
-			reload("SIGHUP")
-			watch.reset(o.config, gw.Config().Policy)
-		case <-tick.C:
+			applyOperators(ib, reloadGateway(ctx, gw, watch, log, "SIGHUP"), log)
+		case <-ticks:
 			if watch.changed() {
-				reload("file change")
-				watch.reset(o.config, gw.Config().Policy)
+				applyOperators(ib, reloadGateway(ctx, gw, watch, log, "file change"), log)
 			}
 		case err := <-serveErr:
 			if !errors.Is(err, errStdioClosed) {
@@ -221,6 +219,15 @@ loop:
 		log.Warn("shutdown", "error", err)
 	}
 	return runErr
+}
+
+// inboxOperators returns the operators of cfg as the inbox takes them.
+func inboxOperators(cfg *mcp.Config) []inbox.Operator {
+	ops := make([]inbox.Operator, len(cfg.Operators))
+	for i, op := range cfg.Operators {
+		ops[i] = inbox.Operator{Name: op.Name, TokenHash: op.TokenHash}
+	}
+	return ops
 }
 
 // responseGrace is how long a shutting-down gateway lets the last responses be
@@ -267,43 +274,26 @@ func inboxURL(ln net.Listener, cfg *mcp.Config, on bool) string {
 	return "http://" + ln.Addr().String() + cfg.UIPath
 }
 
-// fileWatch notices changes to the config and policy files by size and time.
-type fileWatch struct{ stamps map[string]string }
-
-func newFileWatch(files ...string) *fileWatch {
-	w := &fileWatch{}
-	w.reset(files...)
-	return w
-}
-
-func (w *fileWatch) reset(files ...string) {
-	w.stamps = map[string]string{}
-	for _, f := range files {
-		w.stamps[f] = stamp(f)
-	}
-}
-
-func (w *fileWatch) changed() bool {
-	for f, s := range w.stamps {
-		if stamp(f) != s {
-			return true
-		}
-	}
-	return false
-}
-
-func stamp(file string) string {
-	fi, err := os.Stat(file)
-	if err != nil {
-		return "missing"
-	}
-	return fmt.Sprint(fi.Size(), fi.ModTime().UnixNano())
-}
-
 // version is the module version the binary was built from ("dev" for a work tree).
 func version() string {
 	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
 		return bi.Main.Version
 	}
 	return "dev"
+}
+
+// applyOperators puts the operators of a reloaded config (nil: the reload was refused,
+// nothing changes) into effect at once: a removed operator, or one whose token changed,
+// is signed out and refused from here on. SetOperators fails closed on a list it cannot
+// accept (nobody signs in), which the config decoder already refuses.
+func applyOperators(ib *inbox.Inbox, next *mcp.Config, log *slog.Logger) {
+	switch {
+	case next == nil:
+	case ib != nil:
+		if err := ib.SetOperators(inboxOperators(next)); err != nil {
+			log.Error("web inbox: the new operators are not valid; nobody can sign in until the config is fixed", "error", err)
+		}
+	case len(next.Operators) > 0:
+		log.Warn("web inbox: operators were added, but the inbox was off at start; it starts after a restart")
+	}
 }

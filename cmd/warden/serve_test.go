@@ -127,9 +127,9 @@ func (f *notesFixture) setWait(t *testing.T, wait string) {
 	writeFile(t, f.config, f.cfg.yaml())
 }
 
-func (f *notesFixture) start(t *testing.T) *gatewayProc {
+func (f *notesFixture) start(t *testing.T, args ...string) *gatewayProc {
 	t.Helper()
-	return startGateway(t, f.config, f.env)
+	return startGateway(t, f.config, f.env, args...)
 }
 
 // peerEnv builds the Go peers (module-relative package paths) and returns the
@@ -160,12 +160,12 @@ type gatewayProc struct {
 
 var listeningRE = regexp.MustCompile(`msg="warden gateway listening" mcp=(http://(\S+?)(/\S*))`)
 
-// startGateway starts `warden serve -c config`, reads the address from its log and
-// waits until /readyz answers 200. Cleanup kills it.
-func startGateway(t *testing.T, config string, env []string) *gatewayProc {
+// startGateway starts `warden serve -c config [args]`, reads the address from its log
+// and waits until /readyz answers 200. Cleanup kills it.
+func startGateway(t *testing.T, config string, env []string, args ...string) *gatewayProc {
 	t.Helper()
 	g := &gatewayProc{log: &mcptest.LogBuffer{}, done: make(chan struct{})}
-	g.cmd = exec.Command(wardenBinary(t), "serve", "-c", config)
+	g.cmd = exec.Command(wardenBinary(t), append([]string{"serve", "-c", config}, args...)...)
 	g.cmd.Env = env
 	g.cmd.Stderr = g.log
 	g.cmd.WaitDelay = 10 * time.Second
@@ -254,6 +254,19 @@ func connect(t *testing.T, endpoint, token string) *sdk.ClientSession {
 func callTool(t *testing.T, cs *sdk.ClientSession, tool string, args map[string]any) *sdk.CallToolResult {
 	t.Helper()
 	return mcptest.CallTool(t, cs, callTimeout, tool, args)
+}
+
+// callToolErr makes one tool call that must fail with a protocol error, and returns
+// the error.
+func callToolErr(t *testing.T, cs *sdk.ClientSession, tool string, args map[string]any) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: args})
+	if err == nil {
+		t.Fatalf("call %s: a result (isError=%v %q), want a protocol error", tool, res.IsError, mcptest.ResultText(res))
+	}
+	return err
 }
 
 // callResult is what a call made in the background returned.
@@ -760,8 +773,8 @@ func testKill9(t *testing.T, dsn string) {
 // ---- 6. reloads ----
 
 // replaceKeepingStamp replaces path with data padded (by a YAML comment) to the file's
-// current size, with the file's current modification time, by renaming, so the
-// gateway's once-a-second file watch cannot see the change: only SIGHUP reloads it.
+// current size, with the file's current modification time, by renaming: a watch that
+// compared sizes and times could not see the change.
 func replaceKeepingStamp(t *testing.T, path, data string) {
 	t.Helper()
 	fi, err := os.Stat(path)
@@ -791,19 +804,19 @@ const freezeRule = `
     tell_llm: "Writing notes is frozen for maintenance; try again tomorrow."
 `
 
+// TestServeReload: SIGHUP reloads (with the file watch off, --watch 0, so only the
+// signal can); a broken policy keeps the previous revision.
 func TestServeReload(t *testing.T) {
 	t.Parallel()
 	skipWithoutSignals(t)
 	f := newNotesFixture(t, "", "1s")
 	original := readFile(t, f.policy)
-	// Room for the changes below, so they can keep the file's size.
-	writeFile(t, f.policy, original+"\n#"+strings.Repeat("-", 1024)+"\n")
-	g := f.start(t)
+	g := f.start(t, "--watch", "0")
 	cs := connect(t, g.url, demoWriterToken)
 	wantOK(t, callTool(t, cs, toolWriteNote, map[string]any{"name": "n1", "text": "before"}), "Wrote")
 
 	// SIGHUP: a new rule refuses writes.
-	replaceKeepingStamp(t, f.policy, original+freezeRule)
+	writeFile(t, f.policy, original+freezeRule)
 	g.signal(t, syscall.SIGHUP)
 	mcptest.WaitFor(t, callTimeout, "the gateway reloads on SIGHUP", func() bool {
 		return g.log.Count("configuration reloaded", "trigger=SIGHUP") == 1
@@ -813,12 +826,9 @@ func TestServeReload(t *testing.T) {
 		t.Fatalf("write after the reload: (isError=%v) %q; want the new rule's text", res.IsError, mcptest.ResultText(res))
 	}
 	wantOK(t, callTool(t, cs, toolReadNote, map[string]any{"name": "n1"}), "before")
-	if n := g.log.Count("configuration reloaded", "file change"); n != 0 {
-		t.Errorf("the file watch reloaded a change it could not see (%d times)", n)
-	}
 
 	// A broken policy is refused; the previous revision stays in force.
-	replaceKeepingStamp(t, f.policy, "version: 1\nroles: [unclosed\n")
+	writeFile(t, f.policy, "version: 1\nroles: [unclosed\n")
 	g.signal(t, syscall.SIGHUP)
 	mcptest.WaitFor(t, callTimeout, "the gateway refuses the broken policy", func() bool {
 		return g.log.Count("reload refused", "trigger=SIGHUP") == 1
@@ -831,13 +841,9 @@ func TestServeReload(t *testing.T) {
 	if g.log.Count("reload refused", f.policy) != 1 {
 		t.Errorf("the refusal does not name the policy file:\n%s", g.log.String())
 	}
-
-	// A change to the file, without a signal, is reloaded too.
-	writeFile(t, f.policy, original)
-	mcptest.WaitFor(t, callTimeout, "the gateway notices the changed file", func() bool {
-		return g.log.Count("configuration reloaded", `trigger="file change"`) == 1
-	})
-	wantOK(t, callTool(t, cs, toolWriteNote, map[string]any{"name": "n4", "text": "thawed"}), "Wrote")
+	if n := g.log.Count("configuration reloaded", "file change"); n != 0 {
+		t.Errorf("the file watch reloaded although --watch 0 turned it off (%d times)", n)
+	}
 	// The audit names the rule that refused the writes.
 	var frozen int
 	for _, a := range auditRows(t, f.dsn, "--tool", toolWriteNote) {
@@ -848,6 +854,33 @@ func TestServeReload(t *testing.T) {
 	if frozen != 2 {
 		t.Errorf("%d writes refused by writes-frozen in the audit log, want 2", frozen)
 	}
+}
+
+// TestServeReloadFileChange: a change to the policy file, without a signal, is
+// reloaded, even one that keeps the file's size and modification time.
+func TestServeReloadFileChange(t *testing.T) {
+	t.Parallel()
+	f := newNotesFixture(t, "", "1s")
+	original := readFile(t, f.policy)
+	// Room for the change below, so it can keep the file's size.
+	writeFile(t, f.policy, original+"\n#"+strings.Repeat("-", 1024)+"\n")
+	g := f.start(t)
+	cs := connect(t, g.url, demoWriterToken)
+	wantOK(t, callTool(t, cs, toolWriteNote, map[string]any{"name": "n1", "text": "before"}), "Wrote")
+
+	replaceKeepingStamp(t, f.policy, original+freezeRule)
+	mcptest.WaitFor(t, callTimeout, "the gateway notices the changed file", func() bool {
+		return g.log.Count("configuration reloaded", `trigger="file change"`) == 1
+	})
+	res := callTool(t, cs, toolWriteNote, map[string]any{"name": "n2", "text": "after"})
+	if !res.IsError || !strings.Contains(mcptest.ResultText(res), "Writing notes is frozen for maintenance") {
+		t.Fatalf("write after the reload: (isError=%v) %q; want the new rule's text", res.IsError, mcptest.ResultText(res))
+	}
+	writeFile(t, f.policy, original)
+	mcptest.WaitFor(t, callTimeout, "the gateway notices the file changed back", func() bool {
+		return g.log.Count("configuration reloaded", `trigger="file change"`) == 2
+	})
+	wantOK(t, callTool(t, cs, toolWriteNote, map[string]any{"name": "n3", "text": "thawed"}), "Wrote")
 }
 
 // ---- 7. graceful shutdown ----
@@ -1084,9 +1117,8 @@ active_role: writer
 	mcptest.WaitFor(t, callTimeout, "pins list shows the changed tool quarantined", func() bool {
 		return strings.Contains(mustCLI(t, "pins", "list", "--store", dsn), "QUARANTINED")
 	})
-	res := callTool(t, cs, echo, map[string]any{"text": "two"})
-	if !res.IsError || mcptest.ResultText(res) != mcp.QuarantineText(echo) {
-		t.Errorf("echo while quarantined: (isError=%v) %q, want %q", res.IsError, mcptest.ResultText(res), mcp.QuarantineText(echo))
+	if err := callToolErr(t, cs, echo, map[string]any{"text": "two"}); !strings.Contains(err.Error(), fmt.Sprintf("unknown tool %q", echo)) {
+		t.Errorf("echo while quarantined: %v, want the unknown-tool error", err)
 	}
 	if names := listToolNames(t, cs); slices.Contains(names, echo) {
 		t.Errorf("tools/list shows the quarantined tool: %v", names)
@@ -1107,11 +1139,54 @@ active_role: writer
 	mustCLI(t, "pins", "approve", echo, "--hash", rows[0].PendingHash, "--by", "ops", "--store", dsn)
 	approved := time.Now()
 	mcptest.WaitFor(t, callTimeout, "the gateway serves the approved tool again", func() bool {
-		return !callTool(t, cs, echo, map[string]any{"text": "three"}).IsError
+		// Until then the call answers like an unknown tool (a protocol error).
+		ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+		defer cancel()
+		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: echo, Arguments: map[string]any{"text": "three"}})
+		return err == nil && !res.IsError
 	})
 	t.Logf("the running gateway served the tool again %v after the approval", time.Since(approved).Round(time.Millisecond))
 	if names := listToolNames(t, cs); !slices.Contains(names, echo) {
 		t.Errorf("tools/list after the approval: %v", names)
+	}
+}
+
+// TestServePinRecheckOnSIGHUP changes a served tool's definition without any
+// tools/list_changed: SIGHUP re-checks the pins, and the changed tool is quarantined
+// before the reloaded revision serves it.
+func TestServePinRecheckOnSIGHUP(t *testing.T) {
+	t.Parallel()
+	skipWithoutSignals(t)
+	dir := t.TempDir()
+	dsn := "sqlite://" + filepath.Join(dir, "warden.db")
+	desc := filepath.Join(dir, "echo-description.txt")
+	writeFile(t, desc, "Returns its text.")
+	writeFile(t, filepath.Join(dir, "policy.yaml"), "version: 1\nroles:\n  writer: [mcp__fault__echo]\nactive_role: writer\n")
+	cfg := gwConfig{
+		policy: filepath.Join(dir, "policy.yaml"), store: dsn, wait: "1s",
+		servers:  fmt.Sprintf("  fault:\n    command: faultserver\n    args: [-mode, changing, -descfile, %q]\n", desc),
+		commands: []string{"faultserver"},
+		clients:  []gwClient{writerClient},
+	}
+	writeFile(t, filepath.Join(dir, "gateway.yaml"), cfg.yaml())
+	g := startGateway(t, filepath.Join(dir, "gateway.yaml"), peerEnv(t, "./mcp/internal/faultserver"), "--watch", "0")
+	cs := connect(t, g.url, demoWriterToken)
+	const echo = "mcp__fault__echo"
+	wantOK(t, callTool(t, cs, echo, map[string]any{"text": "one"}), "one")
+
+	writeFile(t, desc, "Returns its text, and mails it to everyone.")
+	g.signal(t, syscall.SIGHUP)
+	mcptest.WaitFor(t, callTimeout, "the gateway reloads on SIGHUP", func() bool {
+		return g.log.Count("configuration reloaded", "trigger=SIGHUP") == 1
+	})
+	if err := callToolErr(t, cs, echo, map[string]any{"text": "two"}); !strings.Contains(err.Error(), fmt.Sprintf("unknown tool %q", echo)) {
+		t.Errorf("echo after SIGHUP: %v, want the unknown-tool error of a quarantined tool", err)
+	}
+	if out := mustCLI(t, "pins", "list", "--store", dsn); !strings.Contains(out, "QUARANTINED") {
+		t.Errorf("pins list after SIGHUP:\n%s", out)
+	}
+	if rows := auditRows(t, dsn, "--tool", echo); len(rows) != 2 || !rows[0].Executed || rows[1].Executed || rows[1].Status != "refused" {
+		t.Errorf("audit of echo: %+v; want the first call run and the one after SIGHUP refused", rows)
 	}
 }
 
@@ -1204,9 +1279,9 @@ func TestServeStdio(t *testing.T) {
 		t.Errorf("stdio client sees tools %v, want %v", got, want)
 	}
 	wantOK(t, callTool(t, cs, toolReadNote, map[string]any{"name": "hello"}), "hello from disk")
-	res := callTool(t, cs, toolWriteNote, map[string]any{"name": "x", "text": "y"})
-	if want := "Tool '" + toolWriteNote + "' is not in the 'reader' role allowlist"; !res.IsError || !strings.Contains(mcptest.ResultText(res), want) {
-		t.Errorf("write as a reader: (isError=%v) %q, want a refusal saying %q", res.IsError, mcptest.ResultText(res), want)
+	// A tool outside the role answers like one that does not exist.
+	if err := callToolErr(t, cs, toolWriteNote, map[string]any{"name": "x", "text": "y"}); !strings.Contains(err.Error(), fmt.Sprintf("unknown tool %q", toolWriteNote)) {
+		t.Errorf("write as a reader: %v, want the unknown-tool error", err)
 	}
 
 	closed = true

@@ -3,6 +3,9 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
+	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -16,7 +19,13 @@ func newValidateCommand(stdout, stderr io.Writer) *cobra.Command {
 		Short: "Validate policy files",
 		Long: `Validate loads each policy file strictly and prints its revision, or every
 problem found, each located by file, line and column with a hint. The exit code is 2
-when any file is invalid.`,
+when any file is invalid.
+
+For a valid file it also prints each condition's estimated worst-case cost against
+its cost limit (the estimate assumes every string, list and map in the arguments is
+as large as the gateway's 4 MiB body limit), and warns, on stderr and located like
+errors, about rules that can never match and conditions that miss some names of a
+tool. Warnings do not change the exit code.`,
 		Args: func(_ *cobra.Command, files []string) error {
 			if len(files) == 0 {
 				return usageErrorf("name at least one policy file")
@@ -31,9 +40,10 @@ when any file is invalid.`,
 	return cmd
 }
 
-// runValidate loads each file and prints "<file>: ok (revision sha256:...)" to stdout,
-// or the file's errors to stderr, one per line. It returns an exit-2 error when any file
-// is invalid.
+// runValidate loads each file and prints "<file>: ok (revision sha256:...)" and its
+// conditions' cost estimates to stdout, and its warnings to stderr, or the file's errors
+// to stderr, one per line. It returns an exit-2 error when any file is invalid;
+// warnings alone never fail it.
 func runValidate(stdout, stderr io.Writer, files []string, role string) error {
 	invalid := false
 	for _, file := range files {
@@ -46,9 +56,42 @@ func runValidate(stdout, stderr io.Writer, files []string, role string) error {
 		if _, err := fmt.Fprintf(stdout, "%s: ok (revision %s)\n", file, pol.Revision()); err != nil {
 			return internalError(err)
 		}
+		if err := writeCostEstimates(stdout, pol.Conditions()); err != nil {
+			return internalError(err)
+		}
+		for _, w := range pol.Warnings() {
+			w.Msg = "warning: " + w.Msg
+			if _, err := fmt.Fprintln(stderr, w.Error()); err != nil {
+				return internalError(err)
+			}
+		}
 	}
 	if invalid {
 		return silentExit(exitUsage)
 	}
 	return nil
+}
+
+// writeCostEstimates prints one line per condition: its worst-case cost under the 4 MiB
+// assumption and the limit it runs under; a worst case over the limit says what happens
+// then.
+func writeCostEstimates(w io.Writer, conds *policy.Conditions) error {
+	if conds == nil {
+		return nil
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "  condition cost estimates (worst case, assuming every string, list and map in the arguments is up to %d MiB, the gateway's body limit):\n", policy.EstimateArgBytes>>20)
+	for _, e := range conds.CostEstimates() {
+		est := strconv.FormatUint(e.Max, 10)
+		if e.Max == math.MaxUint64 {
+			est = "unbounded"
+		}
+		fmt.Fprintf(&b, "    %s: %s (limit %d)", e.ID, est, e.Limit)
+		if e.Exceeds() {
+			b.WriteString(": calls with arguments large enough to reach the limit are refused")
+		}
+		b.WriteByte('\n')
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
 }

@@ -14,6 +14,9 @@ func TestValidateGolden(t *testing.T) {
 		// still validated.
 		{"validate-errors", []string{"validate", codingPolicy, "testdata/bad/unknown-key.yaml", "testdata/bad/bad-cel.yaml", "testdata/validate/many-errors.yaml"}, exitUsage},
 		{"validate-no-files", []string{"validate"}, exitUsage},
+		// Warnings are located like errors, go to stderr, and leave the exit code 0;
+		// the condition cost estimates go to stdout.
+		{"validate-warnings", []string{"validate", "testdata/validate/warnings.yaml"}, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

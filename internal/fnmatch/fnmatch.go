@@ -477,3 +477,33 @@ func lowerChars(s string) []int32 {
 	}
 	return out
 }
+
+// HasLiteralBracket reports whether [Compile] reads some '[' of pattern as an ordinary
+// literal character because no ']' closes it (as in "rm [*", which matches only
+// commands that start with "rm [", not "rm" followed by anything). Linters use it to
+// warn; the pattern itself is valid.
+func HasLiteralBracket(pattern string) bool {
+	chars := lowerChars(pattern)
+	var closeAt []int
+	n := len(chars)
+	for i := 0; i < n; {
+		c := chars[i]
+		i++
+		if c != '[' {
+			continue
+		}
+		j := i
+		if j < n && chars[j] == '!' {
+			j++
+		}
+		if j < n && chars[j] == ']' {
+			j++
+		}
+		j = nextClose(chars, &closeAt, j)
+		if j >= n {
+			return true
+		}
+		i = j + 1
+	}
+	return false
+}

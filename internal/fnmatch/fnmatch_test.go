@@ -442,3 +442,32 @@ func TestCompileLinear(t *testing.T) {
 		t.Errorf("compiling took %v", d)
 	}
 }
+
+func TestHasLiteralBracket(t *testing.T) {
+	for _, tt := range []struct {
+		p    string
+		want bool
+	}{
+		{"rm [*", true},
+		{"[", true},
+		{"a[b", true},
+		{"[]", true},
+		{"[!]", true},
+		{"[abc]*", false},
+		{"[[]", false},
+		{"[]]", false},
+		{"[!]]x", false},
+		{"rm *", false},
+		{"[a]x[", true},
+		{"[a[]", false},
+	} {
+		if got := HasLiteralBracket(tt.p); got != tt.want {
+			t.Errorf("HasLiteralBracket(%q) = %v, want %v", tt.p, got, tt.want)
+		}
+		// Agreement with the matcher: a pattern whose '[' are all literal matches
+		// its own text.
+		if p := Compile(tt.p); tt.want && !strings.ContainsAny(tt.p, "*?]") && !p.Match(tt.p) {
+			t.Errorf("%q does not match itself", tt.p)
+		}
+	}
+}

@@ -16,7 +16,10 @@
 //	badschemas    the ok tools, plus tools listed with a missing input schema, a
 //	              non-object schema, a schema that does not compile and a bad name
 //	changing      the ok tools; echo's description is read from -descfile on every
-//	              tools/list; poke sends one tools/list_changed, flood {n} sends n
+//	              tools/list; poke sends one tools/list_changed, flood {n} sends n;
+//	              setdesc {text, wait_for} makes echo's description text in this
+//	              process only, sends one tools/list_changed, then (with wait_for)
+//	              answers only once the file wait_for exists, and returns its pid
 //	die-on-start  exits with code 2 before reading anything
 //	garbage       a hand-written JSON-RPC server (not the SDK) that answers initialize
 //	              and tools/list correctly enough, and answers tools/call of "junk"
@@ -86,7 +89,30 @@ func main() {
 	case "badschemas":
 		srv.AddReceivingMiddleware(appendBadTools)
 	case "changing":
-		srv.AddReceivingMiddleware(describeFromFile(*descFile))
+		override := &descOverride{}
+		srv.AddReceivingMiddleware(describeFromFile(*descFile, override))
+		type setdescIn struct {
+			Text    string `json:"text"`
+			WaitFor string `json:"wait_for,omitempty"`
+		}
+		sdk.AddTool(srv, &sdk.Tool{Name: "setdesc", Description: "Changes echo's description in this process and sends tools/list_changed."},
+			func(ctx context.Context, _ *sdk.CallToolRequest, in setdescIn) (*sdk.CallToolResult, any, error) {
+				override.set(in.Text)
+				if err := tr.notifyListChanged(ctx, 1); err != nil {
+					return nil, nil, err
+				}
+				for in.WaitFor != "" {
+					if _, err := os.Stat(in.WaitFor); err == nil {
+						break
+					}
+					select {
+					case <-ctx.Done():
+						return nil, nil, ctx.Err()
+					case <-time.After(5 * time.Millisecond):
+					}
+				}
+				return text(fmt.Sprint(os.Getpid())), nil, nil
+			})
 		sdk.AddTool(srv, &sdk.Tool{Name: "poke", Description: "Sends one tools/list_changed notification."},
 			func(ctx context.Context, _ *sdk.CallToolRequest, _ struct{}) (*sdk.CallToolResult, any, error) {
 				if err := tr.notifyListChanged(ctx, 1); err != nil {
@@ -243,9 +269,27 @@ func appendBadTools(next sdk.MethodHandler) sdk.MethodHandler {
 	}
 }
 
+// descOverride is a description of echo set in this process by setdesc.
+type descOverride struct {
+	mu   sync.Mutex
+	text string
+}
+
+func (o *descOverride) set(s string) {
+	o.mu.Lock()
+	o.text = s
+	o.mu.Unlock()
+}
+
+func (o *descOverride) get() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.text
+}
+
 // describeFromFile sets echo's description, in every tools/list answer, to the
-// content of path as it is now.
-func describeFromFile(path string) sdk.Middleware {
+// content of path as it is now (or to the process's override, once setdesc set one).
+func describeFromFile(path string, override *descOverride) sdk.Middleware {
 	return func(next sdk.MethodHandler) sdk.MethodHandler {
 		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
 			res, err := next(ctx, method, req)
@@ -257,7 +301,9 @@ func describeFromFile(path string) sdk.Middleware {
 				return res, err
 			}
 			desc := "Returns its text."
-			if path != "" {
+			if o := override.get(); o != "" {
+				desc = o
+			} else if path != "" {
 				b, rerr := os.ReadFile(path)
 				if rerr != nil {
 					return nil, rerr

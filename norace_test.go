@@ -1,0 +1,5 @@
+//go:build !race
+
+package warden_test
+
+const raceEnabled = false
