@@ -163,7 +163,9 @@ func parseOracleTrace(trace, command string) ([]oracleExec, error) {
 				}
 				continue
 			}
-			if strings.HasPrefix(rest, "+++ ") || strings.HasPrefix(rest, "--- ") {
+			// Exit and signal notes, and a thread that strace lost while
+			// its process exited (a Go launcher's threads): no exec in them.
+			if strings.HasPrefix(rest, "+++ ") || strings.HasPrefix(rest, "--- ") || rest == "???( <detached ...>" {
 				continue
 			}
 			return nil, fmt.Errorf("trace line %d: unexpected: %q", n+1, line)
