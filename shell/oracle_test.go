@@ -576,6 +576,26 @@ func TestOracleJudged(t *testing.T) {
 	}
 }
 
+// TestOracleFnmatch checks the bash pattern reader on the edges where
+// bash differs from Go's path.Match.
+func TestOracleFnmatch(t *testing.T) {
+	for _, tc := range []struct {
+		p, n string
+		want bool
+	}{
+		{"*", "abc", true}, {"a*c", "abbc", true}, {"a*c", "abd", false}, {"?", "a", true}, {"?", "", false},
+		{"[-]exec", "-exec", true}, {"[-]exec", "xexec", false}, {"[*", "[", true}, {"[*", "[x", true}, {"[*", "x", false},
+		{"[!a]", "b", true}, {"[!a]", "a", false}, {"[^a]", "a", false}, {"[]a]", "]", true}, {"[a-]", "-", true},
+		{"[a-c]x", "bx", true}, {"[a-c]x", "dx", false}, {"[[:digit:]]", "7", true}, {"[[:digit:]]", "x", false},
+		{"[![:alpha:]]*", "-rf", true}, {"[![:alpha:]]*", "rf", false}, {"a[", "a[", true}, {"[1r]*", "rootlink", true},
+		{"[]-a]", "-", false}, {"[!]]", "]", false}, {"[!]]", "x", true},
+	} {
+		if got := oracleFnmatch(tc.p, tc.n); got != tc.want {
+			t.Errorf("oracleFnmatch(%q, %q) = %v, want %v", tc.p, tc.n, got, tc.want)
+		}
+	}
+}
+
 // TestOracleInCode checks that only descendants of a judged interpreter
 // are set aside.
 func TestOracleInCode(t *testing.T) {
