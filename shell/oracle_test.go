@@ -488,7 +488,8 @@ func TestOracleTraceParse(t *testing.T) {
 		"11 <... execve resumed>)            = 0\n" +
 		fmt.Sprintf("13 execve(%s, NULL, NULL) = 0\n", hex("/usr/bin/x")) +
 		fmt.Sprintf("14 execve(%s, 0x1234, NULL) = 0\n", hex("/usr/bin/y")) +
-		"11 +++ exited with 0 +++\n"
+		"11 +++ exited with 0 +++\n" +
+		"16 ???( <detached ...>\n"
 	execs, err := parseOracleTrace(good, cmd)
 	if err != nil {
 		t.Fatal(err)
@@ -571,6 +572,26 @@ func TestOracleJudged(t *testing.T) {
 	} {
 		if got := oracleJudged(tc.e, tc.commands); got != tc.want {
 			t.Errorf("oracleJudged(%v, %q) = %v, want %v", tc.e, tc.commands, got, tc.want)
+		}
+	}
+}
+
+// TestOracleFnmatch checks the bash pattern reader on the edges where
+// bash differs from Go's path.Match.
+func TestOracleFnmatch(t *testing.T) {
+	for _, tc := range []struct {
+		p, n string
+		want bool
+	}{
+		{"*", "abc", true}, {"a*c", "abbc", true}, {"a*c", "abd", false}, {"?", "a", true}, {"?", "", false},
+		{"[-]exec", "-exec", true}, {"[-]exec", "xexec", false}, {"[*", "[", true}, {"[*", "[x", true}, {"[*", "x", false},
+		{"[!a]", "b", true}, {"[!a]", "a", false}, {"[^a]", "a", false}, {"[]a]", "]", true}, {"[a-]", "-", true},
+		{"[a-c]x", "bx", true}, {"[a-c]x", "dx", false}, {"[[:digit:]]", "7", true}, {"[[:digit:]]", "x", false},
+		{"[![:alpha:]]*", "-rf", true}, {"[![:alpha:]]*", "rf", false}, {"a[", "a[", true}, {"[1r]*", "rootlink", true},
+		{"[]-a]", "-", false}, {"[!]]", "]", false}, {"[!]]", "x", true},
+	} {
+		if got := oracleFnmatch(tc.p, tc.n); got != tc.want {
+			t.Errorf("oracleFnmatch(%q, %q) = %v, want %v", tc.p, tc.n, got, tc.want)
 		}
 	}
 }
