@@ -210,7 +210,7 @@ func envSettingProblem(wrapper, setting string) string {
 // that allows one with a trailing * allows any command.
 var runsCode = []string{
 	"awk", "bun", "deno", "emacs", "ex", "gawk", "gmake", "groovy", "gsed", "irb",
-	"jshell", "lua", "luajit", "make", "mawk", "nawk", "node", "nodejs", "osascript",
+	"jshell", "lua", "luajit", "make", "man", "mawk", "nawk", "node", "nodejs", "osascript",
 	"perl", "php", "pwsh", "pypy", "python", "r", "rscript", "ruby", "sed", "tclsh",
 	"vi", "vim", "nvim", "wish", "zx",
 }

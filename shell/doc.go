@@ -276,10 +276,18 @@
 // commands (clone -u, and clone -c/--config and --template, whose hooks
 // run), grep -O, and send-email's command options; git accepts any
 // unambiguous prefix of a long option, so prefixes of these (--exe=...)
-// are refused as well. The configuration of the repository git finds from the
-// working directory is trusted as much as the working directory is (a
-// policy must keep the editor away from .git/config); GIT_* variables set through env are refused as
-// environment settings.
+// are refused as well; so is archive --remote (git starts the remote side
+// through a shell). Whatever the opt-in, git help NAME and git SUB --help are
+// refused: git runs man for a page the command names, which the check would
+// not list (call man directly; man is judged as itself, and is one of the
+// programs RunsCode reports, since it formats pages through its own helpers).
+// The configuration of the repository git finds from the working directory is
+// trusted as much as the working directory is (a policy must keep the editor
+// away from .git/config); GIT_* variables set through env are refused as
+// environment settings. The subcommands git implements as shell scripts
+// (mergetool, submodule, web--browse, ...) run helpers of their own (sed,
+// basename, gettext); the execution oracle counts those apart, as it counts
+// what an interpreter runs.
 //
 // # Matching is not done here
 //

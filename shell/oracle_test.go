@@ -9,6 +9,7 @@ package shell
 import (
 	"flag"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"slices"
@@ -126,14 +127,40 @@ func oracleClass(e oracleExec, commands []string) string {
 }
 
 // oracleInCode reports whether e descends from a program that runs code
-// (oracleRunsCode) whose own exec was judged.
+// (oracleRunsCode) whose own exec was judged, or from one of git's own
+// shell scripts (oracleGitScript) that git started: the scripts in git's
+// exec-path (git-mergetool, git-submodule, git-web--browse, ...) are git's
+// implementation, written in sh, and run sed, basename, gettext and the like
+// as any interpreter runs its helpers. The analyzer refuses the script
+// subcommands' forms that take a command to run (bisect run, submodule
+// foreach, filter-branch, difftool -x, ...); what else a script starts is
+// counted apart, as for interpreters, never silently.
 func oracleInCode(e oracleExec, commands []string) bool {
-	for _, a := range e.Lineage {
+	for k, a := range e.Lineage {
 		if (oracleRunsCode(baseName(a.Path)) || oracleRunsCode(baseName(a.Argv0()))) && oracleJudged(a, commands) {
+			return true
+		}
+		if k+1 < len(e.Lineage) && oracleGitScript(a.Path) && oracleIsGit(e.Lineage[k+1].Path) {
 			return true
 		}
 	}
 	return false
+}
+
+// oracleGitScript reports whether path is a program in git's exec-path that
+// is a script (it starts with "#!").
+func oracleGitScript(path string) bool {
+	if !strings.HasPrefix(path, "/usr/lib/git-core/") {
+		return false
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var head [2]byte
+	n, _ := io.ReadFull(f, head[:])
+	return n == 2 && string(head[:]) == "#!"
 }
 
 // oracleCorpus returns the commands of one run: every seed, then mutations
