@@ -10,6 +10,7 @@ import (
 
 	"github.com/wardenhq/warden"
 	"github.com/wardenhq/warden/internal/yamlstrict"
+	"github.com/wardenhq/warden/shell"
 )
 
 // LoadOptions adjust how a policy file is loaded. The zero value is ready to use.
@@ -108,9 +109,11 @@ type policyFile struct {
 	condsNode              *yaml.Node
 	costLimit              uint64
 	costLimitNode          *yaml.Node
+	shell                  shell.Options
+	shellNode              *yaml.Node
 }
 
-var topKeys = []string{"version", "description", "mode", "preset", "aliases", "match", "rules", "roles", "active_role", "capabilities", "skills", "conditions", "condition_cost_limit"}
+var topKeys = []string{"version", "description", "mode", "preset", "aliases", "match", "rules", "roles", "active_role", "capabilities", "skills", "conditions", "condition_cost_limit", "shell"}
 
 func (d *fileDecoder) decodeFile(root *yaml.Node) *policyFile {
 	f := &policyFile{ruleNodes: map[string]map[string]*yaml.Node{}, ruleListNodes: map[string]*yaml.Node{}}
@@ -170,6 +173,9 @@ func (d *fileDecoder) decodeFile(root *yaml.Node) *policyFile {
 			if v, ok := d.Int(e.Value, "condition_cost_limit", 1); ok {
 				f.costLimit, f.costLimitNode = uint64(v), e.Value
 			}
+		case "shell":
+			f.shellNode = e.Value
+			d.decodeShell(e.Value, f)
 		default:
 			d.Fail(e.KeyNode, "allowed keys: "+strings.Join(topKeys, ", ")+yamlstrict.Suggest(e.Key, topKeys), "unknown key %q", e.Key)
 		}
@@ -181,6 +187,26 @@ func (d *fileDecoder) decodeFile(root *yaml.Node) *policyFile {
 }
 
 var ruleKeys = []string{"deny", "allow", "escalate"}
+
+var shellKeys = []string{"allow_git_config"}
+
+// decodeShell reads the shell: mapping, the bash check's settings.
+func (d *fileDecoder) decodeShell(n *yaml.Node, f *policyFile) {
+	entries, ok := d.Mapping(n, "shell")
+	if !ok {
+		return
+	}
+	for _, e := range entries {
+		switch e.Key {
+		case "allow_git_config":
+			if v, ok := d.Bool(e.Value, "shell.allow_git_config"); ok {
+				f.shell.AllowGitConfig = v
+			}
+		default:
+			d.Fail(e.KeyNode, "shell holds allow_git_config"+yamlstrict.Suggest(e.Key, shellKeys), "unknown key %q in shell", e.Key)
+		}
+	}
+}
 
 func (d *fileDecoder) decodeRules(n *yaml.Node, f *policyFile) {
 	entries, ok := d.Mapping(n, "rules")
@@ -292,6 +318,9 @@ func (d *fileDecoder) build(f *policyFile, opts *LoadOptions) *Policy {
 		}
 		d.Fail(n, "add rules, a preset or a mode; aliases and match only shape how rules match", "aliases and match apply to rules, and this file has none")
 	}
+	if !hasRuleLayer && f.shellNode != nil {
+		d.Fail(f.shellNode, "add rules, a preset or a mode; shell only shapes how bash commands are checked", "shell applies to rules, and this file has none")
+	}
 	if hasRuleLayer {
 		cfg := RuleConfig{Mode: Mode(f.mode)}
 		if f.preset != "" {
@@ -310,7 +339,7 @@ func (d *fileDecoder) build(f *policyFile, opts *LoadOptions) *Policy {
 		cfg.Deny = appendRules(cfg.Deny, f.deny)
 		cfg.Allow = appendRules(cfg.Allow, f.allow)
 		cfg.Escalate = appendRules(cfg.Escalate, f.escalate)
-		cfg.Aliases, cfg.Match = f.aliases, f.match
+		cfg.Aliases, cfg.Match, cfg.Shell = f.aliases, f.match, f.shell
 		r, err := NewRules(cfg)
 		if err != nil {
 			n := f.rulesNode

@@ -15,6 +15,7 @@ import (
 	"github.com/wardenhq/warden"
 	"github.com/wardenhq/warden/internal/fnmatch"
 	"github.com/wardenhq/warden/internal/yamlstrict"
+	"github.com/wardenhq/warden/shell"
 )
 
 // lint returns the warnings for a file that compiled into p, in file order.
@@ -57,6 +58,11 @@ func (d *fileDecoder) lint(f *policyFile, p *Policy) []*warden.ConfigError {
 							hint = fmt.Sprintf("write %q", fixed)
 						}
 						warn(item, hint, "bash pattern %q can never match: commands are judged by the base name of the command word (/bin/rm -rf x is judged as rm -rf x)", pat)
+					}
+					if list == "allow" {
+						if name, ok := codeRunner(pat); ok {
+							warn(item, "escalate it, or allow only the exact invocations you mean (e.g. a fixed script)", "bash pattern %q lets %s run code it is given: the bash check does not judge what an interpreter runs, so this allows any command", pat, name)
+						}
 					}
 				}
 			}
@@ -162,4 +168,15 @@ func dirCommand(pat string) (string, bool) {
 		return base + " " + rest, true
 	}
 	return base, true
+}
+
+// codeRunner reports the command word of a bash allow pattern when it is a program that
+// runs code it is given ([shell.RunsCode]: awk, sed, python, ...) and the pattern lets
+// that code be anything (a glob after the name).
+func codeRunner(pat string) (string, bool) {
+	name, rest, found := strings.Cut(pat, " ")
+	if !found || strings.ContainsAny(name, "*?[") || !shell.RunsCode(name) {
+		return "", false
+	}
+	return name, strings.ContainsAny(rest, "*?[")
 }

@@ -56,3 +56,30 @@ func TestLintWarnings(t *testing.T) {
 		t.Errorf("a clean file has %d warnings", n)
 	}
 }
+
+// A bash allow rule that lets an interpreter run any code it is given is a warning; a
+// fixed invocation, a deny or an escalate is not.
+func TestLintCodeRunners(t *testing.T) {
+	src := "version: 1\n" +
+		"rules:\n" +
+		"  allow:\n" +
+		"    bash: [\"awk *\", \"python3 scripts/report.py\", \"sed -n 1p *\", \"ls *\", \"make test\"]\n" +
+		"  escalate:\n" +
+		"    bash: [\"perl *\"]\n"
+	var got []string
+	for _, w := range parse(t, src).Warnings() {
+		got = append(got, w.Error())
+	}
+	want := []string{
+		`test.yaml:4:12: bash pattern "awk *" lets awk run code it is given`,
+		`test.yaml:4:50: bash pattern "sed -n 1p *" lets sed run code it is given`,
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %d warnings, want %d:\n%s", len(got), len(want), strings.Join(got, "\n"))
+	}
+	for i := range want {
+		if !strings.HasPrefix(got[i], want[i]) {
+			t.Errorf("warning %d:\n got %s\nwant %s...", i, got[i], want[i])
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"sort"
 
 	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/shell"
 )
 
 // Policy combines up to three layers: a rule layer ([RulePolicy]), a role layer
@@ -230,6 +231,13 @@ type canonicalRules struct {
 	Escalate map[string][]string `json:"escalate,omitempty"`
 	Match    map[string]string   `json:"match,omitempty"`
 	Aliases  map[string]string   `json:"aliases,omitempty"`
+	// Shell is present only when it differs from the strictest default, so revisions of
+	// policies written before it existed do not change.
+	Shell *canonicalShell `json:"shell,omitempty"`
+}
+
+type canonicalShell struct {
+	AllowGitConfig bool `json:"allow_git_config,omitempty"`
 }
 
 type canonicalConditions struct {
@@ -246,6 +254,9 @@ func (p *Policy) computeRevision() string {
 	if p.rules != nil {
 		cfg := p.rules.cfg
 		c.Rules = &canonicalRules{Mode: cfg.Mode, Deny: cfg.Deny, Allow: cfg.Allow, Escalate: cfg.Escalate, Match: cfg.Match}
+		if cfg.Shell != (shell.Options{}) {
+			c.Rules.Shell = &canonicalShell{AllowGitConfig: cfg.Shell.AllowGitConfig}
+		}
 		if cfg.Mode != ModeRules {
 			c.Rules = &canonicalRules{Mode: cfg.Mode}
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/wardenhq/warden"
 	"github.com/wardenhq/warden/internal/fnmatch"
+	"github.com/wardenhq/warden/shell"
 )
 
 // Mode is a rule policy's global mode.
@@ -41,6 +42,11 @@ type RuleConfig struct {
 	// [warden.Ask] decision that a front end puts to a person, or refuses with
 	// [warden.EscalationFault] when it has nobody to ask.
 	OnEscalate EscalationHandler
+	// Shell sets how the bash check reads commands. Its zero value is the strictest:
+	// git's command-running configuration (git -c, --config-env, config writes, ...)
+	// is refused; set Shell.AllowGitConfig only for a policy that means to allow it
+	// (see package shell).
+	Shell shell.Options
 }
 
 // Escalation is what an [EscalationHandler] is asked about.
@@ -125,7 +131,7 @@ func NewRules(cfg RuleConfig) (*RulePolicy, error) {
 		}
 		p.aliases[k] = v
 	}
-	canon := RuleConfig{Mode: mode, Aliases: maps.Clone(cfg.Aliases), OnEscalate: cfg.OnEscalate}
+	canon := RuleConfig{Mode: mode, Aliases: maps.Clone(cfg.Aliases), OnEscalate: cfg.OnEscalate, Shell: cfg.Shell}
 	var err error
 	if canon.Deny, err = p.canonicalRules("deny", cfg.Deny); err != nil {
 		return nil, err

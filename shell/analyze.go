@@ -33,11 +33,26 @@ type Analysis struct {
 	Commands []string
 }
 
+// Options relax the analysis where a policy has explicitly opted in. The
+// zero value is the strict analysis that Analyze performs.
+type Options struct {
+	// AllowGitConfig accepts git's configuration options (git -c NAME=VALUE,
+	// --config-env, --exec-path=DIR) and git config writes, which can make
+	// git run any command (alias.x=!cmd, core.pager, core.fsmonitor, ...).
+	// Only a policy that says so explicitly should set it.
+	AllowGitConfig bool
+}
+
 // Analyze parses command as bash and reports whether it is exactly one
 // simple command. When it is, Analyze also normalizes it and judges through
 // known wrappers (sudo, env, sh -c, find -exec, ...), listing every command
 // that would run. Analyze never panics and is safe for concurrent use.
-func Analyze(command string) (result Analysis) {
+func Analyze(command string) Analysis {
+	return AnalyzeWith(command, Options{})
+}
+
+// AnalyzeWith is Analyze with the relaxations in opts.
+func AnalyzeWith(command string, opts Options) (result Analysis) {
 	defer func() {
 		if recover() != nil {
 			result = Analysis{Problem: "internal error"}
@@ -46,7 +61,7 @@ func Analyze(command string) (result Analysis) {
 	if len(command) > MaxCommandLength {
 		return Analysis{Problem: "command too long"}
 	}
-	var an analyzer
+	an := analyzer{opts: opts}
 	if problem := an.script(command, 0); problem != "" {
 		return Analysis{Problem: problem}
 	}
@@ -87,6 +102,7 @@ func parse(src string) (*syntax.File, error) {
 // analyzer accumulates the commands found while analyzing one input.
 type analyzer struct {
 	cmds []string
+	opts Options
 }
 
 // script analyzes src as a bash script that must consist of exactly one
@@ -96,9 +112,21 @@ func (an *analyzer) script(src string, depth int) string {
 	if depth > MaxNesting {
 		return "wrapper nesting too deep"
 	}
-	argv, timeOpts, problem := parseSimple(src)
+	pw, problem := parseWords(src)
 	if problem != "" {
 		return problem
+	}
+	argv, timeOpts := pw.argv, pw.timeOpts
+	if pw.argGlob {
+		// The glob's matches, not its text, are what the command gets: with
+		// files named "1" and "rm" here, "timeout * ls" runs rm, and a file
+		// named -exec turns "find . -exe[c] ..." into an exec.
+		if name := strings.ToLower(baseName(argv[max(timeOpts, 0)])); isGlobSensitive(name) {
+			return "glob in an argument of '" + name + "' (file names could become options or commands)"
+		}
+		if pw.optionGlob != "" {
+			return pw.optionGlob
+		}
 	}
 	if timeOpts < 0 {
 		return an.emit(argv, depth, false)
@@ -119,51 +147,75 @@ func (an *analyzer) script(src string, depth int) string {
 // command, and timeOpts is the number of those options; otherwise timeOpts
 // is -1.
 func parseSimple(src string) (argv []string, timeOpts int, problem string) {
+	pw, problem := parseWords(src)
+	if problem != "" {
+		return nil, -1, problem
+	}
+	return pw.argv, pw.timeOpts, ""
+}
+
+// parsedWords is what parseWords finds in one simple command.
+type parsedWords struct {
+	argv     []string
+	timeOpts int
+	// argGlob is true when an argument (a word after the command name)
+	// holds an unquoted glob, which bash replaces by matching file names.
+	argGlob bool
+	// optionGlob, when not empty, describes the first such argument whose
+	// matches could begin with '-' (and so become options), unless it
+	// follows a "--" argument.
+	optionGlob string
+}
+
+// parseWords is parseSimple that also reports whether an argument (a word
+// after the command name) holds an unquoted glob, which bash would replace
+// by the names of matching files.
+func parseWords(src string) (pw parsedWords, problem string) {
 	if len(src) > MaxCommandLength {
-		return nil, -1, "command too long"
+		return parsedWords{}, "command too long"
 	}
 	if strings.IndexByte(src, 0) >= 0 {
 		// The parser silently drops NUL bytes, and so may a shell.
-		return nil, -1, "NUL byte"
+		return parsedWords{}, "NUL byte"
 	}
 	if strings.IndexByte(src, '\r') >= 0 {
 		// The parser splits words at a carriage return and drops one
 		// before a newline, where bash keeps it as data; a terminal
 		// showing the command to a reviewer lets it hide text.
-		return nil, -1, "carriage return"
+		return parsedWords{}, "carriage return"
 	}
 	if trailing := len(src) - len(strings.TrimRight(src, "\\")); trailing%2 == 1 {
 		// bash keeps a lone backslash at the very end of a one-line
 		// command but drops it after a quoted newline.
-		return nil, -1, "trailing backslash"
+		return parsedWords{}, "trailing backslash"
 	}
 	if backslashAfterHighByte(src) {
-		return nil, -1, "backslash after a non-ASCII character"
+		return parsedWords{}, "backslash after a non-ASCII character"
 	}
 	f, err := parse(src)
 	if err != nil {
-		return nil, -1, "parse error: " + err.Error()
+		return parsedWords{}, "parse error: " + err.Error()
 	}
 	switch {
 	case len(f.Stmts) == 0 && len(f.Last) > 0:
-		return nil, -1, "comment"
+		return parsedWords{}, "comment"
 	case len(f.Stmts) == 0:
-		return nil, -1, "empty command"
+		return parsedWords{}, "empty command"
 	case len(f.Stmts) > 1:
-		return nil, -1, separatorProblem(src, f.Stmts[0])
+		return parsedWords{}, separatorProblem(src, f.Stmts[0])
 	case len(f.Last) > 0:
-		return nil, -1, "comment"
+		return parsedWords{}, "comment"
 	}
 	st := f.Stmts[0]
 	if problem := stmtProblem(src, st); problem != "" {
-		return nil, -1, problem
+		return parsedWords{}, problem
 	}
-	timeOpts = -1
+	timeOpts := -1
 	var words []*syntax.Word
 	switch cmd := st.Cmd.(type) {
 	case *syntax.CallExpr:
 		if problem := callProblem(cmd); problem != "" {
-			return nil, -1, problem
+			return parsedWords{}, problem
 		}
 		words = cmd.Args
 	case *syntax.TimeClause:
@@ -173,39 +225,121 @@ func parseSimple(src string) (argv []string, timeOpts int, problem string) {
 		}
 		if cmd.Stmt != nil {
 			if problem := stmtProblem(src, cmd.Stmt); problem != "" {
-				return nil, -1, problem
+				return parsedWords{}, problem
 			}
 			call, ok := cmd.Stmt.Cmd.(*syntax.CallExpr)
 			if !ok {
-				return nil, -1, commandProblem(cmd.Stmt.Cmd)
+				return parsedWords{}, commandProblem(cmd.Stmt.Cmd)
 			}
 			if problem := callProblem(call); problem != "" {
-				return nil, -1, problem
+				return parsedWords{}, problem
 			}
 			words = call.Args
 		}
 	default:
-		return nil, -1, commandProblem(st.Cmd)
+		return parsedWords{}, commandProblem(st.Cmd)
 	}
 	for _, w := range words {
 		if problem := wordProblem(w); problem != "" {
-			return nil, -1, problem
+			return parsedWords{}, problem
 		}
 	}
 	if problem := newlineProblem(src, words); problem != "" {
-		return nil, -1, problem
+		return parsedWords{}, problem
 	}
 	if timeOpts < 0 && unquotedGlob(words[0]) {
-		return nil, -1, "glob in command name"
+		return parsedWords{}, "glob in command name"
 	}
-	argv = make([]string, 0, max(timeOpts, 0)+len(words))
+	if strings.Contains(src, "\\\n") {
+		if joined, changed := removeContinuations(src, words); changed {
+			// bash deletes every line continuation before it reads
+			// words, so what it runs is the joined text: "$\<newline>(x)"
+			// is a command substitution there although the parser saw
+			// a literal '$'. Judge the joined text, with every rule.
+			pw, problem := parseWords(joined)
+			if problem != "" {
+				return parsedWords{}, "after joining line continuations: " + problem
+			}
+			return pw, ""
+		}
+	}
+	argv := make([]string, 0, max(timeOpts, 0)+len(words))
 	if timeOpts > 0 {
 		argv = append(argv, "-p")
 	}
-	for _, w := range words {
-		argv = append(argv, wordValue(w))
+	afterDashDash := false
+	for i, w := range words {
+		v := wordValue(w)
+		argv = append(argv, v)
+		if i == 0 {
+			continue
+		}
+		if unquotedGlob(w) {
+			pw.argGlob = true
+			// A glob whose matches can begin with '-' becomes options:
+			// with a file named -rf, "rm *" runs rm -rf.
+			if !afterDashDash && pw.optionGlob == "" && (strings.HasPrefix(v, "-") || leadingGlob(w)) {
+				pw.optionGlob = "glob that can expand to an option: write ./" + v + " or put -- before it"
+			}
+		}
+		if v == "--" {
+			afterDashDash = true
+		}
 	}
-	return argv, timeOpts, ""
+	pw.argv, pw.timeOpts = argv, timeOpts
+	return pw, ""
+}
+
+// removeContinuations deletes every line continuation of src the way bash
+// does before it splits words: a backslash-newline pair, whose backslash is
+// not itself escaped, anywhere but inside single quotes. words are the
+// parsed words of src, which must be one simple command (so it holds no
+// comment or here-document, where bash keeps the pair). It reports whether
+// anything was deleted.
+//
+// The single-quoted spans come from the parse of src. bash could only
+// disagree about one of them if a deleted continuation before it had
+// turned the text into something else ("$\<newline>'...'" into $'...'),
+// and that earlier join is in the result, where it is refused.
+func removeContinuations(src string, words []*syntax.Word) (string, bool) {
+	var b []byte
+	last := 0
+	for i := strings.Index(src, "\\\n"); i >= 0; {
+		k := i
+		for k > 0 && src[k-1] == '\\' {
+			k--
+		}
+		if (i-k)%2 == 0 && !insideSingleQuotes(uint(i), words) {
+			if b == nil {
+				b = make([]byte, 0, len(src))
+			}
+			b = append(b, src[last:i]...)
+			last = i + 2
+		}
+		next := strings.Index(src[i+2:], "\\\n")
+		if next < 0 {
+			break
+		}
+		i += next + 2
+	}
+	if b == nil {
+		return src, false
+	}
+	b = append(b, src[last:]...)
+	return string(b), true
+}
+
+// insideSingleQuotes reports whether byte offset off of the source lies
+// inside a single-quoted part of one of words.
+func insideSingleQuotes(off uint, words []*syntax.Word) bool {
+	for _, w := range words {
+		for _, part := range w.Parts {
+			if _, ok := part.(*syntax.SglQuoted); ok && part.Pos().Offset() < off && off < part.End().Offset() {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // backslashAfterHighByte reports whether a backslash in src follows a byte

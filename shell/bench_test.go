@@ -20,9 +20,15 @@ func BenchmarkAnalyzeSimple(b *testing.B) {
 }
 
 func BenchmarkAnalyzeWrapped(b *testing.B) {
-	benchmarkAnalyze(b, "sudo env FOO=1 timeout 5 rm -rf /tmp/x", true)
+	benchmarkAnalyze(b, "sudo env LANG=C timeout 5 rm -rf /tmp/x", true)
 }
 
 func BenchmarkAnalyzeRejected(b *testing.B) {
 	benchmarkAnalyze(b, "echo hi; rm -rf /", false)
+}
+
+// BenchmarkAnalyzeContinuation measures the line-continuation path, which
+// parses the joined text a second time.
+func BenchmarkAnalyzeContinuation(b *testing.B) {
+	benchmarkAnalyze(b, "go test \\\n  -run X \\\n  ./shell", true)
 }

@@ -11,14 +11,14 @@ import (
 // the policy would never see: they are not simple. Their listing forms are.
 func TestDeferredScriptsAreRefused(t *testing.T) {
 	refused := map[string]string{
-		"trap 'rm -rf /' EXIT":                 "trap action",
-		"trap -- 'rm -rf /' INT":               "trap action",
-		"trap '' INT":                          "trap action",
-		"sudo trap 'rm -rf /' EXIT":            "trap action",
-		"mapfile -C 'rm -rf /' -c 1 arr":       "mapfile -C callback",
-		"readarray -tC 'touch /tmp/x' arr":     "readarray -C callback",
-		"enable -f /tmp/evil.so evil":          "enable -f",
-		"env X=1 bash -c \"trap 'rm x' EXIT\"": "trap action",
+		"trap 'rm -rf /' EXIT":                    "trap action",
+		"trap -- 'rm -rf /' INT":                  "trap action",
+		"trap '' INT":                             "trap action",
+		"sudo trap 'rm -rf /' EXIT":               "trap action",
+		"mapfile -C 'rm -rf /' -c 1 arr":          "mapfile -C callback",
+		"readarray -tC 'touch /tmp/x' arr":        "readarray -C callback",
+		"enable -f /tmp/evil.so evil":             "enable -f",
+		"env LANG=C bash -c \"trap 'rm x' EXIT\"": "trap action",
 	}
 	for cmd, want := range refused {
 		a := shell.Analyze(cmd)

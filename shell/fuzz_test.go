@@ -60,6 +60,11 @@ var fuzzSeeds = []string{
 	"x\rx -rf /",
 	"echo '\n'a\\",
 	"printf '%s\\0' \\\n{x,y}",
+	"cat \"$\\\n(touch x)\" $\\\n{x} $\\\n'a' '$\\\n(y)'",
+	"printf -v 'a[$(x)]' y; test -v 'a[1]'",
+	"timeout * ls -rf d; find . -exe[c] rm {} +",
+	"env LD_PRELOAD=x git -c alias.x='!y' x",
+	"ssh -o ProxyCommand=x host 'a;b'; watch 'a;b'; su -c 'a;b' root",
 }
 
 func FuzzAnalyze(f *testing.F) {

@@ -25,6 +25,11 @@ type optSpec struct {
 	// ':' takes a required value, by "::" an optional attached value.
 	short string
 	long  []longOpt
+
+	// strict makes an option the spec does not list a problem: for a
+	// tool whose every option is modeled, an unknown one may be a newer
+	// option that takes a value, so the command cannot be located.
+	strict bool
 }
 
 // opt is one option found by scan.
@@ -94,10 +99,15 @@ func (s *optSpec) scan(args []string, visit func(opt) string) (next int, dashdas
 			o := opt{name: name, long: true, value: value, hasVal: hasVal}
 			if lo, ok := s.lookupLong(name); ok {
 				o.name = lo.name
+				if s.strict && lo.kind == argNone && hasVal {
+					return i, false, "option '--" + lo.name + "' takes no value"
+				}
 				if lo.kind == argRequired && !hasVal && i < len(args) {
 					o.value, o.hasVal = args[i], true
 					i++
 				}
+			} else if s.strict {
+				return i, false, "unknown option '--" + name + "'"
 			}
 			if visit != nil {
 				if problem := visit(o); problem != "" {
@@ -108,6 +118,9 @@ func (s *optSpec) scan(args []string, visit func(opt) string) (next int, dashdas
 		}
 		for j := 1; j < len(a); j++ {
 			o := opt{name: a[j : j+1]}
+			if s.strict && (a[j] == ':' || a[j] == '+' || strings.IndexByte(s.short, a[j]) < 0) {
+				return i, false, "unknown option '-" + o.name + "'"
+			}
 			kind := s.shortKind(a[j])
 			rest := a[j+1:]
 			switch {
@@ -130,4 +143,32 @@ func (s *optSpec) scan(args []string, visit func(opt) string) (next int, dashdas
 		}
 	}
 	return i, false, ""
+}
+
+// scanPermuted reads args the way getopt_long does without a leading '+':
+// options may appear anywhere, each word that is not an option is an
+// operand, and every word after "--" is an operand. It calls visit for each
+// option and returns the operands in order.
+func (s *optSpec) scanPermuted(args []string, visit func(opt) string) (operands []string, problem string) {
+	for i := 0; i < len(args); {
+		a := args[i]
+		if a == "--" {
+			return append(operands, args[i+1:]...), ""
+		}
+		if len(a) < 2 || a[0] != '-' {
+			operands = append(operands, a)
+			i++
+			continue
+		}
+		// One option word, with its value if it takes the next word.
+		next, dashdash, problem := s.scan(args[i:], visit)
+		if problem != "" {
+			return nil, problem
+		}
+		if dashdash {
+			return append(operands, args[i+next:]...), ""
+		}
+		i += max(next, 1)
+	}
+	return operands, ""
 }

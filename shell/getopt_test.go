@@ -80,3 +80,47 @@ func TestShellScript(t *testing.T) {
 		}
 	}
 }
+
+func TestOptSpecStrict(t *testing.T) {
+	spec := optSpec{short: "+ab:", strict: true, long: []longOpt{{"alpha", argNone}, {"bravo", argRequired}}}
+	for _, args := range [][]string{{"-z", "cmd"}, {"-az"}, {"--unknown", "cmd"}, {"-+"}, {"-:"}, {"--al=x"}} {
+		if _, _, problem := spec.scan(args, nil); problem == "" {
+			t.Errorf("strict scan(%q) found no problem", args)
+		}
+	}
+	for _, args := range [][]string{{"-a", "cmd"}, {"-ab", "v"}, {"--al", "cmd"}, {"--bravo=v"}, {"--", "-z"}} {
+		if _, _, problem := spec.scan(args, nil); problem != "" {
+			t.Errorf("strict scan(%q) = %q", args, problem)
+		}
+	}
+}
+
+func TestOptSpecScanPermuted(t *testing.T) {
+	spec := optSpec{short: "ab:", strict: true}
+	tests := []struct {
+		args, operands, seen []string
+	}{
+		{nil, nil, nil},
+		{[]string{"x", "-a", "y"}, []string{"x", "y"}, []string{"a"}},
+		{[]string{"x", "-b", "v", "y"}, []string{"x", "y"}, []string{"b=v"}},
+		{[]string{"-a", "--", "-b", "v"}, []string{"-b", "v"}, []string{"a"}},
+		{[]string{"x", "-", "-ab", "v", "--", "-a"}, []string{"x", "-", "-a"}, []string{"a", "b=v"}},
+	}
+	for _, tt := range tests {
+		var seen []string
+		operands, problem := spec.scanPermuted(tt.args, func(o opt) string {
+			if o.hasVal {
+				seen = append(seen, o.name+"="+o.value)
+			} else {
+				seen = append(seen, o.name)
+			}
+			return ""
+		})
+		if problem != "" || !slices.Equal(operands, tt.operands) || !slices.Equal(seen, tt.seen) {
+			t.Errorf("scanPermuted(%q) = %q, seen %q, problem %q; want %q, seen %q", tt.args, operands, seen, problem, tt.operands, tt.seen)
+		}
+	}
+	if _, problem := spec.scanPermuted([]string{"x", "-z"}, nil); problem == "" {
+		t.Errorf("scanPermuted with an unknown option found no problem")
+	}
+}

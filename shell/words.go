@@ -247,3 +247,35 @@ func containsBraceExp(parts []syntax.WordPart) bool {
 	}
 	return false
 }
+
+// leadingGlob reports whether the first character of w's value comes from
+// an unquoted pathname-expansion character (*, ?, [), so that a match could
+// begin with any character. Empty quoted parts before it are skipped.
+func leadingGlob(w *syntax.Word) bool {
+	for _, part := range w.Parts {
+		switch p := part.(type) {
+		case *syntax.Lit:
+			if p.Value == "" {
+				continue
+			}
+			switch p.Value[0] {
+			case '*', '?', '[':
+				return true
+			}
+			return false
+		case *syntax.SglQuoted:
+			if p.Value != "" {
+				return false
+			}
+		case *syntax.DblQuoted:
+			for _, inner := range p.Parts {
+				if lit, ok := inner.(*syntax.Lit); !ok || lit.Value != "" {
+					return false
+				}
+			}
+		default:
+			return false
+		}
+	}
+	return false
+}

@@ -15,7 +15,14 @@ func (an *analyzer) emit(argv []string, depth int, wrapped bool) string {
 	}
 	base := baseName(name)
 	an.cmds = append(an.cmds, joinCommand(base, argv[1:]))
-	return an.unwrap(strings.ToLower(base), argv[1:], depth)
+	lower := strings.ToLower(base)
+	if problem := builtinProblem(lower, argv[1:]); problem != "" {
+		return problem
+	}
+	if problem := commandOptionProblem(lower, argv[1:]); problem != "" {
+		return problem
+	}
+	return an.unwrap(lower, argv[1:], depth)
 }
 
 // nameProblem refuses command names that cannot be judged by their text.
@@ -107,27 +114,51 @@ func (an *analyzer) unwrap(name string, args []string, depth int) string {
 	case "sudo":
 		return an.sudo(args, depth)
 	case "doas":
-		return an.simpleWrapper(&doasSpec, args, depth)
+		for _, a := range args {
+			if a == "-s" {
+				return defaultShell("doas -s")
+			}
+			if !strings.HasPrefix(a, "-") {
+				break
+			}
+		}
+		return an.simpleWrapper(name, &doasSpec, args, depth)
 	case "env":
 		return an.env(args, depth)
 	case "command":
-		return an.simpleWrapper(&commandSpec, args, depth)
+		return an.simpleWrapper(name, &commandSpec, args, depth)
 	case "builtin":
-		return an.simpleWrapper(&builtinSpec, args, depth)
+		return an.simpleWrapper(name, &builtinSpec, args, depth)
 	case "exec":
-		return an.simpleWrapper(&execSpec, args, depth)
+		var problem string
+		_, _, _ = execSpec.scan(args, func(o opt) string {
+			if o.name == "a" && problem == "" {
+				// argv[0] becomes NAME: a multi-call program (busybox) acts
+				// as NAME, and a reader of the process list sees NAME.
+				problem = "exec -a (the program runs under another name)"
+			}
+			return ""
+		})
+		if problem != "" {
+			return problem
+		}
+		return an.simpleWrapper(name, &execSpec, args, depth)
 	case "nice":
-		return an.simpleWrapper(&niceSpec, args, depth)
+		// nice -N is GNU nice's old spelling of -n N.
+		if len(args) > 0 && len(args[0]) > 1 && args[0][0] == '-' && isNumber(strings.TrimPrefix(args[0][1:], "-")) {
+			args = args[1:]
+		}
+		return an.simpleWrapper(name, &niceSpec, args, depth)
 	case "nohup":
-		return an.simpleWrapper(&nohupSpec, args, depth)
+		return an.simpleWrapper(name, &nohupSpec, args, depth)
 	case "setsid":
-		return an.simpleWrapper(&setsidSpec, args, depth)
+		return an.simpleWrapper(name, &setsidSpec, args, depth)
 	case "time":
-		return an.simpleWrapper(&timeSpec, args, depth)
+		return an.simpleWrapper(name, &timeSpec, args, depth)
 	case "timeout":
 		return an.timeout(args, depth)
 	case "xargs":
-		return an.xargs(args, depth)
+		return an.xargs()
 	case "find":
 		return an.find(args, depth)
 	case "busybox":
@@ -140,11 +171,71 @@ func (an *analyzer) unwrap(name string, args []string, depth int) string {
 			return ""
 		}
 		return an.wrap(args, depth)
-	case "sh", "bash", "zsh", "dash", "ksh", "ash", "mksh", "rbash":
+	case "stdbuf":
+		return an.stdbuf(args, depth)
+	case "ionice":
+		return an.ionice(args, depth)
+	case "chrt":
+		return an.chrt(args, depth)
+	case "taskset":
+		return an.taskset(args, depth)
+	case "flock":
+		return an.flock(args, depth)
+	case "unshare":
+		return an.namespaced(name, &unshareSpec, args, depth)
+	case "nsenter":
+		return an.namespaced(name, &nsenterSpec, args, depth)
+	case "watch":
+		return an.watch(args, depth)
+	case "strace":
+		return an.tracer(name, &straceSpec, args, depth)
+	case "ltrace":
+		return an.tracer(name, &ltraceSpec, args, depth)
+	case "su", "runuser":
+		return an.su(name, args, depth)
+	case "setpriv":
+		return an.setpriv(args, depth)
+	case "chroot":
+		return an.chroot(args, depth)
+	case "script":
+		return an.scriptCmd(args, depth)
+	case "systemd-run":
+		return an.systemdRun(args, depth)
+	case "ssh":
+		return an.ssh(args, depth)
+	case "git":
+		return an.git(args)
+	case "jobs":
+		return an.jobs(args, depth)
+	case "logsave":
+		return an.logsave(args, depth)
+	case "prlimit":
+		return an.prlimit(args, depth)
+	case "dbus-run-session":
+		return "dbus-run-session (starts a dbus-daemon before the command)"
+	case "fakeroot":
+		return "fakeroot (a script that starts faked and runs the command through env)"
+	case "sg":
+		return an.sg(args, depth)
+	case "newgrp":
+		return defaultShell(name)
+	case "run-parts":
+		return "run-parts (runs every program in a directory)"
+	case "start-stop-daemon":
+		return "start-stop-daemon (runs the program its options name)"
+	case "source", ".":
+		return name + " (runs a script file the policy cannot see)"
+	case "sh", "bash", "zsh", "dash", "ksh", "ash", "mksh", "rbash", "hush":
+		if problem := shellOptionsProblem(name, args); problem != "" {
+			return problem
+		}
 		if script, ok := shellScript(args); ok {
 			return an.nested("in sh -c script: ", script, depth)
 		}
-		return ""
+		if shellInfoOnly(args) {
+			return ""
+		}
+		return name + " without a -c script runs a script from a file or standard input"
 	case "trap":
 		// trap ACTION SIGNAL... stores a script that bash runs later (on exit, on a
 		// signal): a second command the policy would never see. Only the listing forms
@@ -152,14 +243,6 @@ func (an *analyzer) unwrap(name string, args []string, depth int) string {
 		for _, a := range args {
 			if a != "-l" && a != "-p" && a != "--" {
 				return "trap action (a script bash runs later)"
-			}
-		}
-		return ""
-	case "mapfile", "readarray":
-		// -C CALLBACK runs a script for every line read.
-		for _, a := range args {
-			if strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "C") {
-				return name + " -C callback (a script bash runs per line)"
 			}
 		}
 		return ""
@@ -184,37 +267,40 @@ func (an *analyzer) unwrap(name string, args []string, depth int) string {
 }
 
 // simpleWrapper handles wrappers whose command follows their options.
-func (an *analyzer) simpleWrapper(spec *optSpec, args []string, depth int) string {
-	next, _, _ := spec.scan(args, nil)
+func (an *analyzer) simpleWrapper(name string, spec *optSpec, args []string, depth int) string {
+	next, _, problem := spec.scan(args, nil)
+	if problem != "" {
+		return name + ": " + problem
+	}
 	return an.wrap(args[next:], depth)
 }
 
 var (
-	doasSpec    = optSpec{short: "+C:Lnsu:"}
-	commandSpec = optSpec{short: "pvV"}
-	builtinSpec = optSpec{}
-	execSpec    = optSpec{short: "cla:"}
-	niceSpec    = optSpec{short: "+n:", long: []longOpt{
+	doasSpec    = optSpec{strict: true, short: "+C:Lnsu:"}
+	commandSpec = optSpec{strict: true, short: "pvV"}
+	builtinSpec = optSpec{strict: true}
+	execSpec    = optSpec{strict: true, short: "cla:"}
+	niceSpec    = optSpec{strict: true, short: "+n:", long: []longOpt{
 		{"adjustment", argRequired}, {"help", argNone}, {"version", argNone},
 	}}
-	nohupSpec  = optSpec{long: []longOpt{{"help", argNone}, {"version", argNone}}}
-	setsidSpec = optSpec{short: "+cfwhV", long: []longOpt{
+	nohupSpec  = optSpec{strict: true, long: []longOpt{{"help", argNone}, {"version", argNone}}}
+	setsidSpec = optSpec{strict: true, short: "+cfwhV", long: []longOpt{
 		{"ctty", argNone}, {"fork", argNone}, {"wait", argNone},
 		{"help", argNone}, {"version", argNone},
 	}}
 	// timeSpec covers both the bash keyword (time -p) and GNU time.
-	timeSpec = optSpec{short: "+ao:f:pqvV", long: []longOpt{
+	timeSpec = optSpec{strict: true, short: "+ao:f:pqvV", long: []longOpt{
 		{"append", argNone}, {"format", argRequired}, {"output", argRequired},
 		{"portability", argNone}, {"quiet", argNone}, {"verbose", argNone},
 		{"help", argNone}, {"version", argNone},
 	}}
-	timeoutSpec = optSpec{short: "+k:s:v", long: []longOpt{
+	timeoutSpec = optSpec{strict: true, short: "+k:s:v", long: []longOpt{
 		{"kill-after", argRequired}, {"signal", argRequired},
 		{"preserve-status", argNone}, {"foreground", argNone},
 		{"verbose", argNone}, {"help", argNone}, {"version", argNone},
 	}}
 	// envSpec is GNU env plus the BSD -L and -P.
-	envSpec = optSpec{short: "+0a:C:iL:P:S:u:v", long: []longOpt{
+	envSpec = optSpec{strict: true, short: "+0a:C:iL:P:S:u:v", long: []longOpt{
 		{"ignore-environment", argNone}, {"null", argNone},
 		{"unset", argRequired}, {"chdir", argRequired},
 		{"split-string", argRequired}, {"argv0", argRequired},
@@ -225,7 +311,7 @@ var (
 	// sudoSpec is sudo 1.9's option table. -h takes the next word as a
 	// host name unless it looks like an option; taking it always only
 	// means judging one word less of a command sudo would not run.
-	sudoSpec = optSpec{short: "+Aa:BbC:c:D:Eeg:Hh:iKklNnPp:R:r:SsT:t:U:u:Vv", long: []longOpt{
+	sudoSpec = optSpec{strict: true, short: "+Aa:BbC:c:D:Eeg:Hh:iKklNnPp:R:r:SsT:t:U:u:Vv", long: []longOpt{
 		{"askpass", argNone}, {"auth-type", argRequired}, {"background", argNone},
 		{"bell", argNone}, {"close-from", argRequired}, {"login-class", argRequired},
 		{"chdir", argRequired}, {"preserve-env", argOptional}, {"edit", argNone},
@@ -237,17 +323,6 @@ var (
 		{"stdin", argNone}, {"shell", argNone}, {"command-timeout", argRequired},
 		{"type", argRequired}, {"other-user", argRequired}, {"user", argRequired},
 		{"validate", argNone}, {"version", argNone},
-	}}
-	// xargsSpec is GNU xargs plus the BSD -J, -R and -S.
-	xargsSpec = optSpec{short: "+0a:d:E:e::I:i::J:L:l::n:oP:pR:rS:s:tx", long: []longOpt{
-		{"null", argNone}, {"arg-file", argRequired}, {"delimiter", argRequired},
-		{"eof", argOptional}, {"exit", argNone}, {"replace", argOptional},
-		{"interactive", argNone}, {"max-lines", argOptional},
-		{"max-args", argRequired}, {"open-tty", argNone},
-		{"max-procs", argRequired}, {"no-run-if-empty", argNone},
-		{"max-chars", argRequired}, {"process-slot-var", argRequired},
-		{"show-limits", argNone}, {"verbose", argNone},
-		{"help", argNone}, {"version", argNone},
 	}}
 )
 
@@ -267,16 +342,26 @@ func (an *analyzer) sudo(args []string, depth int) string {
 	}
 	i := 0
 	for {
-		next, dashdash, _ := sudoSpec.scan(args[i:], visit)
+		next, dashdash, problem := sudoSpec.scan(args[i:], visit)
+		if problem != "" {
+			return "sudo: " + problem
+		}
 		i += next
 		if dashdash || i >= len(args) || !sudoEnvVar(args[i]) {
 			break
+		}
+		if problem := envSettingProblem("sudo", args[i]); problem != "" {
+			return problem
 		}
 		i++
 	}
 	rest := args[i:]
 	switch {
-	case edit || len(rest) == 0:
+	case edit:
+		return ""
+	case len(rest) == 0 && shellMode:
+		return defaultShell("sudo -s or -i")
+	case len(rest) == 0:
 		return ""
 	case shellMode:
 		return an.nested("in sudo shell command: ", strings.Join(rest, " "), depth)
@@ -293,8 +378,11 @@ func sudoEnvVar(s string) bool {
 // a string into words by its own rules, which are not analyzed.
 func (an *analyzer) env(args []string, depth int) string {
 	i, _, problem := envSpec.scan(args, func(o opt) string {
-		if o.name == "S" || o.name == "split-string" {
+		switch o.name {
+		case "S", "split-string":
 			return "env -S cannot be analyzed"
+		case "P":
+			return "env -P (searches its own path for the command)"
 		}
 		return ""
 	})
@@ -305,6 +393,9 @@ func (an *analyzer) env(args []string, depth int) string {
 		i++
 	}
 	for i < len(args) && strings.IndexByte(args[i], '=') >= 0 {
+		if problem := envSettingProblem("env", args[i]); problem != "" {
+			return problem
+		}
 		i++
 	}
 	return an.wrap(args[i:], depth)
@@ -312,39 +403,21 @@ func (an *analyzer) env(args []string, depth int) string {
 
 // timeout skips timeout's options and its DURATION.
 func (an *analyzer) timeout(args []string, depth int) string {
-	i, _, _ := timeoutSpec.scan(args, nil)
+	i, _, problem := timeoutSpec.scan(args, nil)
+	if problem != "" {
+		return "timeout: " + problem
+	}
 	if i >= len(args) {
 		return ""
 	}
 	return an.wrap(args[i+1:], depth)
 }
 
-// xargs skips xargs's options; the rest is the command, echo by default.
-// A command name holding the replace string comes from the input and
-// cannot be judged.
-func (an *analyzer) xargs(args []string, depth int) string {
-	var replace []string
-	i, _, _ := xargsSpec.scan(args, func(o opt) string {
-		switch o.name {
-		case "I", "J", "replace", "i":
-			if o.hasVal {
-				replace = append(replace, o.value)
-			} else {
-				replace = append(replace, "{}")
-			}
-		}
-		return ""
-	})
-	rest := args[i:]
-	if len(rest) == 0 {
-		rest = []string{"echo"}
-	}
-	for _, r := range replace {
-		if r != "" && strings.Contains(rest[0], r) {
-			return "xargs command name comes from its input"
-		}
-	}
-	return an.wrap(rest, depth)
+// xargs is refused: it appends words read from standard input (which a
+// command run by bash -c inherits) or from -a FILE to its command, so no
+// policy can see what that command will be.
+func (an *analyzer) xargs() string {
+	return "xargs (its command gets words from its input, which the policy never sees)"
 }
 
 // find judges each -exec, -execdir, -ok and -okdir command, made of the
@@ -368,6 +441,17 @@ func (an *analyzer) find(args []string, depth int) string {
 		if end > start {
 			if strings.Contains(args[start], "{}") {
 				return "find -exec command name comes from the files found"
+			}
+			// find puts each found name wherever {} appears, also inside a
+			// longer word: like a glob's matches, a file name there must not
+			// reach a command whose arguments choose what runs (sh -c 'echo {}'
+			// runs a file named $(cmd)).
+			if name := strings.ToLower(baseName(args[start])); isGlobSensitive(name) {
+				for _, a := range args[start+1 : end] {
+					if strings.Contains(a, "{}") {
+						return "find -exec hands found file names to '" + name + "'"
+					}
+				}
 			}
 			if problem := an.wrap(args[start:end], depth); problem != "" {
 				return problem
@@ -416,4 +500,70 @@ func shellScript(args []string) (string, bool) {
 		return "", false
 	}
 	return args[i], true
+}
+
+// shellInfoOnly reports whether a shell's arguments only ask for its
+// version or help, which runs no script.
+func shellInfoOnly(args []string) bool {
+	if len(args) == 0 {
+		return false
+	}
+	for _, a := range args {
+		switch a {
+		case "--version", "--help", "-version", "-help":
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// shellSetOptions are the -o names a shell may be given: they change how
+// the script runs (exit on error, tracing), not how it is read or what it
+// reads at startup.
+var shellSetOptions = map[string]bool{
+	"errexit": true, "nounset": true, "pipefail": true, "xtrace": true, "noglob": true,
+	"verbose": true, "noexec": true, "noclobber": true, "errtrace": true,
+	"functrace": true, "allexport": true, "physical": true,
+}
+
+// shellOptionsProblem refuses the shell options, before the script, that
+// make the shell read startup files or another script (-l, --login, -i,
+// --rcfile, --init-file, -s), change how the script is parsed (-k, -H, -B,
+// -O, +O, --posix, -o for anything outside shellSetOptions), or that are
+// not modeled. Flags that only change how the script runs (-e, -u, -x, -f,
+// -v, -n, -a, -C, -E, -T, -P, -h, -p) are accepted.
+func shellOptionsProblem(name string, args []string) string {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" || a == "-" || len(a) < 2 || (a[0] != '-' && a[0] != '+') {
+			return ""
+		}
+		if a[0] == '+' {
+			return name + " option '" + a + "'"
+		}
+		if a[1] == '-' {
+			switch a {
+			case "--norc", "--noprofile", "--verbose", "--version", "--help":
+				continue
+			}
+			return name + " option '" + a + "' (startup files or parsing)"
+		}
+		for j := 1; j < len(a); j++ {
+			switch c := a[j]; c {
+			case 'c', 'e', 'u', 'x', 'f', 'v', 'n', 'a', 'C', 'E', 'T', 'P', 'h', 'p':
+			case 'o':
+				i++
+				if i >= len(args) || !shellSetOptions[args[i]] {
+					return name + " -o option that is not a plain run-time setting"
+				}
+			default:
+				return name + " option '-" + string(c) + "' (startup files, input or parsing)"
+			}
+		}
+		if strings.ContainsRune(a, 'c') {
+			return "" // what follows is the script and its arguments
+		}
+	}
+	return ""
 }
