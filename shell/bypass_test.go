@@ -181,6 +181,8 @@ var bypassTests = []struct {
 	{"git", "git daemon --help", "git daemon --help (runs man"},
 	{"git", "git log --hel", "git log --hel (runs man"},
 	{"git", "git help log", "git help NAME (runs man"},
+	{"git", "git mergetool --tool-help", "git mergetool (runs a tool its configuration names)"},
+	{"git", "git difftool HEAD", "git difftool (runs a tool"},
 	{"git", "git archive --remote=. HEAD", "git archive --remote (runs a command)"},
 	{"git", "git archive --rem=. HEAD", "git archive --rem (runs a command)"},
 	{"git", "git rebase --exe='touch y' main", "git rebase --exe (runs a command)"},

@@ -276,7 +276,9 @@
 // commands (clone -u, and clone -c/--config and --template, whose hooks
 // run), grep -O, and send-email's command options; git accepts any
 // unambiguous prefix of a long option, so prefixes of these (--exe=...)
-// are refused as well; so is archive --remote (git starts the remote side
+// are refused as well; so are mergetool, difftool, web--browse and instaweb,
+// which run the tool a configuration key names (mergetool.<tool>.cmd, ...)
+// through a shell, and archive --remote (git starts the remote side
 // through a shell). Whatever the opt-in, git help NAME and git SUB --help are
 // refused: git runs man for a page the command names, which the check would
 // not list (call man directly; man is judged as itself, and is one of the

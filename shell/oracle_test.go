@@ -531,7 +531,9 @@ func TestOracleTraceParse(t *testing.T) {
 		fmt.Sprintf("13 execve(%s, NULL, NULL) = 0\n", hex("/usr/bin/x")) +
 		fmt.Sprintf("14 execve(%s, 0x1234, NULL) = 0\n", hex("/usr/bin/y")) +
 		"11 +++ exited with 0 +++\n" +
-		"16 ???( <detached ...>\n"
+		"16 ???( <detached ...>\n" +
+		"17 ???( <unfinished ...>\n" +
+		"17 <... ??? resumed>) = ?\n"
 	execs, err := parseOracleTrace(good, cmd)
 	if err != nil {
 		t.Fatal(err)

@@ -163,8 +163,11 @@ func parseOracleTrace(trace, command string) ([]oracleExec, error) {
 				continue
 			}
 			// Exit and signal notes, and a thread that strace lost while
-			// its process exited (a Go launcher's threads): no exec in them.
-			if strings.HasPrefix(rest, "+++ ") || strings.HasPrefix(rest, "--- ") || rest == "???( <detached ...>" {
+			// its process exited (a Go launcher's threads): strace could not
+			// even read the system call's number, so the process is gone and
+			// ran no exec there.
+			if strings.HasPrefix(rest, "+++ ") || strings.HasPrefix(rest, "--- ") ||
+				rest == "???( <detached ...>" || rest == "???( <unfinished ...>" || strings.HasPrefix(rest, "<... ??? resumed>") {
 				continue
 			}
 			return nil, fmt.Errorf("trace line %d: unexpected: %q", n+1, line)

@@ -600,6 +600,10 @@ func (an *analyzer) git(args []string) string {
 		return ""
 	}
 	switch sub {
+	case "mergetool", "difftool", "web--browse", "instaweb":
+		// These run the tool a configuration key names (mergetool.<tool>.cmd,
+		// difftool.<tool>.cmd, browser.<tool>.cmd, instaweb.httpd) through a shell.
+		return "git " + sub + " (runs a tool its configuration names)"
 	case "filter-branch":
 		return "git filter-branch (runs its filters as shell commands)"
 	case "bisect":
