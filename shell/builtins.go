@@ -209,9 +209,9 @@ func envSettingProblem(wrapper, setting string) string {
 // package does not judge. They are accepted like any program, so a policy
 // that allows one with a trailing * allows any command.
 var runsCode = []string{
-	"awk", "bun", "deno", "emacs", "ex", "gawk", "gmake", "groovy", "gsed", "irb",
+	"awk", "bun", "deno", "ed", "emacs", "ex", "gawk", "gmake", "groovy", "gsed", "irb",
 	"jshell", "lua", "luajit", "make", "man", "mawk", "nawk", "node", "nodejs", "osascript",
-	"perl", "php", "pwsh", "pypy", "python", "r", "rscript", "ruby", "sed", "tclsh",
+	"perl", "php", "pwsh", "pypy", "python", "r", "red", "rscript", "ruby", "sed", "tclsh",
 	"vi", "vim", "nvim", "wish", "zx",
 }
 

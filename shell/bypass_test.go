@@ -182,6 +182,8 @@ var bypassTests = []struct {
 	{"git", "git log --hel", "git log --hel (runs man"},
 	{"git", "git help log", "git help NAME (runs man"},
 	{"git", "git mergetool --tool-help", "git mergetool (runs a tool its configuration names)"},
+	{"oracle", `flock lockf -c 'time "-p" dd -i'`, "command name starts with '-'"},
+	{"oracle", `time "-p" rm x`, "command name starts with '-'"},
 	{"git", "git difftool HEAD", "git difftool (runs a tool"},
 	{"git", "git archive --remote=. HEAD", "git archive --remote (runs a command)"},
 	{"git", "git archive --rem=. HEAD", "git archive --rem (runs a command)"},

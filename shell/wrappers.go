@@ -38,6 +38,12 @@ func nameProblem(name string, wrapped bool) string {
 	if name[len(name)-1] == '/' {
 		return "unusual command name"
 	}
+	// A name that starts with '-' is an option to whatever reads it as one:
+	// bash's time keyword takes only an unquoted -p, while sh (dash) runs
+	// /usr/bin/time, which takes a quoted "-p" too and runs what follows.
+	if name[0] == '-' {
+		return "command name starts with '-'"
+	}
 	// A wrapper's command is literal text, but refusing glob characters
 	// in it too costs nothing and keeps one rule for every command name.
 	if wrapped && globChars(name) {
