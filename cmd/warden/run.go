@@ -87,7 +87,7 @@ seal does not match (anything in it edited: the call, its arguments, the workspa
 is refused and nothing runs. The key is a file of 32 random bytes (64 hex digits),
 created readable by its owner only on first use: --checkpoint-key FILE, else
 $WARDEN_CHECKPOINT_KEY_FILE, else <user config dir>/warden/checkpoint.key
-(~/.config/warden/checkpoint.key on Linux). A resume needs the key the run paused
+(on Linux $XDG_CONFIG_HOME, else ~/.config). A resume needs the key the run paused
 with: on another machine, pass a copy of it. Keep it as private as the right to
 approve.
 
@@ -133,8 +133,9 @@ API keys come from ANTHROPIC_API_KEY or OPENAI_API_KEY.
 Exit codes: 0 the model answered; 1 an error during the run, or the iteration limit
 was reached without an answer; 2 bad usage, a bad agent.yaml, policy or checkpoint,
 a missing API key, a store that cannot be opened, a missing or unreadable checkpoint
-key, or a checkpoint that is unknown, altered, claimed or already resumed; 3 message middleware refused the model's input or output;
-4 the run paused for a person (the checkpoint is written); 5 a policy halted the run.`
+key, or a checkpoint that is unknown, altered, claimed or already resumed; 3 message
+middleware refused the model's input or output; 4 the run paused for a person (the
+checkpoint is written); 5 a policy halted the run.`
 
 func newRunCommand(stdout io.Writer) *cobra.Command {
 	var o runOptions
@@ -300,7 +301,7 @@ func (rt *runtime) resume(ctx context.Context, o runOptions, saved *runCheckpoin
 		return err
 	}
 	res, err := rt.agent.Resume(ctx, saved.Checkpoint, answer)
-	if res.Resumed == nil {
+	if res.Resumed == nil && err != nil {
 		// Refused before anything ran (the Guard refused the pending decision).
 		if ferr := c.finish(ctx, claimRefused, err.Error()); ferr != nil {
 			fmt.Fprintf(w, "warning: could not record the refused resume of %s: %v\n", o.resume, ferr)
@@ -656,7 +657,10 @@ func sealRunCheckpoint(cp *runCheckpoint, key []byte) ([]byte, error) {
 	return out.Bytes(), nil
 }
 
-var checkpointFileName = regexp.MustCompile(`^warden-checkpoint-([0-9a-f]{12})\.json$`)
+var (
+	checkpointID       = regexp.MustCompile(`^[0-9a-f]{12}$`)
+	checkpointFileName = regexp.MustCompile(`^warden-checkpoint-([0-9a-f]{12})\.json$`)
+)
 
 func readRunCheckpoint(file string, key []byte, keyFile string) (*runCheckpoint, error) {
 	data, err := os.ReadFile(file)
@@ -706,7 +710,7 @@ func parseRunCheckpoint(file string, data, key []byte, keyFile string) (*runChec
 	if err := dec.Decode(&cp); err != nil {
 		return nil, notOurs("not a warden run checkpoint: " + err.Error())
 	}
-	if cp.Format != runCheckpointFormat || len(cp.Checkpoint) == 0 || !regexp.MustCompile(`^[0-9a-f]{12}$`).MatchString(cp.ID) {
+	if cp.Format != runCheckpointFormat || len(cp.Checkpoint) == 0 || !checkpointID.MatchString(cp.ID) {
 		return nil, notOurs(fmt.Sprintf("not a warden run checkpoint (format %q, id %q)", cp.Format, cp.ID))
 	}
 	cp.raw = data
