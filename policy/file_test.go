@@ -381,3 +381,25 @@ func TestNonStringNamesRefused(t *testing.T) {
 		}
 	}
 }
+
+// The same from a policy file: the skills key is the role's listing of its skills, and
+// read_skill needs no second one under roles. A rule layer still judges read_skill like
+// any other tool.
+func TestFileReadSkillFromSkills(t *testing.T) {
+	p := parse(t, "version: 1\nroles: {support: [search_docs], viewer: [search_docs]}\nactive_role: support\nskills: {support: [refunds]}\n")
+	d, _ := p.Check(context.Background(), warden.Request{Capability: warden.CapToolCall, Target: warden.ReadSkillTool})
+	if !p.IsAllowed(warden.ReadSkillTool) || d.Effect != warden.Allow || d.RuleID != "support.skills" {
+		t.Errorf("support: IsAllowed %v, %+v", p.IsAllowed(warden.ReadSkillTool), d)
+	}
+	viewer, err := p.WithActiveRole("viewer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if viewer.IsAllowed(warden.ReadSkillTool) {
+		t.Error("viewer, with no skill rule, may see read_skill")
+	}
+	ruled := parse(t, "version: 1\npreset: read_only\nroles: {support: [reader]}\nactive_role: support\nskills: {support: [refunds]}\n")
+	if ruled.IsAllowed(warden.ReadSkillTool) {
+		t.Error("the read_only rule layer allows no read_skill call, yet it is offered")
+	}
+}
