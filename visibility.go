@@ -38,8 +38,8 @@ type Viewer struct {
 	Sequence []Step
 }
 
-// Offers reports whether the model may be offered tool: the tool is bound, and every
-// checker of the Guard that implements [VisibilityChecker] allows it. A panicking
+// Offers reports whether the model may be offered tool: the tool is bound and callable
+// (its schema compiled, see [Guard.Problems]), and every checker of the Guard that implements [VisibilityChecker] allows it. A panicking
 // IsAllowed hides the tool (fail closed).
 //
 // A checker that does not implement VisibilityChecker does not hide anything: the tool
@@ -53,8 +53,8 @@ type Viewer struct {
 // For [ReadSkillTool] this is the tool-level question only; see [Guard.OffersSkill]
 // for each skill.
 func (g *Guard) Offers(tool string) bool {
-	if _, ok := g.plans[tool]; !ok {
-		return false // an unknown tool is refused at call time: never offer it
+	if p, ok := g.plans[tool]; !ok || p.unusable != nil {
+		return false // an unknown tool, or one whose schema did not compile, is refused at call time: never offer it
 	}
 	for _, c := range g.cfg.Checkers {
 		if v, ok := c.(VisibilityChecker); ok && !isAllowed(v, tool) {

@@ -8,6 +8,7 @@ package warden_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"sync"
 	"testing"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/wardenhq/warden"
 	"github.com/wardenhq/warden/policy"
+	"github.com/wardenhq/warden/schema"
 )
 
 // visChecker answers visibility from a set and counts its Check calls.
@@ -203,4 +205,16 @@ func TestSkillOffered(t *testing.T) {
 			t.Error("a checker that does not govern skill_read hid a skill")
 		}
 	})
+}
+
+// REFERENCE section 5: "A tool whose schema cannot be compiled is not callable." Nor is
+// it offered.
+func TestGuardOffers_UncompilableSchema(t *testing.T) {
+	var p probe
+	bad := p.tool("bad")
+	bad.InputSchema = json.RawMessage(`{"type":"object","properties":{"n":{"type":"integr"}}}`)
+	g := mustBind(t, warden.Config{Schemas: schema.Compiler{}}, bad, p.tool("good"))
+	if g.Offers("bad") || !g.Offers("good") {
+		t.Errorf("Offers(bad) = %v, Offers(good) = %v", g.Offers("bad"), g.Offers("good"))
+	}
 }
