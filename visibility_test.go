@@ -84,8 +84,6 @@ type skillGate struct {
 	mu    sync.Mutex
 	asked []warden.Request
 	by    map[string]func(ctx context.Context) (warden.Decision, error)
-	sync  bool
-	intr  bool
 }
 
 func (c *skillGate) Check(ctx context.Context, req warden.Request) (warden.Decision, error) {
