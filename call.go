@@ -27,6 +27,14 @@ type Call struct {
 	Sequence []Step `json:"-"`
 	// Context is recent context shown to a person as check-in evidence. Optional.
 	Context []string `json:"-"`
+	// Unauthorized lists targets whose authorization faulted earlier in the run (a
+	// checker errored, panicked or did not answer: [CheckerFault]): tool names, and
+	// skill targets ([SkillTarget]) for the skill gate. A call to a listed tool, or a
+	// read_skill of a listed skill, is refused at the permission stage (the skill gate
+	// for a skill) with [UnauthorizedText], without asking any checker: the fault text
+	// promises that this will not change during the run, and this keeps the promise.
+	// Optional; the agent runtime fills it.
+	Unauthorized []string `json:"-"`
 }
 
 // Step is one call that was executed, as recorded in a run's sequence.

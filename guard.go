@@ -25,6 +25,13 @@ const ReadSkillTool = "read_skill"
 //	execute → result-side middleware in reverse (the tool's postprocessor innermost) →
 //	error handlers (tool and result-side failures only) → result ceilings.
 //
+// A call-side ask does not pause where it is raised: the link's question is recorded,
+// the chain runs on to its end, then S2 and validation; the human stage then puts one
+// question (every link's ask in link order, a carried escalation, the check-in) to a
+// person about the final arguments, the ones that will execute. A later link that
+// denies still denies, and then nobody is asked. An approval runs exactly the arguments
+// the person was shown, once (see [Guard.ResumeAs]).
+//
 // Every refusal is data: the [Outcome] says what the model reads, which stage decided,
 // and whether the tool executed. Every stage fails closed: an error, a panic or a timeout
 // is a refusal, and refusals never reach error handlers. A Guard is safe for concurrent
@@ -127,6 +134,9 @@ type callState struct {
 	start     time.Time
 	s1Changed bool
 	carried   *Decision // an escalation waiting for the human stage
+	// asks are the questions call-side links asked, in link order: recorded where they
+	// are raised, put to the person at the human stage about the final arguments.
+	asks []MiddlewareAsk
 	// approval is the person's answer a Resume carries: it answers exactly one question,
 	// the one asked about these arguments (digest) by this middleware or stage.
 	approval     *PendingDecision
@@ -322,6 +332,8 @@ func (st *callState) securityPass(ctx context.Context, pass string) (bool, *Outc
 	if pass == "s2" {
 		stage = StageFinalCheck
 		st.carried = nil
+	} else if len(st.call.Unauthorized) > 0 && slices.Contains(st.call.Unauthorized, st.call.Tool) {
+		return true, st.refuse(ctx, stage, st.faultedBefore(st.call.Tool), ""), nil
 	}
 	var ask *Decision
 	if st.out.Checks == nil {
@@ -345,7 +357,8 @@ func (st *callState) securityPass(ctx context.Context, pass string) (bool, *Outc
 				if !d.Args.Equal(st.args) {
 					return true, st.refuse(ctx, stage, Decision{Effect: Deny, RuleID: "s2.changed", Rationale: "security hook changed arguments during final validation", Fault: true}, ""), nil
 				}
-			} else {
+			} else if !d.Args.Equal(st.args) {
+				// Returning the arguments unchanged is not a replacement.
 				st.args, st.s1Changed = *d.Args, true
 			}
 		}
@@ -366,6 +379,18 @@ func (st *callState) securityPass(ctx context.Context, pass string) (bool, *Outc
 		st.carried = ask
 	}
 	return false, nil, nil
+}
+
+// faultedBefore is the refusal of a target whose authorization faulted earlier in the
+// run ([Call.Unauthorized]): no checker is asked again.
+func (st *callState) faultedBefore(target string) Decision {
+	return Decision{
+		Effect:    Deny,
+		RuleID:    "checker.fault",
+		Rationale: "permission-checker fault earlier in this run: '" + target + "' is not asked about again",
+		TellLLM:   UnauthorizedText(target),
+		Fault:     true,
+	}
 }
 
 func withoutArgs(d Decision) Decision {
@@ -642,18 +667,11 @@ func (st *callState) fromMiddleware(ctx context.Context, link int) (*Outcome, er
 			st.ledger(ctx, row)
 			return st.refuse(ctx, StageMiddleware, Decision{Effect: Deny, RuleID: m.Name, Rationale: out.reason}, out.reason), nil
 		case okAsk:
+			// The question is recorded and the chain goes on: the person is asked at the
+			// human stage, about the arguments that will execute.
 			row.Outcome, row.Why = "ask", out.question
-			if st.answers(KindAsk, m.Name) {
-				row.Why = "approved by " + st.approvedBy()
-				st.ledger(ctx, row)
-				continue
-			}
 			st.ledger(ctx, row)
-			if st.approval != nil || !st.g.cfg.CanPause {
-				text := NoPauseText(m.Name, out.question)
-				return st.refuse(ctx, StageMiddleware, Decision{Effect: Deny, RuleID: m.Name, Rationale: text}, text), nil
-			}
-			return st.pend(ctx, PendingDecision{Kind: KindAsk, Question: out.question, Detail: out.detail, Middleware: m.Name}), nil
+			st.asks = append(st.asks, MiddlewareAsk{Middleware: m.Name, Question: out.question, Detail: out.detail})
 		default:
 			text := ThrewText(m.Name, errText(out.err))
 			row.Outcome, row.Why = "deny", text
@@ -695,7 +713,7 @@ func (st *callState) fromValidation(ctx context.Context) (*Outcome, error) {
 	// The clock is read here only when an event may use it before execute reads it
 	// again: the validation, skill, human and credential stages, or a journal failure
 	// (refusals read the clock in finish).
-	if st.p.validator != nil || st.call.Tool == ReadSkillTool || st.carried != nil || st.p.tool.CheckIn != nil || st.p.tool.Needs != nil || st.g.cfg.Journal != nil {
+	if st.p.validator != nil || st.call.Tool == ReadSkillTool || st.carried != nil || st.asks != nil || st.p.tool.CheckIn != nil || st.p.tool.Needs != nil || st.g.cfg.Journal != nil {
 		st.tick()
 	}
 	if v := st.p.validator; v != nil {
@@ -728,6 +746,10 @@ func safeValidate(v ArgsValidator, args Args) (problems []ArgProblem) {
 func (st *callState) skillGate(ctx context.Context) (bool, *Outcome, error) {
 	id, _ := st.args.String("id")
 	target := SkillTarget(id)
+	if len(st.call.Unauthorized) > 0 && slices.Contains(st.call.Unauthorized, target) {
+		d := st.faultedBefore(target)
+		return true, st.refuse(ctx, StageSkill, d, d.ModelText(target)), nil
+	}
 	for i, c := range st.g.cfg.Checkers {
 		if !CheckerGoverns(c, CapSkillRead) {
 			continue
@@ -785,64 +807,119 @@ func (st *callState) skillGate(ctx context.Context) (bool, *Outcome, error) {
 	return false, nil, nil
 }
 
-// fromHuman runs the human stage: a carried escalation and the tool's check-in become
-// one question about the call as it will run.
+// fromHuman runs the human stage: the middleware asks, a carried escalation and the
+// tool's check-in become one question about the call as it will run (the final
+// arguments, after S2 and validation). On a resume, the approval answers it when it was
+// given to the same question (kind, tool, asking middleware) about the same arguments.
 func (st *callState) fromHuman(ctx context.Context) (*Outcome, error) {
 	esc := st.carried
 	checkIn := st.needsCheckIn()
-	if esc != nil || checkIn {
-		kind := KindCheckIn
+	if esc == nil && !checkIn && len(st.asks) == 0 {
+		return st.fromCredentials(ctx)
+	}
+	p := st.question(esc, checkIn)
+	if a := st.approval; a != nil && !st.approvalUsed && sameQuestion(a, &p) {
+		if a.Digest != p.Digest {
+			// The approval authorizes exactly the call the person saw.
+			return st.refuse(ctx, StageHuman, Decision{Effect: Deny, RuleID: "approval.digest", Rationale: ApprovalMismatchText}, ApprovalMismatchText), nil
+		}
+		st.approvalUsed = true
+		return st.fromCredentials(ctx)
+	}
+	if st.approval != nil || !st.g.cfg.CanPause {
+		// Nobody can answer here: there is no pause, or this is a resume and its
+		// approval answered another question.
+		if len(st.asks) > 0 {
+			a := st.asks[0]
+			text := NoPauseText(a.Middleware, a.Question)
+			return st.refuse(ctx, StageMiddleware, Decision{Effect: Deny, RuleID: a.Middleware, Rationale: text}, text), nil
+		}
 		if esc != nil {
-			kind = KindEscalate
+			action, _ := st.args.String("action")
+			return st.refuse(ctx, StageHuman, EscalationFault(st.call.Tool, action, *esc), ""), nil
 		}
-		if st.answers(kind, "") {
-			return st.fromCredentials(ctx)
-		}
+		text := "Tool '" + st.call.Tool + "' requires a check-in, and there is no pause here to carry it: " + st.checkInQuestion()
+		return st.refuse(ctx, StageHuman, Decision{Effect: Deny, RuleID: "checkin", Rationale: text, Fault: true}, text), nil
+	}
+	return st.pend(ctx, p), nil
+}
+
+// ApprovalMismatchText is what the model reads when a resumed call reaches the human
+// stage with arguments other than the ones the person approved.
+const ApprovalMismatchText = "approval does not apply: the arguments changed after a person approved them"
+
+// question builds the one pending decision of the human stage. Its kind is escalate
+// when a checker escalated, else ask when a middleware asked, else checkin; Question
+// holds every source's question, one per line (a single source's question as it is).
+func (st *callState) question(esc *Decision, checkIn bool) PendingDecision {
+	p := PendingDecision{Tool: st.call.Tool, Digest: st.args.Digest()}
+	switch {
+	case esc != nil:
+		p.Kind = KindEscalate
+	case len(st.asks) > 0:
+		p.Kind = KindAsk
+	default:
+		p.Kind = KindCheckIn
+	}
+	sources := len(st.asks)
+	if esc != nil {
+		sources++
+	}
+	if checkIn {
+		sources++
+	}
+	var parts []string
+	if esc != nil {
 		action, _ := st.args.String("action")
-		if st.approval != nil || !st.g.cfg.CanPause {
-			if esc != nil {
-				return st.refuse(ctx, StageHuman, EscalationFault(st.call.Tool, action, *esc), ""), nil
-			}
-			text := "Tool '" + st.call.Tool + "' requires a check-in, and there is no pause here to carry it: " + st.checkInQuestion()
-			return st.refuse(ctx, StageHuman, Decision{Effect: Deny, RuleID: "checkin", Rationale: text, Fault: true}, text), nil
+		target := st.call.Tool
+		if action != "" {
+			target += "." + action
 		}
-		p := PendingDecision{Kind: kind, Question: st.checkInQuestion()}
-		if esc != nil {
-			target := st.call.Tool
-			if action != "" {
-				target += "." + action
-			}
-			p.Question = "Permission escalation for " + target + ": " + esc.Rationale + ". Allow this call?"
-			p.Escalation = esc
-		}
-		if checkIn {
-			p.Evidence = &Evidence{Does: st.p.tool.Description, Args: renderArgs(st.args), Context: append([]string(nil), st.call.Context...)}
-		}
-		return st.pend(ctx, p), nil
+		parts = append(parts, "Permission escalation for "+target+": "+esc.Rationale+". Allow this call?")
+		p.Escalation = esc
 	}
-	return st.fromCredentials(ctx)
+	if len(st.asks) > 0 {
+		p.Asks = slices.Clip(st.asks)
+		p.Middleware = st.asks[0].Middleware
+		var details []string
+		for _, a := range st.asks {
+			if sources == 1 {
+				parts = append(parts, a.Question)
+				details = append(details, a.Detail)
+				continue
+			}
+			parts = append(parts, "middleware '"+a.Middleware+"' asks: "+a.Question)
+			if a.Detail != "" {
+				details = append(details, a.Middleware+": "+a.Detail)
+			}
+		}
+		p.Detail = strings.Join(details, "\n")
+	}
+	if checkIn {
+		parts = append(parts, st.checkInQuestion())
+		p.Evidence = &Evidence{Does: st.p.tool.Description, Args: renderArgs(st.args), Context: append([]string(nil), st.call.Context...)}
+	}
+	p.Question = strings.Join(parts, "\n")
+	return p
 }
 
-// answers reports whether the approval this resume carries answers the question now
-// being asked: same kind, same middleware, and the call exactly as approved (digest).
-// An approval answers one question once.
-func (st *callState) answers(kind DecisionKind, middleware string) bool {
-	a := st.approval
-	if a == nil || st.approvalUsed || a.Kind != kind || a.Middleware != middleware || a.Tool != st.call.Tool {
+// sameQuestion reports whether approval a was given to the question p asks: the same
+// kind, tool and asking middleware (in order). The arguments are compared apart.
+func sameQuestion(a, p *PendingDecision) bool {
+	if a.Kind != p.Kind || a.Tool != p.Tool {
 		return false
 	}
-	if st.args.Digest() != a.Digest {
-		return false
+	askers := func(d *PendingDecision) []string {
+		if len(d.Asks) == 0 && d.Middleware != "" {
+			return []string{d.Middleware}
+		}
+		names := make([]string, len(d.Asks))
+		for i, x := range d.Asks {
+			names[i] = x.Middleware
+		}
+		return names
 	}
-	st.approvalUsed = true
-	return true
-}
-
-func (st *callState) approvedBy() string {
-	if st.out.ApprovedBy == "" {
-		return "a person"
-	}
-	return st.out.ApprovedBy
+	return slices.Equal(askers(a), askers(p))
 }
 
 func (st *callState) needsCheckIn() (need bool) {
@@ -879,7 +956,7 @@ func renderArgs(a Args) string {
 }
 
 func (st *callState) pend(ctx context.Context, p PendingDecision) *Outcome {
-	p.Tool, p.Args, p.Digest = st.call.Tool, st.args, st.args.Digest()
+	p.Tool, p.Args = st.call.Tool, st.args
 	p.Revision, p.Identity, p.Session, p.CallID, p.Iteration = st.g.cfg.Revision, st.call.Identity, st.call.Session, st.call.ID, st.call.Iteration
 	p.Created = st.g.cfg.Now().UTC()
 	p.Original = st.original
@@ -895,11 +972,6 @@ func (st *callState) pend(ctx context.Context, p PendingDecision) *Outcome {
 }
 
 func (st *callState) fromCredentials(ctx context.Context) (*Outcome, error) {
-	if st.approvalUsed && st.args.Digest() != st.approval.Digest {
-		// The approval authorizes exactly the call the person saw.
-		text := "approval does not apply: the arguments changed after a person approved them"
-		return st.refuse(ctx, StageHuman, Decision{Effect: Deny, RuleID: "approval.digest", Rationale: text}, text), nil
-	}
 	if n := st.p.tool.Needs; n != nil {
 		e := st.event(EventCredentialRequest)
 		e.Detail = n.Service
@@ -1274,19 +1346,25 @@ func RenderResult(v any) string {
 
 // Resume continues a call that waited for a person. answer must be [Approved] or
 // [Declined]; anything else returns a [*DecisionRequiredError] and runs nothing, so the
-// pending decision stays usable.
+// pending decision stays usable. An Approved must carry the digest of the arguments the
+// person was shown; one that names no digest, or another digest than p's, returns an
+// error wrapping [ErrApprovalMismatch] and runs nothing.
 //
 // A declined call is refused with the declined text. An approved call runs the whole
 // pipeline again from the arguments as originally proposed, under the guard's current
-// policy (so a policy revision that changed while the call waited applies): the
-// approval answers exactly one question, the one asked by the same middleware (or the
-// same escalation or check-in) about the call with the same digest. If the arguments
-// reach that point changed, the approval does not apply; any other question on the same
-// resume is refused. Nothing in the pending decision but that question is trusted, so a
-// decision edited in storage cannot skip a stage.
+// policy (so a policy revision that changed while the call waited applies). At the
+// human stage the approval answers the question only when it is the same question (the
+// same kind, tool and asking middleware, in order) about final arguments with the same
+// digest: other arguments are refused with [ApprovalMismatchText], another question
+// with the no-pause refusal (nobody is asked twice on one resume). Nothing in the
+// pending decision but that question is trusted, so a decision edited in storage cannot
+// skip a stage.
 //
 // Resume does not remember approvals: resuming the same approval twice runs the call
-// twice. A durable store makes approvals single-use.
+// twice. The caller makes approvals single-use: a durable store claims the decision
+// before resuming (the gateway, warden run).
+//
+// Resume does not check who resumes; prefer [Guard.ResumeAs].
 func (g *Guard) Resume(ctx context.Context, p PendingDecision, answer Answer) (Outcome, error) {
 	return g.resume(ctx, p, answer, nil)
 }
@@ -1332,6 +1410,14 @@ func (g *Guard) resume(ctx context.Context, p PendingDecision, answer Answer, wh
 	case KindAsk, KindEscalate, KindCheckIn:
 	default:
 		return Outcome{}, fmt.Errorf("warden: pending decision has an unknown kind %q", p.Kind)
+	}
+	if a, ok := answer.(Approved); ok {
+		switch {
+		case a.Digest == "":
+			return Outcome{}, fmt.Errorf("%w: Approved.Digest is empty; set it to the digest of the arguments the person was shown (this decision's is %s)", ErrApprovalMismatch, p.Digest)
+		case a.Digest != p.Digest:
+			return Outcome{}, fmt.Errorf("%w: the person approved arguments with digest %s, but the pending decision holds %s; it changed after they saw it, so show it to them again", ErrApprovalMismatch, a.Digest, p.Digest)
+		}
 	}
 	c := Call{ID: p.CallID, Tool: p.Tool, Args: p.Original, Iteration: p.Iteration, Identity: p.Identity, Session: p.Session}
 	if who != nil {

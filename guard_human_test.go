@@ -82,7 +82,7 @@ func TestHuman_EscalationPausesAndResumes(t *testing.T) {
 	if p.runs() != 0 {
 		t.Fatalf("tool ran before the decision")
 	}
-	out, err = g.Resume(context.Background(), *pd, warden.Approved{By: "alice", Note: "fine"})
+	out, err = g.Resume(context.Background(), *pd, warden.Approved{By: "alice", Note: "fine", Digest: pd.Digest})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func TestHuman_AskApprovedRunsTransformedArgsOnce(t *testing.T) {
 	if ap.p.runs() != 0 {
 		t.Fatal("tool ran before the decision")
 	}
-	out, err := g.Resume(context.Background(), pd, warden.Approved{By: "bob"})
+	out, err := g.Resume(context.Background(), pd, warden.Approved{By: "bob", Digest: pd.Digest})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,6 +150,9 @@ func TestHuman_AskApprovedRunsTransformedArgsOnce(t *testing.T) {
 	// A resume judges the call again from the proposed arguments: the links before the
 	// ask run once more (they are how the approved arguments came about), the ask is
 	// answered by the approval and does not ask again.
+	if out.ApprovedBy != "bob" {
+		t.Errorf("ApprovedBy %q, want bob", out.ApprovedBy)
+	}
 	if ap.first.Load() != 2 || ap.second.Load() != 2 {
 		t.Errorf("links ran first=%d second=%d; want each twice (call, then resume)", ap.first.Load(), ap.second.Load())
 	}
@@ -157,7 +160,7 @@ func TestHuman_AskApprovedRunsTransformedArgsOnce(t *testing.T) {
 	for _, r := range out.Ledger {
 		rows = append(rows, r.Middleware+":"+r.Outcome+":"+r.Why)
 	}
-	if d := cmp.Diff([]string{"first:allow:" + rows[0][len("first:allow:"):], "second:ask:approved by bob"}, rows); d != "" {
+	if d := cmp.Diff([]string{"first:allow:" + rows[0][len("first:allow:"):], "second:ask:Send this to ops?"}, rows); d != "" {
 		t.Errorf("resumed ledger (-want +got):\n%s", d)
 	}
 }
@@ -202,27 +205,45 @@ func TestHuman_ResumeRequiresADecision(t *testing.T) {
 		}
 	}
 	// The same pending decision is still usable, through a pointer too.
-	out, err := g.Resume(context.Background(), pd, &warden.Approved{By: "bob"})
+	out, err := g.Resume(context.Background(), pd, &warden.Approved{By: "bob", Digest: pd.Digest})
 	if err != nil || out.Status != warden.StatusRan || ap.p.runs() != 1 {
 		t.Errorf("resume after a refused answer: %+v %v runs %d", viewOf(out), err, ap.p.runs())
 	}
 }
 
-func TestHuman_SecondAskAfterApprovalIsRefused(t *testing.T) {
+// REFERENCE section 7: "When several links ask, one pending decision carries every
+// question (in link order, each with its middleware name); one approval answers all of
+// them for that call."
+func TestHuman_SeveralAsksAreOneDecision(t *testing.T) {
 	var p probe
 	g := mustBind(t, warden.Config{CanPause: true, Middleware: []*warden.Middleware{askMW("legal", "Legal ok?"), askMW("finance", "Finance ok?")}}, p.tool("wire"))
 	out := call(t, g, "wire", `{"amount":100}`)
-	if out.Pending == nil || out.Pending.Middleware != "legal" {
-		t.Fatalf("got %+v, want the first ask pending", viewOf(out))
+	if out.Pending == nil {
+		t.Fatalf("got %+v, want one pending decision", viewOf(out))
 	}
-	out, err := g.Resume(context.Background(), *out.Pending, warden.Approved{By: "a"})
+	pd := *out.Pending
+	wantAsks := []warden.MiddlewareAsk{{Middleware: "legal", Question: "Legal ok?", Detail: "detail of legal"}, {Middleware: "finance", Question: "Finance ok?", Detail: "detail of finance"}}
+	if d := cmp.Diff(wantAsks, pd.Asks); d != "" {
+		t.Errorf("asks (-want +got):\n%s", d)
+	}
+	if pd.Kind != warden.KindAsk || pd.Middleware != "legal" || pd.Question != "middleware 'legal' asks: Legal ok?\nmiddleware 'finance' asks: Finance ok?" {
+		t.Errorf("pending kind %q middleware %q question %q", pd.Kind, pd.Middleware, pd.Question)
+	}
+	out, err := g.Resume(context.Background(), pd, warden.Approved{By: "a", Digest: pd.Digest})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "middleware 'finance' asked a person to decide, and there is no pause here to carry that ask: Finance ok?"
-	checkView(t, out, refusedAt(warden.StageMiddleware, want))
-	if p.runs() != 0 {
-		t.Errorf("tool ran %d times", p.runs())
+	checkView(t, out, view{Status: warden.StatusRan, Stage: warden.StageExecute, Executed: true, ModelText: `ran {"amount":100}`})
+	if p.runs() != 1 {
+		t.Errorf("tool ran %d times, want once", p.runs())
+	}
+	// An approval of one link's question does not answer a chain that now asks more.
+	one := pd
+	one.Asks = one.Asks[:1]
+	if out, err := g.Resume(context.Background(), one, warden.Approved{By: "a", Digest: one.Digest}); err != nil || out.Executed {
+		t.Errorf("an approval of legal's ask alone ran the call: %+v %v", viewOf(out), err)
+	} else {
+		checkView(t, out, refusedAt(warden.StageMiddleware, "middleware 'legal' asked a person to decide, and there is no pause here to carry that ask: Legal ok?"))
 	}
 }
 
@@ -251,7 +272,7 @@ func TestHuman_PendingRoundTripsAndResumesOnANewGuard(t *testing.T) {
 	// A fresh process in spirit: new registry, new tool values, new middleware values.
 	var ap2 askPipeline
 	g2 := mustBind(t, ap2.config(allowChecker("c")), ap2.tool())
-	out, err := g2.Resume(context.Background(), back, warden.Approved{By: "carol"})
+	out, err := g2.Resume(context.Background(), back, warden.Approved{By: "carol", Digest: back.Digest})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +292,7 @@ func TestHuman_TamperedArgsAreRefused(t *testing.T) {
 	g := mustBind(t, ap.config(), ap.tool())
 	pd := pendingAsk(t, g)
 	pd.Args = pd.Args.With("to", "attacker@evil.example")
-	out, err := g.Resume(context.Background(), pd, warden.Approved{By: "bob"})
+	out, err := g.Resume(context.Background(), pd, warden.Approved{By: "bob", Digest: pd.Digest})
 	if err == nil && out.Executed {
 		t.Fatalf("a pending decision whose args no longer match its digest ran: %+v", viewOf(out))
 	}
@@ -317,7 +338,7 @@ func TestHuman_ForgedPendingIsStillJudged(t *testing.T) {
 				pd = *out.Pending
 			}
 			pd = tt.forge(pd)
-			out, err := g.Resume(context.Background(), pd, warden.Approved{By: "mallory"})
+			out, err := g.Resume(context.Background(), pd, warden.Approved{By: "mallory", Digest: pd.Digest})
 			if p.runs() != 0 || out.Executed {
 				t.Errorf("Resume ran %s on a forged pending decision that policy denies (deny bash \"rm *\"): %+v err %v",
 					js(pd.Args), viewOf(out), err)
@@ -326,20 +347,89 @@ func TestHuman_ForgedPendingIsStillJudged(t *testing.T) {
 	}
 }
 
+// The governance page: "approve and the chain continues and the REAL tool runs", and "a
+// person approves what the chain produced". With the chain [ask, transform], the person
+// is asked about the transformed arguments, and approving runs exactly them, once.
+func TestHuman_AskThenTransformRunsWhatThePersonApproved(t *testing.T) {
+	var p probe
+	after := transform("after", "round to the nearest hundred", func(a warden.Args) warden.Args { return a.With("amount", 200) })
+	g := mustBind(t, warden.Config{CanPause: true, Middleware: []*warden.Middleware{askMW("approve", "Pay?"), after}}, p.tool("pay"))
+	out := call(t, g, "pay", `{"amount":150}`)
+	if out.Pending == nil {
+		t.Fatalf("want pending, got %+v", viewOf(out))
+	}
+	pd := *out.Pending
+	if js(pd.Args) != `{"amount":200}` || js(pd.Original) != `{"amount":150}` || pd.Middleware != "approve" || pd.Digest != A(`{"amount":200}`).Digest() {
+		t.Errorf("the person is shown %s (original %s, middleware %q); want the arguments that will execute", js(pd.Args), js(pd.Original), pd.Middleware)
+	}
+	out, err := g.Resume(context.Background(), pd, warden.Approved{By: "a", Digest: pd.Digest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkView(t, out, view{Status: warden.StatusRan, Stage: warden.StageExecute, Executed: true, ModelText: `ran {"amount":200}`})
+	if p.runs() != 1 || js(p.last()) != `{"amount":200}` {
+		t.Errorf("tool ran %d times with %s", p.runs(), js(p.last()))
+	}
+}
+
+// REFERENCE section 7: "the approval applies only if the final args have the same
+// digest, otherwise the call is refused with the approval-mismatch text and nothing
+// runs". A transform that answers differently on the resume makes other final args.
 func TestHuman_ApprovalIsBoundToTheDigest(t *testing.T) {
 	var p probe
-	after := transform("after", "late rewrite", func(a warden.Args) warden.Args { return a.With("amount", 1000000) })
+	var n int
+	after := transform("after", "late rewrite", func(a warden.Args) warden.Args { n++; return a.With("amount", 100*n) })
 	g := mustBind(t, warden.Config{CanPause: true, Middleware: []*warden.Middleware{askMW("approve", "Pay 100?"), after}}, p.tool("pay"))
+	out := call(t, g, "pay", `{"amount":1}`)
+	if out.Pending == nil {
+		t.Fatalf("want pending, got %+v", viewOf(out))
+	}
+	out, err := g.Resume(context.Background(), *out.Pending, warden.Approved{By: "a", Digest: out.Pending.Digest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkView(t, out, refusedAt(warden.StageHuman, warden.ApprovalMismatchText))
+	if out.Executed || p.runs() != 0 {
+		t.Errorf("args changed after the approval and the call still ran: %+v", viewOf(out))
+	}
+}
+
+// The issue "Seed parity": "A consistently edited checkpoint redirects an approval."
+// An approval carries the digest the person was shown; a pending decision edited after
+// that (args, original and digest together) is refused before anything runs, and the
+// pending decision stays usable.
+func TestHuman_ApprovedCarriesTheDigestThePersonSaw(t *testing.T) {
+	var p probe
+	g := mustBind(t, warden.Config{CanPause: true, Middleware: []*warden.Middleware{askMW("approve", "Pay?")}}, p.tool("pay"))
 	out := call(t, g, "pay", `{"amount":100}`)
 	if out.Pending == nil {
 		t.Fatalf("want pending, got %+v", viewOf(out))
 	}
-	out, err := g.Resume(context.Background(), *out.Pending, warden.Approved{By: "a"})
-	if err != nil {
-		t.Fatal(err)
+	shown := *out.Pending
+	edited := shown
+	edited.Args, edited.Original = A(`{"amount":1000000}`), A(`{"amount":1000000}`)
+	edited.Digest = edited.Args.Digest()
+	for name, tt := range map[string]struct {
+		pd     warden.PendingDecision
+		digest string
+		want   string
+	}{
+		"edited decision": {edited, shown.Digest, "warden: the approval does not match the pending decision: the person approved arguments with digest " + shown.Digest + ", but the pending decision holds " + edited.Digest + "; it changed after they saw it, so show it to them again"},
+		"no digest":       {shown, "", "warden: the approval does not match the pending decision: Approved.Digest is empty; set it to the digest of the arguments the person was shown (this decision's is " + shown.Digest + ")"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			out, err := g.Resume(context.Background(), tt.pd, warden.Approved{By: "a", Digest: tt.digest})
+			if !errors.Is(err, warden.ErrApprovalMismatch) || err.Error() != tt.want {
+				t.Errorf("error %v, want %q", err, tt.want)
+			}
+			if out.Executed || p.runs() != 0 {
+				t.Errorf("ran: %+v", viewOf(out))
+			}
+		})
 	}
-	if out.Executed || p.runs() != 0 || out.Status != warden.StatusRefused {
-		t.Errorf("args changed after the approval and the call still ran: %+v", viewOf(out))
+	out, err := g.Resume(context.Background(), shown, warden.Approved{By: "a", Digest: shown.Digest})
+	if err != nil || !out.Executed || p.runs() != 1 || js(p.last()) != `{"amount":100}` {
+		t.Errorf("the pending decision is no longer usable after refused answers: %+v %v", viewOf(out), err)
 	}
 }
 
@@ -380,7 +470,7 @@ func TestHuman_S1EscalationIsReplacedByS2(t *testing.T) {
 			if out.Pending == nil || out.Pending.Kind != warden.KindEscalate || js(out.Pending.Args) != tt.pendArgs {
 				t.Fatalf("pending %+v, want an escalation about %s", out.Pending, tt.pendArgs)
 			}
-			out, err := g.Resume(context.Background(), *out.Pending, warden.Approved{By: "a"})
+			out, err := g.Resume(context.Background(), *out.Pending, warden.Approved{By: "a", Digest: out.Pending.Digest})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -458,7 +548,7 @@ func TestHuman_CheckIn(t *testing.T) {
 		var p probe
 		g := mustBind(t, warden.Config{CanPause: true}, sendTool(&p, &warden.CheckIn{}))
 		out := call(t, g, "send_email", `{"to":"x"}`)
-		out, err := g.Resume(context.Background(), *out.Pending, warden.Approved{By: "u"})
+		out, err := g.Resume(context.Background(), *out.Pending, warden.Approved{By: "u", Digest: out.Pending.Digest})
 		if err != nil || out.Status != warden.StatusRan || p.runs() != 1 {
 			t.Errorf("got %+v %v runs %d", viewOf(out), err, p.runs())
 		}
@@ -480,7 +570,7 @@ func TestHuman_RevisionChangeRechecks(t *testing.T) {
 	cfg2 := ap2.config(always("lockdown", warden.Decision{Effect: warden.Deny, Rationale: "email is disabled"}))
 	cfg2.Revision = "r2"
 	g2 := mustBind(t, cfg2, ap2.tool())
-	out, err := g2.Resume(context.Background(), pd, warden.Approved{By: "bob"})
+	out, err := g2.Resume(context.Background(), pd, warden.Approved{By: "bob", Digest: pd.Digest})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -501,7 +591,7 @@ func TestHuman_RevisionChangeDoesNotReaskAnApprovedEscalation(t *testing.T) {
 	}
 	var p2 probe
 	g2 := mustBind(t, warden.Config{Checkers: []warden.Checker{escalateBash(t)}, CanPause: true, Revision: "r2"}, p2.tool("bash"))
-	out, err := g2.Resume(context.Background(), *out.Pending, warden.Approved{By: "a"})
+	out, err := g2.Resume(context.Background(), *out.Pending, warden.Approved{By: "a", Digest: out.Pending.Digest})
 	if err != nil || out.Status != warden.StatusRan || p2.runs() != 1 {
 		t.Errorf("got %+v %v runs %d; the person approved exactly this call", viewOf(out), err, p2.runs())
 	}
@@ -517,26 +607,36 @@ func TestHuman_ForgedResumePositionDoesNotSkipMiddleware(t *testing.T) {
 		}
 		return warden.AllowCall()
 	}}
+	secret := A(`{"to":"x@y.z","body":"SSN 078-05-1120"}`)
+	forgeArgs := func(p *warden.PendingDecision) {
+		p.Args, p.Original, p.Digest = secret, secret, secret.Digest()
+	}
 	tests := []struct {
 		name  string
 		forge func(*warden.PendingDecision)
 	}{
-		{"honest", func(*warden.PendingDecision) {}},
-		{"kind changed to a check-in", func(p *warden.PendingDecision) { p.Kind, p.Middleware = warden.KindCheckIn, "" }},
-		{"middleware renamed to dlp", func(p *warden.PendingDecision) { p.Middleware = "dlp" }},
-		{"original arguments replaced", func(p *warden.PendingDecision) { p.Original = p.Args.With("body", "hello") }},
+		{"arguments replaced", forgeArgs},
+		{"and kind changed to a check-in", func(p *warden.PendingDecision) {
+			forgeArgs(p)
+			p.Kind, p.Middleware, p.Asks = warden.KindCheckIn, "", nil
+		}},
+		{"and middleware renamed to dlp", func(p *warden.PendingDecision) { forgeArgs(p); p.Middleware, p.Asks = "dlp", nil }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var p probe
 			g := mustBind(t, warden.Config{CanPause: true, Middleware: []*warden.Middleware{askMW("approve", "Send?"), dlp}}, p.tool("email"))
-			out := call(t, g, "email", `{"to":"x@y.z","body":"SSN 078-05-1120"}`)
+			// "a later deny still denies, and then nobody is asked" (REFERENCE section 7).
+			if out := call(t, g, "email", js(secret)); out.Pending != nil || out.Status != warden.StatusRefused || out.ModelText != "personal data may not leave" {
+				t.Fatalf("an ask before a denying link: got %+v, want the denial and nobody asked", viewOf(out))
+			}
+			out := call(t, g, "email", `{"to":"x@y.z","body":"hello"}`)
 			if out.Pending == nil || out.Pending.Middleware != "approve" {
 				t.Fatalf("want a pending ask from middleware approve, got %+v %+v", viewOf(out), out.Pending)
 			}
 			pd := *out.Pending
 			tt.forge(&pd)
-			out, err := g.Resume(context.Background(), pd, warden.Approved{By: "a"})
+			out, err := g.Resume(context.Background(), pd, warden.Approved{By: "a", Digest: pd.Digest})
 			if p.runs() != 0 || out.Executed {
 				t.Errorf("the call ran past the dlp middleware: %+v err %v", viewOf(out), err)
 			}
@@ -561,11 +661,11 @@ func TestHuman_ResumeAsBindsTheCaller(t *testing.T) {
 	}
 	forged := *out.Pending
 	forged.Identity = warden.Identity{Principal: "admin"}
-	if _, err := g.ResumeAs(context.Background(), forged, warden.Approved{By: "a"}, warden.Caller{Identity: bob, Session: "s1"}); err == nil || p.runs() != 0 {
+	if _, err := g.ResumeAs(context.Background(), forged, warden.Approved{By: "a", Digest: forged.Digest}, warden.Caller{Identity: bob, Session: "s1"}); err == nil || p.runs() != 0 {
 		t.Fatalf("forged identity resumed: err %v runs %d", err, p.runs())
 	}
 	seq := []warden.Step{{Tool: "reader", Args: A(`{"path":"/x"}`)}}
-	out, err = g.ResumeAs(context.Background(), *out.Pending, warden.Approved{By: "a"}, warden.Caller{Identity: bob, Session: "s1", Sequence: seq})
+	out, err = g.ResumeAs(context.Background(), *out.Pending, warden.Approved{By: "a", Digest: out.Pending.Digest}, warden.Caller{Identity: bob, Session: "s1", Sequence: seq})
 	if err != nil || !out.Executed || p.runs() != 1 {
 		t.Fatalf("honest resume: %+v %v runs %d", viewOf(out), err, p.runs())
 	}

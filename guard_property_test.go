@@ -305,9 +305,12 @@ type expected struct {
 	executed bool
 }
 
-// oracle computes what the pipeline must do, starting at middleware link `from` (0 for
-// a fresh call). approved says a person approved an ask at link from-1.
-func (s pipelineSpec) oracle(from int, approved bool) expected {
+// oracle computes what the pipeline must do. approved says a person approved the
+// pending decision of a first run. REFERENCE section 7: "A middleware ask does not stop
+// the chain where it is raised: the link's question is recorded, the remaining links
+// run (a later deny still denies, and then nobody is asked), then pass S2 and argument
+// validation; only then, at step 7, is the person asked, about the final args".
+func (s pipelineSpec) oracle(approved bool) expected {
 	firstAsk := -1
 	for i, a := range s.checkers {
 		switch a {
@@ -324,43 +327,42 @@ func (s pipelineSpec) oracle(from int, approved bool) expected {
 		}
 	}
 	args := propBase
-	changedAfterApproval := false
+	firstMwAsk := -1
 	for j, a := range s.mws {
-		if a == mTransform {
-			args = args.With(fmt.Sprintf("t%d", j), true) // transforms before `from` were already applied
-		}
-		if j < from {
-			continue
-		}
-		if a == mTransform && approved {
-			changedAfterApproval = true
-		}
 		name := fmt.Sprintf("m%d", j)
 		switch a {
+		case mTransform:
+			args = args.With(fmt.Sprintf("t%d", j), true)
 		case mDeny:
 			return expected{warden.StatusRefused, warden.StageMiddleware, name + " denies", false}
 		case mPanic:
 			return expected{warden.StatusRefused, warden.StageMiddleware, warden.ThrewText(name, "panic: "+name+" panics"), false}
 		case mAsk:
-			if s.canPause && !approved {
-				return expected{warden.StatusPending, warden.StageMiddleware, "", false}
+			if firstMwAsk < 0 {
+				firstMwAsk = j
 			}
-			return expected{warden.StatusRefused, warden.StageMiddleware, warden.NoPauseText(name, name+" asks"), false}
 		}
 	}
 	// S2 answers as S1 did (the checkers' answers do not depend on the args).
-	if firstAsk >= 0 {
-		if s.canPause && !approved {
-			return expected{warden.StatusPending, warden.StageHuman, "", false}
-		}
-		return expected{warden.StatusRefused, warden.StageHuman,
-			fmt.Sprintf("[permission denied: Permission escalation required for %s.: c%d escalates. No escalation handler configured.]", propTool, firstAsk), false}
+	if firstAsk < 0 && firstMwAsk < 0 {
+		return s.ran(args)
 	}
-	if changedAfterApproval {
-		// The approval is bound to the digest of the args the person saw.
-		return expected{warden.StatusRefused, warden.StageHuman, "approval does not apply: the arguments changed after a person approved them", false}
+	stage := warden.StageHuman // an escalation: the pending kind is escalate
+	if firstAsk < 0 {
+		stage = warden.StageMiddleware // only middleware asked: kind ask
 	}
-	return s.ran(args)
+	switch {
+	case approved:
+		// The approval answers the one question, asked about the final arguments.
+		return s.ran(args)
+	case s.canPause:
+		return expected{warden.StatusPending, stage, "", false}
+	case firstMwAsk >= 0:
+		name := fmt.Sprintf("m%d", firstMwAsk)
+		return expected{warden.StatusRefused, warden.StageMiddleware, warden.NoPauseText(name, name+" asks"), false}
+	}
+	return expected{warden.StatusRefused, warden.StageHuman,
+		fmt.Sprintf("[permission denied: Permission escalation required for %s.: c%d escalates. No escalation handler configured.]", propTool, firstAsk), false}
 }
 
 func checkAgainstOracle(t *testing.T, i int, s pipelineSpec, phase string, out warden.Outcome, err error, runsBefore, runsAfter int, want expected) (ok bool) {
@@ -409,7 +411,7 @@ func TestProperty_RandomPipelines(t *testing.T) {
 		}
 		var p probe
 		g := s.build(t, &p)
-		want := s.oracle(0, false)
+		want := s.oracle(false)
 
 		out1, err1 := g.Call(context.Background(), warden.Call{Tool: propTool, Args: propBase})
 		ok := checkAgainstOracle(t, i, s, "first run", out1, err1, 0, p.runs(), want)
@@ -425,20 +427,10 @@ func TestProperty_RandomPipelines(t *testing.T) {
 		}
 		// Approve the pending decision and check the rest of the pipeline.
 		resumed++
-		from := len(s.mws) // an escalation resumes after every link
-		if out1.Pending.Kind == warden.KindAsk {
-			var k int
-			if _, err := fmt.Sscanf(out1.Pending.Middleware, "m%d", &k); err != nil {
-				t.Errorf("#%d %s: pending from unexpected middleware %q", i, s, out1.Pending.Middleware)
-			}
-			from = k + 1
-		}
 		before = p.runs()
-		out3, err3 := g.Resume(context.Background(), *out1.Pending, warden.Approved{By: "prop"})
-		wantResumed := s.oracle(from, true)
-		if out1.Pending.Kind == warden.KindEscalate {
-			wantResumed = s.ran(out1.Pending.Args)
-		}
+		pd := *out1.Pending
+		out3, err3 := g.Resume(context.Background(), pd, warden.Approved{By: "prop", Digest: pd.Digest})
+		wantResumed := s.oracle(true)
 		checkAgainstOracle(t, i, s, "after approval", out3, err3, before, p.runs(), wantResumed)
 	}
 	t.Logf("outcomes over %d pipelines: %v; %d approvals resumed; %d timeout answers", n, stats, resumed, timeouts)
@@ -470,7 +462,7 @@ func TestProperty_RandomResultSides(t *testing.T) {
 		}
 		var p probe
 		g := s.build(t, &p)
-		want := s.oracle(0, false)
+		want := s.oracle(false)
 		out, err := g.Call(context.Background(), warden.Call{Tool: propTool, Args: propBase})
 		checkAgainstOracle(t, i, s, "result side", out, err, 0, p.runs(), want)
 		paths[fmt.Sprintf("%s/%s/%v", s.tool, out.Status, out.Stage)]++

@@ -107,8 +107,12 @@ func DenyCall(reason string) CallOutcome {
 	return CallOutcome{kind: okDeny, reason: reason}
 }
 
-// AskPerson suspends the call and puts question (and detail) to a person about the
-// call as it stands. An empty question is a programming error that denies.
+// AskPerson asks a person to decide the call. The question (and detail) is recorded
+// and the chain goes on: later links still run (a later deny denies, and then nobody
+// is asked), then the second security pass and schema validation, and only then is the
+// person asked, at the human stage, about the arguments that will execute (with every
+// other link's question, any escalation and the tool's check-in, as one decision). An
+// empty question is a programming error that denies.
 func AskPerson(question, detail string) CallOutcome {
 	if strings.TrimSpace(question) == "" {
 		return CallOutcome{kind: okInvalid, err: errors.New("ask without a question")}

@@ -122,20 +122,27 @@ type Evidence struct {
 // PendingDecision is a call waiting for a person. It is plain data (JSON) so it can be
 // stored and resumed in another process with [Guard.Resume].
 type PendingDecision struct {
-	Kind       DecisionKind `json:"kind"`
-	Question   string       `json:"question"`
-	Detail     string       `json:"detail,omitempty"`
-	Middleware string       `json:"middleware,omitempty"` // the middleware that asked
-	Tool       string       `json:"tool"`
-	Args       Args         `json:"args"`   // the call as it will run at this point
-	Digest     string       `json:"digest"` // Args.Digest()
-	Revision   string       `json:"revision,omitempty"`
-	Identity   Identity     `json:"identity,omitzero"`
-	Session    string       `json:"session,omitempty"`
-	CallID     string       `json:"call_id,omitempty"`
-	Iteration  int          `json:"iteration,omitempty"`
-	Evidence   *Evidence    `json:"evidence,omitempty"`
-	Created    time.Time    `json:"created"`
+	Kind     DecisionKind `json:"kind"`
+	Question string       `json:"question"`
+	Detail   string       `json:"detail,omitempty"`
+	// Middleware names the first middleware that asked (kind ask, or alongside another
+	// kind); Asks lists every one.
+	Middleware string `json:"middleware,omitempty"`
+	// Asks are the questions call-side middleware asked about this call, in link
+	// order, each with the middleware that asked. They were raised while the chain ran
+	// and are put to the person here, together with any escalation or check-in, about
+	// the final arguments.
+	Asks      []MiddlewareAsk `json:"asks,omitempty"`
+	Tool      string          `json:"tool"`
+	Args      Args            `json:"args"`   // the call as it will run at this point
+	Digest    string          `json:"digest"` // Args.Digest()
+	Revision  string          `json:"revision,omitempty"`
+	Identity  Identity        `json:"identity,omitzero"`
+	Session   string          `json:"session,omitempty"`
+	CallID    string          `json:"call_id,omitempty"`
+	Iteration int             `json:"iteration,omitempty"`
+	Evidence  *Evidence       `json:"evidence,omitempty"`
+	Created   time.Time       `json:"created"`
 
 	// Escalation is the escalation the person is asked about (kind escalate).
 	Escalation *Decision `json:"escalation,omitempty"`
@@ -144,13 +151,24 @@ type PendingDecision struct {
 	Original Args `json:"original"`
 }
 
+// MiddlewareAsk is one middleware's question about a call.
+type MiddlewareAsk struct {
+	Middleware string `json:"middleware"`
+	Question   string `json:"question"`
+	Detail     string `json:"detail,omitempty"`
+}
+
 // Answer is a person's decision: [Approved] or [Declined]. The interface is sealed.
 type Answer interface{ answer() }
 
-// Approved approves a pending decision.
+// Approved approves a pending decision. Digest is required: it is the digest of the
+// arguments the person was shown ([PendingDecision.Digest] of the decision they saw), so
+// an approval authorizes exactly that call. A resume whose decision holds any other
+// digest (it changed after the person saw it) is refused before anything runs.
 type Approved struct {
-	By   string `json:"by"`
-	Note string `json:"note,omitempty"`
+	By     string `json:"by"`
+	Note   string `json:"note,omitempty"`
+	Digest string `json:"digest"`
 }
 
 // Declined declines a pending decision.
@@ -210,6 +228,11 @@ func (e *PolicyHaltError) Error() string {
 	}
 	return msg + fmt.Sprintf(": tool %q was not executed", e.Proposed.Tool)
 }
+
+// ErrApprovalMismatch is wrapped by the error a resume returns when an [Approved] does
+// not name the digest of the pending decision it is given: the approval was for other
+// arguments, or names none. Nothing ran, and the pending decision stays usable.
+var ErrApprovalMismatch = errors.New("warden: the approval does not match the pending decision")
 
 // DecisionRequiredError is returned by a resume given something other than an
 // [Approved] or [Declined]. Nothing ran, and the pending decision stays usable.

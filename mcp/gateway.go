@@ -821,7 +821,7 @@ func (g *Gateway) decide(ctx context.Context, f *front, st *gatewayState, cl Cli
 		g.log.Error("approval store unavailable; the call is refused", "error", err)
 		return nil, "The approval store is unavailable, so this call cannot be approved now. Nothing ran; try again later."
 	} else if ok {
-		return warden.Approved{By: got.DecidedBy, Note: got.Note}, ""
+		return warden.Approved{By: got.DecidedBy, Note: got.Note, Digest: p.Digest}, ""
 	}
 	// Only an identity configured to approve its own asks is asked (fail closed: by
 	// default every ask goes to an operator).
@@ -838,7 +838,7 @@ func (g *Gateway) decide(ctx context.Context, f *front, st *gatewayState, cl Cli
 		case err != nil:
 			g.log.Warn("elicitation failed; asking an operator instead", "tool", p.Tool, "error", err)
 		case res.Action == "accept":
-			return warden.Approved{By: cl.Principal}, ""
+			return warden.Approved{By: cl.Principal, Digest: p.Digest}, ""
 		default:
 			return warden.Declined{By: cl.Principal, Note: "the client's user chose " + res.Action}, ""
 		}
@@ -854,7 +854,7 @@ func (g *Gateway) decide(ctx context.Context, f *front, st *gatewayState, cl Cli
 	switch {
 	case err == nil && decided.State == store.StateApproved:
 		if got, ok, err := s.ConsumeApproval(ctx, binding, session); err == nil && ok {
-			return warden.Approved{By: got.DecidedBy, Note: got.Note}, ""
+			return warden.Approved{By: got.DecidedBy, Note: got.Note, Digest: p.Digest}, ""
 		}
 		return nil, WaitingText(pending.ID, p.Tool)
 	case err == nil && decided.State == store.StateDeclined:

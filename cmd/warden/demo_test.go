@@ -215,8 +215,9 @@ func TestDemoSceneOutcomes(t *testing.T) {
 			modelRead: []string{"[permission denied: denied by rule: rm *]"},
 		},
 		{ // ask: paused, approved, ran once
-			executed:  1,
-			decisions: []dec{{"tool_call", "refund", "allow", "support.allowlist"}, {"tool_call", "refund", "allow", "support.allowlist"}, {"tool_call", "refund", "allow", "support.allowlist"}},
+			executed: 1,
+			// S1 and S2 before the pause (the ask is decided after S2), S1 and S2 again on the resume.
+			decisions: []dec{{"tool_call", "refund", "allow", "support.allowlist"}, {"tool_call", "refund", "allow", "support.allowlist"}, {"tool_call", "refund", "allow", "support.allowlist"}, {"tool_call", "refund", "allow", "support.allowlist"}},
 			modelRead: []string{"refunded 1500"},
 			paused:    true,
 		},

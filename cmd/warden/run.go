@@ -233,7 +233,7 @@ func runAgentCommand(ctx context.Context, w io.Writer, o runOptions, task string
 	if saved == nil {
 		res, err = rt.agent.Run(ctx, task)
 	} else {
-		var answer warden.Answer = warden.Approved{By: o.by, Note: o.note}
+		var answer warden.Answer = warden.Approved{By: o.by, Note: o.note, Digest: saved.Pending.Digest}
 		verb := "approved"
 		if o.decline {
 			answer, verb = warden.Declined{By: o.by, Note: o.note}, "declined"
