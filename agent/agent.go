@@ -284,6 +284,9 @@ type run struct {
 	stopped string
 	paused  *Paused
 	resumed *Resumed
+	// unauthorized are the tools and skill targets whose authorization faulted in this
+	// run (see noteFault), in the order they faulted.
+	unauthorized []string
 }
 
 func (a *Agent) result(st *run) Result {
@@ -418,6 +421,9 @@ func (a *Agent) request(ctx context.Context, st *run) ModelRequest {
 		if t.Name == warden.ReadSkillTool && !a.readSkill {
 			continue
 		}
+		if slices.Contains(st.unauthorized, t.Name) {
+			continue // the model was told it will not change during this run
+		}
 		if !a.visible(t.Name) {
 			continue
 		}
@@ -486,7 +492,33 @@ func (a *Agent) call(ctx context.Context, st *run, tc ToolCall) (warden.Outcome,
 		Session:   st.session,
 		Sequence:  st.sequence[:len(st.sequence):len(st.sequence)],
 		Context:   recentContext(st.messages),
+		// Refused without asking anyone: the model was told these will not change.
+		Unauthorized: slices.Clip(st.unauthorized),
 	})
+}
+
+// noteFault remembers what a refusal told the model will not change during this run:
+// a tool (or, at the skill gate, a skill target) whose checker errored, panicked or did
+// not answer, so that the model read [warden.UnauthorizedText] for it. Every later
+// call of the run, after a pause and resume too, carries it in
+// [warden.Call.Unauthorized], and the Guard refuses it again with the same text
+// without asking a checker, so the text stays true when the checker recovers. Such a
+// tool or skill is not offered again in the run either.
+func (st *run) noteFault(out warden.Outcome) {
+	if out.Status != warden.StatusRefused || !out.Decision.Fault {
+		return
+	}
+	target := out.Tool
+	if out.Stage == warden.StageSkill {
+		id, _ := out.Args.String("id")
+		target = warden.SkillTarget(id)
+	}
+	// Only the refusal that made the promise: an escalation nobody can answer is a
+	// fault too, but it says nothing about the rest of the run.
+	if out.ModelText != warden.UnauthorizedText(target) || slices.Contains(st.unauthorized, target) {
+		return
+	}
+	st.unauthorized = append(st.unauthorized, target)
 }
 
 // parseCallArgs parses a tool call's arguments; empty arguments are the empty object (a
@@ -507,6 +539,7 @@ var errInvalidJSON = errors.New("invalid tool-call JSON")
 func (a *Agent) settle(ctx context.Context, st *run, tc ToolCall, out warden.Outcome, err error, results *[]ToolResult, rest []ToolCall) (bool, error) {
 	rec := record(out, st.iteration)
 	rec.ID, rec.Tool = tc.ID, tc.Name
+	st.noteFault(out)
 	if errors.Is(err, errInvalidJSON) {
 		rec.RawArgs, err = string(tc.Args), nil
 	}
@@ -552,6 +585,8 @@ func (a *Agent) settle(ctx context.Context, st *run, tc ToolCall, out warden.Out
 			Calls:       st.calls,
 			Sequence:    st.sequence,
 			Ledger:      st.ledger,
+
+			Unauthorized: st.unauthorized,
 		}
 		data, merr := cp.encode()
 		if merr != nil {
@@ -661,6 +696,8 @@ func (a *Agent) Resume(ctx context.Context, checkpoint []byte, answer warden.Ans
 		iteration: cp.Iteration,
 		checked:   len(cp.Messages),
 		ledger:    cp.Ledger,
+
+		unauthorized: cp.Unauthorized,
 	}
 	if a.cfg.Session != "" {
 		st.session = a.cfg.Session

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -133,6 +134,9 @@ func (a *Agent) skillMenu(ctx context.Context, st *run) (string, bool) {
 	n := 0
 	v := warden.Viewer{Identity: st.identity, Iteration: st.iteration, Sequence: st.sequence}
 	for _, s := range a.skills {
+		if slices.Contains(st.unauthorized, warden.SkillTarget(s.ID)) {
+			continue // its authorization faulted earlier in the run: not asked again
+		}
 		if !a.skillVisible(ctx, s.ID, v) {
 			continue
 		}
