@@ -42,6 +42,18 @@
 // still goes to the Guard, which checks it like any other; the agent never refuses or
 // allows anything itself.
 //
+// # A fault refusal is final for the run
+//
+// When a checker errors, panics or does not answer in time, the model reads
+// [warden.UnauthorizedText]: the tool "could not be authorized. This will not change
+// during this run". The agent keeps that promise: the tool (or, at the skill gate, the
+// skill) goes on every later call of the run in [warden.Call.Unauthorized], so the Guard
+// refuses it again with the same text without asking any checker, even one that has
+// recovered, and it is no longer offered (nor, for a skill, listed in the menu). A
+// pause and resume is the same run: the list rides the checkpoint. Only that refusal
+// counts; other faults, such as an escalation nobody can answer, do not make a promise
+// and are judged again on the next call.
+//
 // # Halt
 //
 // When a checker halts a call, the Guard writes the refusal, emits
@@ -57,8 +69,8 @@
 // check-in; the Guard must be bound with CanPause) stops the run with
 // [Result.Paused]: the [warden.PendingDecision] and a JSON checkpoint holding the
 // conversation, the paused turn's results so far and its remaining calls, the pending
-// decision, the call records, the iteration, the policy revision and the executed
-// sequence. [Agent.Resume] continues it in any process, given an Agent and Guard built
+// decision, the call records, the iteration, the policy revision, the executed
+// sequence and the tools and skills whose authorization faulted. [Agent.Resume] continues it in any process, given an Agent and Guard built
 // the same way: the Guard judges the pending call again under its current policy (a
 // changed revision is reported in [Result.Resumed]), then the rest of the turn runs,
 // then the loop. A resume without a decision returns [*warden.DecisionRequiredError]
