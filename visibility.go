@@ -22,6 +22,10 @@ import (
 // that hiding the tool hides nothing the model could have used. It is called for every
 // bound tool on every model turn, possibly from many goroutines at once: it must be
 // cheap, must not block and must be safe for concurrent use. A panic hides the tool.
+//
+// A checker that wraps another (to name it, log it, count it) should implement
+// IsAllowed by asking the wrapped one when it implements this interface: otherwise the
+// wrapper hides nothing (see [Guard.Offers]).
 type VisibilityChecker interface {
 	IsAllowed(tool string) bool
 }
