@@ -53,7 +53,8 @@
 // [FromRoles] builds a tool allowlist per role, with optional capability and skill
 // rules; see [RolePolicy.Check] for the exact order and rule ids. A role whose skill
 // rule lists a skill may call read_skill (rule "<r>.skills") without listing it among
-// its tools: the skill rule is its listing, and a second one is not needed.
+// its tools: the skill rule is its listing, and a second one is not needed. (In a
+// combined [Policy] the rule layer still judges read_skill like any other tool.)
 //
 // # What the model is offered
 //
