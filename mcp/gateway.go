@@ -64,6 +64,12 @@ type Gateway struct {
 	fronts []*front
 
 	halted sync.Map // MCP session id -> halt text
+	// faulted holds, per MCP session, the tools whose authorization faulted (each list
+	// replaced, never edited, so a call may keep the one it read): the fault text
+	// promises the model that this will not change during the run, so they are
+	// refused for the rest of the session.
+	faultMu sync.Mutex
+	faulted map[string][]string
 	// flight counts calls in flight; once draining is set no call starts, so
 	// Shutdown's wait cannot race a late Add.
 	flightMu sync.Mutex
@@ -727,7 +733,13 @@ func (g *Gateway) callTool(ctx context.Context, f *front, name string, req *sdk.
 	}
 	ctx = context.WithValue(ctx, slotKey{}, slot)
 	call := warden.Call{ID: newID("call"), Tool: name, Args: args, Identity: id, Session: session}
+	if session != "" {
+		g.faultMu.Lock()
+		call.Unauthorized = g.faulted[session]
+		g.faultMu.Unlock()
+	}
 	out, err := view.guard.Call(ctx, call)
+	defer g.noteFault(session, req, &out)
 	if err == nil && out.Status == warden.StatusPending && out.Pending != nil {
 		answer, text := g.decide(ctx, f, st, cl, session, out.Pending, req)
 		if answer == nil {
@@ -770,6 +782,36 @@ const (
 	haltedReason      = "session halted: every call after a halt is refused"
 	quarantinedReason = "tool definition changed since it was approved"
 )
+
+// noteFault remembers, for the rest of the session, a tool whose authorization faulted
+// (a checker errored, panicked or timed out): later calls to it are refused without
+// asking the checker again, as the fault text says. Calls without a session are not
+// tracked: there is no run to remember it for.
+func (g *Gateway) noteFault(session string, req *sdk.CallToolRequest, out *warden.Outcome) {
+	name, ok := warden.UnauthorizedTarget(*out)
+	if session == "" || !ok {
+		return
+	}
+	g.faultMu.Lock()
+	defer g.faultMu.Unlock()
+	list, known := g.faulted[session]
+	if slices.Contains(list, name) {
+		return
+	}
+	if g.faulted == nil {
+		g.faulted = map[string][]string{}
+	}
+	g.faulted[session] = append(slices.Clip(list), name)
+	if !known && req.Session != nil {
+		// Forget the session's faults once it ends.
+		go func(ss *sdk.ServerSession) {
+			ss.Wait()
+			g.faultMu.Lock()
+			delete(g.faulted, session)
+			g.faultMu.Unlock()
+		}(req.Session)
+	}
+}
 
 // auditRefusal records a call the gateway refused before the pipeline (it never
 // executed). A failure to record is logged; the call is refused either way.
