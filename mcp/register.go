@@ -157,7 +157,12 @@ func RegisterTools(ctx context.Context, reg *warden.Registry, cfg ToolsConfig, o
 		seen[s.Name] = true
 	}
 
+	// The upstreams read the policy for as long as they run: a copy the caller cannot
+	// change under them.
 	policy := cfg.Transport
+	policy.Commands = slices.Clone(policy.Commands)
+	policy.Hosts = slices.Clone(policy.Hosts)
+	policy.EnvDeny = slices.Clone(policy.EnvDeny)
 	ups := make([]*Upstream, len(servers))
 	for i, s := range servers {
 		u, err := NewUpstream(s, UpstreamOptions{
