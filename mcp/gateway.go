@@ -493,49 +493,25 @@ func (g *Gateway) swap(st *gatewayState) {
 	}
 }
 
-// executable wraps one upstream tool for the pipeline.
+// executable wraps one upstream tool for the pipeline: the shared adapter
+// ([Upstream.Executable]) with the gateway's per-call slot (progress forwarding, the
+// deferred audit intent, the full result).
 func (g *Gateway) executable(gt *governedTool) warden.Executable {
-	t := gt.tool
-	up := gt.up
-	return warden.Executable{
-		Tool: warden.Tool{
-			Name:        t.Name,
-			Description: t.Tool.Description,
-			InputSchema: t.InputSchema,
-			Source:      "mcp:" + t.Server,
-		},
-		Run: func(ctx context.Context, args warden.Args, _ *warden.Credential) (any, error) {
-			slot, _ := ctx.Value(slotKey{}).(*resultSlot)
-			opts := &CallOptions{}
-			if slot != nil {
-				opts.BeforeSend = slot.beginIntent
-				if slot.progress != nil {
-					opts.Progress = slot.progress.forward
-				}
-			}
-			res, err := up.Call(ctx, t.Remote, args.AppendJSON(nil), opts)
-			if errors.Is(err, ErrNotSent) {
-				// Nothing reached the upstream: the call is recorded as not executed.
-				return nil, fmt.Errorf("%w: %w", warden.ErrNotExecuted, err)
-			}
-			if err != nil {
-				return nil, err
-			}
-			text := ResultText(res)
-			if res.IsError {
-				text = UpstreamErrorText(t.Remote, t.Server, text)
-			}
-			if slot != nil {
-				slot.res, slot.text = res, text
-			}
-			if res.IsError {
-				// The tool failed in its own words: the audit says failed, the model
-				// reads the upstream's text.
-				return warden.ErrorResult{Text: text}, nil
-			}
-			return text, nil
-		},
+	return gt.up.executable(gt.tool, slotHook)
+}
+
+// slotHook takes the call's options from the gateway's slot, and gives the slot the
+// upstream's full result.
+func slotHook(ctx context.Context) (*CallOptions, func(*sdk.CallToolResult, string)) {
+	slot, _ := ctx.Value(slotKey{}).(*resultSlot)
+	if slot == nil {
+		return nil, nil
 	}
+	opts := &CallOptions{BeforeSend: slot.beginIntent}
+	if slot.progress != nil {
+		opts.Progress = slot.progress.forward
+	}
+	return opts, func(res *sdk.CallToolResult, text string) { slot.res, slot.text = res, text }
 }
 
 // UpstreamErrorText is what the model reads when an upstream tool returned an error
