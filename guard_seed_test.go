@@ -200,3 +200,31 @@ func TestSeed_BindSnapshotsMiddlewareValues(t *testing.T) {
 		t.Errorf("re-Bind after editing the middleware: %v, want ErrPlanConflict", err)
 	}
 }
+
+// UnauthorizedTarget names what the model was told will not change during the run,
+// and nothing else.
+func TestSeed_UnauthorizedTarget(t *testing.T) {
+	var p probe
+	down := newSync("down", func(context.Context, warden.Request) (warden.Decision, error) {
+		return warden.Decision{}, errors.New("authorizer down")
+	})
+	g := mustBind(t, warden.Config{Checkers: []warden.Checker{down}}, p.tool("crm"))
+	if target, ok := warden.UnauthorizedTarget(call(t, g, "crm", `{}`)); !ok || target != "crm" {
+		t.Errorf("UnauthorizedTarget = %q, %v; want crm", target, ok)
+	}
+	deny := always("deny", warden.Decision{Effect: warden.Deny, Rationale: "no", Fault: true})
+	g = mustBind(t, warden.Config{Checkers: []warden.Checker{deny}}, p.tool("crm"))
+	if target, ok := warden.UnauthorizedTarget(call(t, g, "crm", `{}`)); ok {
+		t.Errorf("a fault that did not promise anything: UnauthorizedTarget = %q", target)
+	}
+	skills := &syncChecker{checker{name: "skills", caps: []warden.Capability{warden.CapSkillRead}, fn: func(_ context.Context, r warden.Request) (warden.Decision, error) {
+		if r.Capability == warden.CapSkillRead {
+			return warden.Decision{}, errors.New("skill catalogue unavailable")
+		}
+		return warden.Decision{Effect: warden.Allow}, nil
+	}}}
+	g = mustBind(t, warden.Config{Checkers: []warden.Checker{skills}}, p.tool(warden.ReadSkillTool))
+	if target, ok := warden.UnauthorizedTarget(call(t, g, warden.ReadSkillTool, `{"id":"payroll"}`)); !ok || target != "skill:payroll" {
+		t.Errorf("skill gate fault: UnauthorizedTarget = %q, %v", target, ok)
+	}
+}
