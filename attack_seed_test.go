@@ -39,7 +39,7 @@ func pendingOf(t *testing.T, g *warden.Guard, tool, args string) warden.PendingD
 	return *out.Pending
 }
 
-// FINDING. REFERENCE 7: "The question is about the call as it will run: the tool and
+// Found by an attack on this change, and fixed. REFERENCE 7: "The question is about the call as it will run: the tool and
 // the args", and an approval "authorizes exactly that call". Approved.Digest and
 // PendingDecision.Digest cover the arguments only, and sameQuestion compares the
 // pending decision's Tool with itself (the resumed call's tool is read from it). A
@@ -73,7 +73,7 @@ func TestAttack_EditedToolRedirectsTheApproval(t *testing.T) {
 	})
 }
 
-// FINDING. Guard's doc: "the human stage then puts one question (every link's ask in
+// Found by an attack on this change, and fixed. Guard's doc: "the human stage then puts one question (every link's ask in
 // link order, a carried escalation, the check-in) to a person", and Resume: "the
 // approval answers the question only when it is the same question". sameQuestion
 // compares kind, tool and asker names only, so a resume under a policy whose question
@@ -94,7 +94,7 @@ func TestAttack_ApprovalAnswersAQuestionThePersonNeverSaw(t *testing.T) {
 		if fresh := call(t, g2, "email", `{"to":"x@y.z"}`); fresh.Pending == nil || !strings.Contains(fresh.Pending.Question, "This mails outside") {
 			t.Fatalf("r2 asks %+v", fresh.Pending)
 		}
-		out := resumeOK(t, g2, pd, warden.Approved{By: "alice", Digest: pd.Digest})
+		out := resumeOK(t, g2, pd, warden.Approved{By: "alice", Digest: pd.ApprovalDigest()})
 		if p2.runs() != 0 || out.Executed {
 			t.Errorf("r2's check-in was never put to anyone, yet the tool ran: %+v", viewOf(out))
 		}
@@ -107,7 +107,7 @@ func TestAttack_ApprovalAnswersAQuestionThePersonNeverSaw(t *testing.T) {
 		tool := p2.tool("refund")
 		tool.CheckIn = &warden.CheckIn{Question: "Refunds now need the finance lead. Run it?"}
 		g2 := mustBind(t, warden.Config{CanPause: true, Revision: "r2", Checkers: []warden.Checker{esc}}, tool)
-		out := resumeOK(t, g2, pd, warden.Approved{By: "alice", Digest: pd.Digest})
+		out := resumeOK(t, g2, pd, warden.Approved{By: "alice", Digest: pd.ApprovalDigest()})
 		if p2.runs() != 0 || out.Executed {
 			t.Errorf("r2's check-in was never put to anyone, yet the tool ran: %+v", viewOf(out))
 		}
@@ -121,14 +121,14 @@ func TestAttack_ApprovalAnswersAQuestionThePersonNeverSaw(t *testing.T) {
 		g2 := mustBind(t, warden.Config{CanPause: true, Revision: "r2", Checkers: []warden.Checker{
 			always("fraud", warden.Decision{Effect: warden.Ask, RuleID: "fraud", Rationale: "the account was flagged for fraud"}),
 		}}, p2.tool("refund"))
-		out := resumeOK(t, g2, pd, warden.Approved{By: "alice", Digest: pd.Digest})
+		out := resumeOK(t, g2, pd, warden.Approved{By: "alice", Digest: pd.ApprovalDigest()})
 		if p2.runs() != 0 || out.Executed {
 			t.Errorf("an approval of %q answered %q: %+v", pd.Question, "the account was flagged for fraud", viewOf(out))
 		}
 	})
 }
 
-// FINDING. Guard's doc: "An approval runs exactly the arguments the person was shown,
+// Found by an attack on this change, and fixed. Guard's doc: "An approval runs exactly the arguments the person was shown,
 // once". When the resumed pipeline reaches no question at all, the approval is never
 // compared with anything: the call runs with whatever arguments the pipeline now
 // produces, and the outcome (ApprovedBy) and the decision.made event say the person
@@ -146,9 +146,9 @@ func TestAttack_ApprovalThatAnswersNothingStillRunsOtherArgs(t *testing.T) {
 		var p probe
 		g := mustBind(t, warden.Config{CanPause: true, Middleware: []*warden.Middleware{over100}}, p.tool("refund"))
 		pd := pendingOf(t, g, "refund", `{"amount":500,"to":"customer"}`)
-		shown := pd.Digest
+		shown, approval := pd.Digest, pd.ApprovalDigest()
 		pd.Original = A(`{"amount":90,"to":"mallory"}`)
-		out := resumeOK(t, g, pd, warden.Approved{By: "alice", Digest: shown})
+		out := resumeOK(t, g, pd, warden.Approved{By: "alice", Digest: approval})
 		if p.runs() != 0 && p.last().Digest() != shown {
 			t.Errorf("alice approved %s; the tool ran %s (outcome ApprovedBy %q)", shown, js(p.last()), out.ApprovedBy)
 		}
@@ -168,14 +168,14 @@ func TestAttack_ApprovalThatAnswersNothingStillRunsOtherArgs(t *testing.T) {
 		}}
 		g := mustBind(t, warden.Config{CanPause: true, Middleware: []*warden.Middleware{drift}}, p.tool("pay"))
 		pd := pendingOf(t, g, "pay", `{"amount":100}`)
-		out := resumeOK(t, g, pd, warden.Approved{By: "alice", Digest: pd.Digest})
+		out := resumeOK(t, g, pd, warden.Approved{By: "alice", Digest: pd.ApprovalDigest()})
 		if p.runs() != 0 && p.last().Digest() != pd.Digest {
 			t.Errorf("alice approved %s; the tool ran %s (outcome ApprovedBy %q)", js(pd.Args), js(p.last()), out.ApprovedBy)
 		}
 	})
 }
 
-// FINDING. Call.Unauthorized: "the fault text promises that this will not change during
+// Found by an attack on this change, and fixed. Call.Unauthorized: "the fault text promises that this will not change during
 // this run, and this keeps the promise". A resume cannot carry it: neither Resume nor
 // [warden.Caller] has a place for the run's unauthorized targets, so a call that was
 // pending when its checker faulted later in the run is approved, the recovered checker
@@ -202,7 +202,7 @@ func TestAttack_ResumeForgetsTheRunsUnauthorizedTargets(t *testing.T) {
 	if f.IsValid() {
 		f.Set(reflect.ValueOf(unauthorized))
 	}
-	out, err = g.ResumeAs(context.Background(), pd, warden.Approved{By: "alice", Digest: pd.Digest}, who)
+	out, err = g.ResumeAs(context.Background(), pd, warden.Approved{By: "alice", Digest: pd.ApprovalDigest()}, who)
 	if p.runs() != 0 || out.Executed {
 		t.Errorf("crm ran on a resume after its authorization faulted in this run (Caller.Unauthorized exists: %v): %+v err %v", f.IsValid(), viewOf(out), err)
 	}
@@ -221,7 +221,7 @@ func (governsPanics) Governs(warden.Capability) bool { panic("governs exploded")
 func (g governsPanics) Synchronous() bool            { return g.sync }
 func (governsPanics) Name() string                   { return "governs-panics" }
 
-// FINDING (older than the change). Guard: "Every stage fails closed: an error, a panic
+// Found by an attack (older than this change), and fixed. Guard: "Every stage fails closed: an error, a panic
 // or a timeout is a refusal". checkCall and the skill gate call Checker.Governs through
 // CheckerGoverns outside any recover (safeCheck covers only Check): a Governs that
 // panics escapes Guard.Call for a synchronous checker, and crashes the process for one
@@ -258,7 +258,7 @@ func TestAttack_GovernsPanicEscapesTheGuard(t *testing.T) {
 	})
 }
 
-// FINDING (older than the change), the goroutine case of the test above: it runs in a
+// Found by an attack (older than this change), and fixed: the goroutine case of the test above: it runs in a
 // child process, because the panic kills the process that hosts the Guard.
 func TestAttack_GovernsPanicOnAGoroutine(t *testing.T) {
 	if os.Getenv("WARDEN_ATTACK_CHILD") == "1" {
@@ -281,7 +281,7 @@ func TestAttack_GovernsPanicOnAGoroutine(t *testing.T) {
 	}
 }
 
-// FINDING. REFERENCE 9: "Handler lists are snapshotted; caller-owned configuration is
+// Found by an attack on this change, and fixed. REFERENCE 9: "Handler lists are snapshotted; caller-owned configuration is
 // never mutated", and Bind's doc: "a caller that edits one after Bind changes nothing
 // bound". Guard.Tools and Guard.Tool return the plan's own Capabilities slice (the
 // registry's copy, which the pipeline reads): anyone holding the Guard (an agent
@@ -321,7 +321,7 @@ func (nanLimit) Check(context.Context, warden.Request) (warden.Decision, error) 
 }
 func (nanLimit) Governs(warden.Capability) bool { return false }
 
-// FINDING (small). The issue: idempotent re-bind must "never fail for the identical
+// Found by an attack (small), and fixed. The issue: idempotent re-bind must "never fail for the identical
 // value". sameValue decides comparable types by == alone, and a comparable value that
 // holds a NaN is not == to itself: re-binding the very same Config is ErrPlanConflict.
 func TestAttack_RebindOfTheIdenticalConfigHoldingNaN(t *testing.T) {
@@ -362,7 +362,7 @@ func TestAttack_Held_AskOnlyOnTheResumeIsNotAnswered(t *testing.T) {
 	if pd.Kind != warden.KindEscalate || len(pd.Asks) != 0 {
 		t.Fatalf("pending %+v", pd)
 	}
-	out := resumeOK(t, g, pd, warden.Approved{By: "alice", Digest: pd.Digest})
+	out := resumeOK(t, g, pd, warden.Approved{By: "alice", Digest: pd.ApprovalDigest()})
 	checkView(t, out, refusedAt(warden.StageMiddleware, warden.NoPauseText("late", "Also this?")))
 	if p.runs() != 0 {
 		t.Errorf("runs %d", p.runs())
@@ -380,7 +380,7 @@ func TestAttack_Held_DriftingArgsOnResumeAreRefused(t *testing.T) {
 	}}
 	g := mustBind(t, warden.Config{CanPause: true, Middleware: []*warden.Middleware{drift, askMW("approve", "Pay?")}}, p.tool("pay"))
 	pd := pendingOf(t, g, "pay", `{"amount":1}`)
-	out := resumeOK(t, g, pd, warden.Approved{By: "alice", Digest: pd.Digest})
+	out := resumeOK(t, g, pd, warden.Approved{By: "alice", Digest: pd.ApprovalDigest()})
 	checkView(t, out, refusedAt(warden.StageHuman, warden.ApprovalMismatchText))
 	if p.runs() != 0 {
 		t.Errorf("runs %d", p.runs())
@@ -413,7 +413,7 @@ func TestAttack_Held_EditedQuestionShape(t *testing.T) {
 			g := mustBind(t, warden.Config{CanPause: true, Middleware: mws}, p.tool("email"))
 			pd := pendingOf(t, g, "email", `{"to":"x"}`)
 			tt.edit(&pd)
-			out, err := g.Resume(context.Background(), pd, warden.Approved{By: "a", Digest: pd.Digest})
+			out, err := g.Resume(context.Background(), pd, warden.Approved{By: "a", Digest: pd.ApprovalDigest()})
 			if err != nil || p.runs() != tt.runs || out.Executed != (tt.runs == 1) {
 				t.Errorf("got %+v err %v runs %d, want runs %d", viewOf(out), err, p.runs(), tt.runs)
 			}
@@ -424,7 +424,7 @@ func TestAttack_Held_EditedQuestionShape(t *testing.T) {
 		g := mustBind(t, warden.Config{CanPause: true, Middleware: mws}, p.tool("email"))
 		pd := pendingOf(t, g, "email", `{"to":"x"}`)
 		pd.Kind = "approve-everything"
-		if _, err := g.Resume(context.Background(), pd, warden.Approved{By: "a", Digest: pd.Digest}); err == nil || p.runs() != 0 {
+		if _, err := g.Resume(context.Background(), pd, warden.Approved{By: "a", Digest: pd.ApprovalDigest()}); err == nil || p.runs() != 0 {
 			t.Errorf("err %v runs %d", err, p.runs())
 		}
 	})
@@ -443,13 +443,13 @@ func TestAttack_Held_EscalationPlusAsk(t *testing.T) {
 	if pd.Kind != warden.KindEscalate || pd.Middleware != "approve" || len(pd.Asks) != 1 {
 		t.Fatalf("pending %+v", pd)
 	}
-	out := resumeOK(t, g, pd, warden.Approved{By: "alice", Digest: pd.Digest})
+	out := resumeOK(t, g, pd, warden.Approved{By: "alice", Digest: pd.ApprovalDigest()})
 	if !out.Executed || p.runs() != 1 {
 		t.Fatalf("got %+v runs %d", viewOf(out), p.runs())
 	}
 	var p2 probe
 	g2 := mustBind(t, warden.Config{CanPause: true, Middleware: []*warden.Middleware{askMW("approve", "Refund?")}}, p2.tool("refund"))
-	out = resumeOK(t, g2, pd, warden.Approved{By: "alice", Digest: pd.Digest})
+	out = resumeOK(t, g2, pd, warden.Approved{By: "alice", Digest: pd.ApprovalDigest()})
 	checkView(t, out, refusedAt(warden.StageMiddleware, warden.NoPauseText("approve", "Refund?")))
 	if p2.runs() != 0 {
 		t.Errorf("runs %d", p2.runs())
@@ -466,7 +466,7 @@ func TestAttack_Held_DegeneratePendingDecisions(t *testing.T) {
 	}
 	zero := warden.PendingDecision{Kind: warden.KindCheckIn, Tool: "nope"}
 	zero.Digest = zero.Args.Digest()
-	out, err := g.Resume(context.Background(), zero, warden.Approved{By: "a", Digest: zero.Digest})
+	out, err := g.Resume(context.Background(), zero, warden.Approved{By: "a", Digest: zero.ApprovalDigest()})
 	if err != nil || out.Status != warden.StatusRefused || out.Stage != warden.StageLookup {
 		t.Errorf("unknown tool approved: %+v %v", viewOf(out), err)
 	}
@@ -477,7 +477,7 @@ func TestAttack_Held_DegeneratePendingDecisions(t *testing.T) {
 	// A check-in decision for a tool without a check-in: no question, the call runs as
 	// a fresh call would (and the arguments are the ones approved).
 	zero.Tool = "t"
-	if out := resumeOK(t, g, zero, warden.Approved{By: "a", Digest: zero.Digest}); !out.Executed || p.runs() != 1 {
+	if out := resumeOK(t, g, zero, warden.Approved{By: "a", Digest: zero.ApprovalDigest()}); !out.Executed || p.runs() != 1 {
 		t.Errorf("got %+v", viewOf(out))
 	}
 	if p.runs() != 0 && p.last().Digest() != zero.Digest {
@@ -499,7 +499,7 @@ func TestAttack_Held_DigestIsRequired(t *testing.T) {
 	}
 	forged := pd
 	forged.Args = A(`{"to":"mallory"}`)
-	if _, err := g.Resume(context.Background(), forged, warden.Approved{By: "a", Digest: forged.Digest}); err == nil {
+	if _, err := g.Resume(context.Background(), forged, warden.Approved{By: "a", Digest: forged.ApprovalDigest()}); err == nil {
 		t.Errorf("Args edited without the digest: resumed")
 	}
 	if p.runs() != 0 {
@@ -626,7 +626,7 @@ func TestAttack_Held_RebindIdentity(t *testing.T) {
 	}
 }
 
-// FINDING (low). Guard's doc: the human stage puts "one question (every link's ask in
+// Found by an attack (low), and fixed. Guard's doc: the human stage puts "one question (every link's ask in
 // link order, a carried escalation, the check-in)". Only one escalation is carried: the
 // skill gate's escalation is dropped when a security pass already escalated, so the
 // person approves "reading skills is reviewed" and is never told that this skill
