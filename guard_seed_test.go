@@ -228,3 +228,28 @@ func TestSeed_UnauthorizedTarget(t *testing.T) {
 		t.Errorf("skill gate fault: UnauthorizedTarget = %q, %v", target, ok)
 	}
 }
+
+// panicName is a checker whose Name panics.
+type panicName struct{ allowOnly }
+
+func (panicName) Name() string { panic("no name") }
+
+type allowOnly struct{}
+
+func (allowOnly) Check(context.Context, warden.Request) (warden.Decision, error) {
+	return warden.Decision{Effect: warden.Allow}, nil
+}
+func (allowOnly) Governs(warden.Capability) bool { return false }
+
+// Fail closed at construction: a checker Bind cannot describe is refused, not a panic.
+func TestSeed_BindRefusesAPanickingChecker(t *testing.T) {
+	var p probe
+	r := &warden.Registry{}
+	if err := r.Register(p.tool("t")); err != nil {
+		t.Fatal(err)
+	}
+	_, err := r.Bind(warden.Config{Checkers: []warden.Checker{allowOnly{}, panicName{}}})
+	if err == nil || err.Error() != "warden: checker 1 panicked while Bind asked how to call it: no name" {
+		t.Errorf("Bind: %v", err)
+	}
+}

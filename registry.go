@@ -252,7 +252,7 @@ func (r *Registry) Tools() []Tool {
 	defer r.mu.Unlock()
 	out := make([]Tool, len(r.tools))
 	for i, t := range r.tools {
-		out[i] = t.Tool
+		out[i] = cloneTool(t.Tool)
 	}
 	return out
 }
@@ -391,11 +391,9 @@ func (r *Registry) Bind(cfg Config) (*Guard, error) {
 	}
 	g := &Guard{cfg: snap, plans: map[string]*plan{}}
 	for i, c := range snap.Checkers {
-		g.checkerNames = append(g.checkerNames, checkerName(c, i))
-		s, ok := c.(Synchronous)
-		g.checkerSync = append(g.checkerSync, ok && s.Synchronous())
-		in, ok := c.(Interruptible)
-		g.checkerInterrupt = append(g.checkerInterrupt, ok && in.Interruptible())
+		if err := g.describeChecker(i, c); err != nil {
+			return nil, err
+		}
 	}
 	for _, t := range r.tools {
 		p := &plan{tool: t}
@@ -441,6 +439,25 @@ func (r *Registry) Bind(cfg Config) (*Guard, error) {
 	orig.Middleware, orig.ErrorHandlers = nil, nil
 	r.bound = &boundState{cfg: orig, guard: g, middleware: mws, handlers: hs}
 	return g, nil
+}
+
+// describeChecker records checker i's name and how it is called. A checker whose Name,
+// Synchronous or Interruptible method panics is refused: Bind cannot know how to call it.
+func (g *Guard) describeChecker(i int, c Checker) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("warden: checker %d panicked while Bind asked how to call it: %v", i, r)
+		}
+	}()
+	name := checkerName(c, i)
+	s, ok := c.(Synchronous)
+	sync := ok && s.Synchronous()
+	in, ok := c.(Interruptible)
+	interrupt := ok && in.Interruptible()
+	g.checkerNames = append(g.checkerNames, name)
+	g.checkerSync = append(g.checkerSync, sync)
+	g.checkerInterrupt = append(g.checkerInterrupt, interrupt)
+	return nil
 }
 
 func checkerName(c Checker, i int) string {
@@ -515,7 +532,7 @@ func sameValue(a, b any) (same bool) {
 				same = dataWord(a) == dataWord(b)
 			}
 		}()
-		return a == b
+		return a == b || dataWord(a) == dataWord(b)
 	}
 	return dataWord(a) == dataWord(b)
 }

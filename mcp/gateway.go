@@ -839,7 +839,7 @@ func (g *Gateway) decide(ctx context.Context, f *front, st *gatewayState, cl Cli
 		g.log.Error("approval store unavailable; the call is refused", "error", err)
 		return nil, "The approval store is unavailable, so this call cannot be approved now. Nothing ran; try again later."
 	} else if ok {
-		return warden.Approved{By: got.DecidedBy, Note: got.Note, Digest: p.Digest}, ""
+		return warden.Approved{By: got.DecidedBy, Note: got.Note, Digest: p.ApprovalDigest()}, ""
 	}
 	// Only an identity configured to approve its own asks is asked (fail closed: by
 	// default every ask goes to an operator).
@@ -856,7 +856,7 @@ func (g *Gateway) decide(ctx context.Context, f *front, st *gatewayState, cl Cli
 		case err != nil:
 			g.log.Warn("elicitation failed; asking an operator instead", "tool", p.Tool, "error", err)
 		case res.Action == "accept":
-			return warden.Approved{By: cl.Principal, Digest: p.Digest}, ""
+			return warden.Approved{By: cl.Principal, Digest: p.ApprovalDigest()}, ""
 		default:
 			return warden.Declined{By: cl.Principal, Note: "the client's user chose " + res.Action}, ""
 		}
@@ -872,7 +872,7 @@ func (g *Gateway) decide(ctx context.Context, f *front, st *gatewayState, cl Cli
 	switch {
 	case err == nil && decided.State == store.StateApproved:
 		if got, ok, err := s.ConsumeApproval(ctx, binding, session); err == nil && ok {
-			return warden.Approved{By: got.DecidedBy, Note: got.Note, Digest: p.Digest}, ""
+			return warden.Approved{By: got.DecidedBy, Note: got.Note, Digest: p.ApprovalDigest()}, ""
 		}
 		return nil, WaitingText(pending.ID, p.Tool)
 	case err == nil && decided.State == store.StateDeclined:

@@ -260,7 +260,7 @@ func runAgentCommand(ctx context.Context, w io.Writer, o runOptions, task string
 	if saved == nil {
 		res, err = rt.agent.Run(ctx, task)
 	} else {
-		var answer warden.Answer = warden.Approved{By: o.by, Note: o.note, Digest: saved.Pending.Digest}
+		var answer warden.Answer = warden.Approved{By: o.by, Note: o.note, Digest: saved.Pending.ApprovalDigest()}
 		verb := "approved"
 		if o.decline {
 			answer, verb = warden.Declined{By: o.by, Note: o.note}, "declined"
