@@ -505,20 +505,11 @@ func (a *Agent) call(ctx context.Context, st *run, tc ToolCall) (warden.Outcome,
 // without asking a checker, so the text stays true when the checker recovers. Such a
 // tool or skill is not offered again in the run either.
 func (st *run) noteFault(out warden.Outcome) {
-	if out.Status != warden.StatusRefused || !out.Decision.Fault {
-		return
-	}
-	target := out.Tool
-	if out.Stage == warden.StageSkill {
-		id, _ := out.Args.String("id")
-		target = warden.SkillTarget(id)
-	}
 	// Only the refusal that made the promise: an escalation nobody can answer is a
 	// fault too, but it says nothing about the rest of the run.
-	if out.ModelText != warden.UnauthorizedText(target) || slices.Contains(st.unauthorized, target) {
-		return
+	if target, ok := warden.UnauthorizedTarget(out); ok && !slices.Contains(st.unauthorized, target) {
+		st.unauthorized = append(st.unauthorized, target)
 	}
-	st.unauthorized = append(st.unauthorized, target)
 }
 
 // parseCallArgs parses a tool call's arguments; empty arguments are the empty object (a
@@ -707,7 +698,7 @@ func (a *Agent) Resume(ctx context.Context, checkpoint []byte, answer warden.Ans
 	}
 	rev := a.cfg.Guard.Revision()
 	st.resumed = &Resumed{CheckpointRevision: cp.Revision, Revision: rev, RevisionChanged: cp.Revision != rev}
-	out, err := a.cfg.Guard.ResumeAs(ctx, cp.Pending, answer, warden.Caller{Identity: st.identity, Session: st.session, Sequence: st.sequence})
+	out, err := a.cfg.Guard.ResumeAs(ctx, cp.Pending, answer, warden.Caller{Identity: st.identity, Session: st.session, Sequence: st.sequence, Unauthorized: slices.Clip(st.unauthorized)})
 	var dre *warden.DecisionRequiredError
 	if errors.As(err, &dre) {
 		return Result{}, err

@@ -217,7 +217,7 @@ func TestUnauthorized_SurvivesPauseAndResume(t *testing.T) {
 	// A second process whose authorizer never fails: it is still not asked about lookup.
 	f2 := &flaky{target: "none", fail: fail}
 	a2, sc2, p2 := build(f2, use(tc("c3", "lookup", `{}`)), say("done"))
-	res2, err := a2.Resume(context.Background(), res.Paused.Checkpoint, warden.Approved{By: "op", Digest: res.Paused.Pending.Digest})
+	res2, err := a2.Resume(context.Background(), res.Paused.Checkpoint, warden.Approved{By: "op", Digest: res.Paused.Pending.ApprovalDigest()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,12 +240,29 @@ func TestUnauthorized_SurvivesPauseAndResume(t *testing.T) {
 	}
 	f3 := &flaky{target: "none", fail: fail}
 	a3, _, _ := build(f3, use(tc("c3", "lookup", `{}`)), say("done"))
-	res3, err := a3.Resume(context.Background(), old, warden.Approved{By: "op", Digest: res.Paused.Pending.Digest})
+	res3, err := a3.Resume(context.Background(), old, warden.Approved{By: "op", Digest: res.Paused.Pending.ApprovalDigest()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c := res3.Calls[len(res3.Calls)-1]; !c.Executed || f3.count("lookup") != 1 {
 		t.Errorf("old checkpoint: %+v", c)
+	}
+
+	// The resumed call itself carries the list too ([warden.Caller].Unauthorized): a
+	// checkpoint whose list names the pending tool resumes into a refusal, not a run.
+	doc["unauthorized"] = json.RawMessage(`["lookup","refund"]`)
+	listed, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f4 := &flaky{target: "none", fail: fail}
+	a4, _, p4 := build(f4, say("done"))
+	res4, err := a4.Resume(context.Background(), listed, warden.Approved{By: "op", Digest: res.Paused.Pending.ApprovalDigest()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := res4.Calls[len(res4.Calls)-1]; c.ID != "c2" || c.Executed || c.ModelText != warden.UnauthorizedText("refund") || p4.count("refund") != 0 || f4.count("refund") != 0 {
+		t.Errorf("resumed refund: %+v", c)
 	}
 }
 
