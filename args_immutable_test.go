@@ -283,7 +283,7 @@ func TestArgsImmutable_PendingDecision(t *testing.T) {
 	if pending.Args.Digest() != pending.Digest {
 		t.Fatalf("the pending decision's arguments no longer match its digest: they were changed in place")
 	}
-	res, err := g.Resume(context.Background(), pending, warden.Approved{By: "alice", Digest: pending.Digest})
+	res, err := g.Resume(context.Background(), pending, warden.Approved{By: "alice", Digest: pending.ApprovalDigest()})
 	if err != nil || res.Status != warden.StatusRan {
 		t.Fatalf("resume: %+v %v", viewOf(res), err)
 	}

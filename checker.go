@@ -73,10 +73,23 @@ func checkCall(ctx context.Context, c Checker, req Request, declared []Capabilit
 		r := req
 		if k >= 0 {
 			cap := declared[k]
-			if cap == CapToolCall || !CheckerGoverns(c, cap) {
+			if cap == CapToolCall {
+				continue
+			}
+			ok, gerr := safeGoverns(c, cap)
+			if gerr == nil && !ok {
 				continue
 			}
 			r.Capability = cap
+			if gerr != nil {
+				d := CheckerFault(req.Target, gerr)
+				if pv != nil {
+					pv.visit(st, r, d)
+				} else if visit != nil {
+					visit(r, d)
+				}
+				return d
+			}
 		}
 		d := safeCheck(ctx, c, r)
 		if pv != nil {
@@ -128,4 +141,14 @@ type invalidEffectError Effect
 
 func (e invalidEffectError) Error() string {
 	return "returned " + Effect(e).String() + ", which is not an effect"
+}
+
+// safeGoverns is CheckerGoverns with a panic as an error.
+func safeGoverns(c Checker, cap Capability) (ok bool, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			ok, err = false, panicError{r}
+		}
+	}()
+	return CheckerGoverns(c, cap), nil
 }

@@ -158,6 +158,26 @@ func UnauthorizedText(tool string) string {
 	return "[permission denied: Tool '" + tool + "' could not be authorized. This will not change during this run — do not call it again. Continue without it, or say what you are unable to do.]"
 }
 
+// UnauthorizedTarget reports the target an outcome told the model could not be
+// authorized ([UnauthorizedText]): the tool, or the skill target ([SkillTarget]) of a
+// read_skill refused by the skill gate. That text promises the refusal will not change
+// during the run, so a runtime lists the target in [Call.Unauthorized] for every later
+// call of the run. ok is false for every other outcome.
+func UnauthorizedTarget(o Outcome) (target string, ok bool) {
+	if o.Status != StatusRefused || !o.Decision.Fault {
+		return "", false
+	}
+	target = o.Tool
+	if o.Stage == StageSkill {
+		id, _ := o.Args.String("id")
+		target = SkillTarget(id)
+	}
+	if o.ModelText != UnauthorizedText(target) {
+		return "", false
+	}
+	return target, true
+}
+
 // CheckerFault returns the denial that stands for a checker that did not answer: err
 // (or the recovered panic value) goes to the rationale as "permission-checker threw:
 // <msg>" for operators, and the model reads [UnauthorizedText].

@@ -106,7 +106,7 @@ func TestEvents_OneToolEndPerResume(t *testing.T) {
 	var p probe
 	g := mustBind(t, warden.Config{CanPause: true, Middleware: []*warden.Middleware{askMW("a", "q?")}, Sinks: []warden.Sink{rec}}, p.tool("t"))
 	out := call(t, g, "t", `{}`)
-	if _, err := g.Resume(context.Background(), *out.Pending, warden.Approved{By: "x", Digest: out.Pending.Digest}); err != nil {
+	if _, err := g.Resume(context.Background(), *out.Pending, warden.Approved{By: "x", Digest: out.Pending.ApprovalDigest()}); err != nil {
 		t.Fatal(err)
 	}
 	ends := rec.Named(warden.EventToolEnd)

@@ -121,7 +121,7 @@ func ExampleGuard_Resume() {
 	if err := json.Unmarshal(stored, &pending); err != nil {
 		log.Fatal(err)
 	}
-	out, err = guard.Resume(context.Background(), pending, warden.Approved{By: "alice", Digest: pending.Digest})
+	out, err = guard.Resume(context.Background(), pending, warden.Approved{By: "alice", Digest: pending.ApprovalDigest()})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -29,8 +29,11 @@ const ReadSkillTool = "read_skill"
 // the chain runs on to its end, then S2 and validation; the human stage then puts one
 // question (every link's ask in link order, a carried escalation, the check-in) to a
 // person about the final arguments, the ones that will execute. A later link that
-// denies still denies, and then nobody is asked. An approval runs exactly the arguments
-// the person was shown, once (see [Guard.ResumeAs]).
+// denies still denies, and then nobody is asked. An approval ([Approved] with the
+// [PendingDecision.ApprovalDigest] the person was shown) runs exactly the tool and the
+// arguments they were shown, asked the way they were asked, on that resume (see
+// [Guard.ResumeAs]); making it single-use across resumes is the caller's job (a store
+// claims the decision first).
 //
 // Every refusal is data: the [Outcome] says what the model reads, which stage decided,
 // and whether the tool executed. Every stage fails closed: an error, a panic or a timeout
@@ -109,7 +112,7 @@ func (g *Guard) Problems() []error { return append([]error(nil), g.problems...) 
 func (g *Guard) Tools() []Tool {
 	out := make([]Tool, 0, len(g.order))
 	for _, n := range g.order {
-		out = append(out, g.plans[n].tool.Tool)
+		out = append(out, cloneTool(g.plans[n].tool.Tool))
 	}
 	return out
 }
@@ -120,7 +123,7 @@ func (g *Guard) Tool(name string) (Tool, bool) {
 	if !ok {
 		return Tool{}, false
 	}
-	return p.tool.Tool, true
+	return cloneTool(p.tool.Tool), true
 }
 
 // callState is one call's progress through the pipeline.
@@ -133,7 +136,9 @@ type callState struct {
 	out       Outcome
 	start     time.Time
 	s1Changed bool
-	carried   *Decision // an escalation waiting for the human stage
+	// carried are the escalations waiting for the human stage: every checker's of the
+	// last security pass, then the skill gate's.
+	carried []Decision
 	// asks are the questions call-side links asked, in link order: recorded where they
 	// are raised, put to the person at the human stage about the final arguments.
 	asks []MiddlewareAsk
@@ -331,11 +336,10 @@ func (st *callState) securityPass(ctx context.Context, pass string) (bool, *Outc
 	stage := StagePermission
 	if pass == "s2" {
 		stage = StageFinalCheck
-		st.carried = nil
+		st.carried = st.carried[:0]
 	} else if len(st.call.Unauthorized) > 0 && slices.Contains(st.call.Unauthorized, st.call.Tool) {
 		return true, st.refuse(ctx, stage, st.faultedBefore(st.call.Tool), ""), nil
 	}
-	var ask *Decision
 	if st.out.Checks == nil {
 		st.out.Checks = st.checksBacking(2 * len(st.g.cfg.Checkers))
 	}
@@ -369,14 +373,8 @@ func (st *callState) securityPass(ctx context.Context, pass string) (bool, *Outc
 		case Deny:
 			return true, st.refuse(ctx, stage, d, ""), nil
 		case Ask:
-			if ask == nil {
-				dd := withoutArgs(d)
-				ask = &dd
-			}
+			st.carried = append(st.carried, withoutArgs(d))
 		}
-	}
-	if ask != nil {
-		st.carried = ask
 	}
 	return false, nil, nil
 }
@@ -713,7 +711,7 @@ func (st *callState) fromValidation(ctx context.Context) (*Outcome, error) {
 	// The clock is read here only when an event may use it before execute reads it
 	// again: the validation, skill, human and credential stages, or a journal failure
 	// (refusals read the clock in finish).
-	if st.p.validator != nil || st.call.Tool == ReadSkillTool || st.carried != nil || st.asks != nil || st.p.tool.CheckIn != nil || st.p.tool.Needs != nil || st.g.cfg.Journal != nil {
+	if st.p.validator != nil || st.call.Tool == ReadSkillTool || len(st.carried) > 0 || st.asks != nil || st.p.tool.CheckIn != nil || st.p.tool.Needs != nil || st.g.cfg.Journal != nil {
 		st.tick()
 	}
 	if v := st.p.validator; v != nil {
@@ -751,7 +749,10 @@ func (st *callState) skillGate(ctx context.Context) (bool, *Outcome, error) {
 		return true, st.refuse(ctx, StageSkill, d, d.ModelText(target)), nil
 	}
 	for i, c := range st.g.cfg.Checkers {
-		if !CheckerGoverns(c, CapSkillRead) {
+		if ok, gerr := safeGoverns(c, CapSkillRead); gerr != nil {
+			d := CheckerFault(target, gerr)
+			return true, st.refuse(ctx, StageSkill, d, d.ModelText(target)), nil
+		} else if !ok {
 			continue
 		}
 		name := st.g.checkerNames[i]
@@ -798,10 +799,7 @@ func (st *callState) skillGate(ctx context.Context) (bool, *Outcome, error) {
 			return true, st.refuse(ctx, StageSkill, d, d.ModelText(target)), nil
 		case Ask:
 			// An escalation about a skill is a human decision like any other.
-			if st.carried == nil {
-				dd := withoutArgs(d)
-				st.carried = &dd
-			}
+			st.carried = append(st.carried, withoutArgs(d))
 		}
 	}
 	return false, nil, nil
@@ -814,17 +812,25 @@ func (st *callState) skillGate(ctx context.Context) (bool, *Outcome, error) {
 func (st *callState) fromHuman(ctx context.Context) (*Outcome, error) {
 	esc := st.carried
 	checkIn := st.needsCheckIn()
-	if esc == nil && !checkIn && len(st.asks) == 0 {
+	if len(esc) == 0 && !checkIn && len(st.asks) == 0 {
+		if a := st.approval; a != nil && st.args.Digest() != a.Digest {
+			// Nobody is asked, and the call is not the one the person approved.
+			return st.refuse(ctx, StageHuman, Decision{Effect: Deny, RuleID: "approval.digest", Rationale: ApprovalMismatchText}, ApprovalMismatchText), nil
+		}
 		return st.fromCredentials(ctx)
 	}
 	p := st.question(esc, checkIn)
-	if a := st.approval; a != nil && !st.approvalUsed && sameQuestion(a, &p) {
-		if a.Digest != p.Digest {
-			// The approval authorizes exactly the call the person saw.
+	if a := st.approval; a != nil && !st.approvalUsed {
+		// a was checked against the approval's digest on entry: it is what the person saw.
+		if p.ApprovalDigest() == a.ApprovalDigest() {
+			st.approvalUsed = true
+			return st.fromCredentials(ctx)
+		}
+		if sameQuestion(a, &p) {
+			// The same question about other arguments: the approval authorizes exactly
+			// the call the person saw.
 			return st.refuse(ctx, StageHuman, Decision{Effect: Deny, RuleID: "approval.digest", Rationale: ApprovalMismatchText}, ApprovalMismatchText), nil
 		}
-		st.approvalUsed = true
-		return st.fromCredentials(ctx)
 	}
 	if st.approval != nil || !st.g.cfg.CanPause {
 		// Nobody can answer here: there is no pause, or this is a resume and its
@@ -834,9 +840,9 @@ func (st *callState) fromHuman(ctx context.Context) (*Outcome, error) {
 			text := NoPauseText(a.Middleware, a.Question)
 			return st.refuse(ctx, StageMiddleware, Decision{Effect: Deny, RuleID: a.Middleware, Rationale: text}, text), nil
 		}
-		if esc != nil {
+		if len(esc) > 0 {
 			action, _ := st.args.String("action")
-			return st.refuse(ctx, StageHuman, EscalationFault(st.call.Tool, action, *esc), ""), nil
+			return st.refuse(ctx, StageHuman, EscalationFault(st.call.Tool, action, esc[0]), ""), nil
 		}
 		text := "Tool '" + st.call.Tool + "' requires a check-in, and there is no pause here to carry it: " + st.checkInQuestion()
 		return st.refuse(ctx, StageHuman, Decision{Effect: Deny, RuleID: "checkin", Rationale: text, Fault: true}, text), nil
@@ -851,32 +857,35 @@ const ApprovalMismatchText = "approval does not apply: the arguments changed aft
 // question builds the one pending decision of the human stage. Its kind is escalate
 // when a checker escalated, else ask when a middleware asked, else checkin; Question
 // holds every source's question, one per line (a single source's question as it is).
-func (st *callState) question(esc *Decision, checkIn bool) PendingDecision {
+func (st *callState) question(esc []Decision, checkIn bool) PendingDecision {
 	p := PendingDecision{Tool: st.call.Tool, Digest: st.args.Digest()}
 	switch {
-	case esc != nil:
+	case len(esc) > 0:
 		p.Kind = KindEscalate
 	case len(st.asks) > 0:
 		p.Kind = KindAsk
 	default:
 		p.Kind = KindCheckIn
 	}
-	sources := len(st.asks)
-	if esc != nil {
-		sources++
-	}
+	sources := len(st.asks) + len(esc)
 	if checkIn {
 		sources++
 	}
 	var parts []string
-	if esc != nil {
+	if len(esc) > 0 {
 		action, _ := st.args.String("action")
 		target := st.call.Tool
 		if action != "" {
 			target += "." + action
 		}
-		parts = append(parts, "Permission escalation for "+target+": "+esc.Rationale+". Allow this call?")
-		p.Escalation = esc
+		for _, e := range esc {
+			q := "Permission escalation for " + target + ": " + e.Rationale + ". Allow this call?"
+			if !slices.Contains(parts, q) {
+				parts = append(parts, q)
+			}
+		}
+		first := esc[0]
+		p.Escalation = &first
 	}
 	if len(st.asks) > 0 {
 		p.Asks = slices.Clip(st.asks)
@@ -904,9 +913,10 @@ func (st *callState) question(esc *Decision, checkIn bool) PendingDecision {
 }
 
 // sameQuestion reports whether approval a was given to the question p asks: the same
-// kind, tool and asking middleware (in order). The arguments are compared apart.
+// kind, tool, question and asking middleware (in order). The arguments are compared
+// apart.
 func sameQuestion(a, p *PendingDecision) bool {
-	if a.Kind != p.Kind || a.Tool != p.Tool {
+	if a.Kind != p.Kind || a.Tool != p.Tool || a.Question != p.Question {
 		return false
 	}
 	askers := func(d *PendingDecision) []string {
@@ -1354,9 +1364,10 @@ func RenderResult(v any) string {
 // pipeline again from the arguments as originally proposed, under the guard's current
 // policy (so a policy revision that changed while the call waited applies). At the
 // human stage the approval answers the question only when it is the same question (the
-// same kind, tool and asking middleware, in order) about final arguments with the same
-// digest: other arguments are refused with [ApprovalMismatchText], another question
-// with the no-pause refusal (nobody is asked twice on one resume). Nothing in the
+// same kind, tool, question text and asking middleware, in order) about final arguments
+// with the same digest: other arguments are refused with [ApprovalMismatchText], another
+// question with the no-pause refusal (nobody is asked twice on one resume). A resumed
+// call that reaches no question at all runs only with the arguments the person saw. Nothing in the
 // pending decision but that question is trusted, so a decision edited in storage cannot
 // skip a stage.
 //
@@ -1375,6 +1386,9 @@ type Caller struct {
 	Identity Identity
 	Session  string
 	Sequence []Step
+	// Unauthorized lists the run's targets whose authorization faulted (see
+	// [Call.Unauthorized]); the resumed call is refused if it names one of them.
+	Unauthorized []string
 }
 
 // ResumeAs is [Guard.Resume] for a caller that knows who it is: a pending decision whose
@@ -1412,11 +1426,11 @@ func (g *Guard) resume(ctx context.Context, p PendingDecision, answer Answer, wh
 		return Outcome{}, fmt.Errorf("warden: pending decision has an unknown kind %q", p.Kind)
 	}
 	if a, ok := answer.(Approved); ok {
-		switch {
+		switch want := p.ApprovalDigest(); {
 		case a.Digest == "":
-			return Outcome{}, fmt.Errorf("%w: Approved.Digest is empty; set it to the digest of the arguments the person was shown (this decision's is %s)", ErrApprovalMismatch, p.Digest)
-		case a.Digest != p.Digest:
-			return Outcome{}, fmt.Errorf("%w: the person approved arguments with digest %s, but the pending decision holds %s; it changed after they saw it, so show it to them again", ErrApprovalMismatch, a.Digest, p.Digest)
+			return Outcome{}, fmt.Errorf("%w: Approved.Digest is empty; set it to the ApprovalDigest of the decision the person was shown (this decision's is %s)", ErrApprovalMismatch, want)
+		case a.Digest != want:
+			return Outcome{}, fmt.Errorf("%w: the person approved %s, but this pending decision is %s: it changed after they saw it, so show it to them again", ErrApprovalMismatch, a.Digest, want)
 		}
 	}
 	c := Call{ID: p.CallID, Tool: p.Tool, Args: p.Original, Iteration: p.Iteration, Identity: p.Identity, Session: p.Session}
@@ -1424,7 +1438,7 @@ func (g *Guard) resume(ctx context.Context, p PendingDecision, answer Answer, wh
 		if p.Identity != who.Identity || p.Session != who.Session {
 			return Outcome{}, fmt.Errorf("warden: pending decision belongs to principal %q session %q, not to the caller (principal %q session %q)", p.Identity.Principal, p.Session, who.Identity.Principal, who.Session)
 		}
-		c.Sequence = who.Sequence
+		c.Sequence, c.Unauthorized = who.Sequence, who.Unauthorized
 	}
 	var st0 callState
 	st := &st0
@@ -1445,4 +1459,9 @@ func (g *Guard) resume(ctx context.Context, p PendingDecision, answer Answer, wh
 	st.approval = &p
 	out, err := g.run(ctx, st)
 	return *out, err
+}
+
+func cloneTool(t Tool) Tool {
+	t.InputSchema, t.Capabilities = slices.Clone(t.InputSchema), slices.Clone(t.Capabilities)
+	return t
 }

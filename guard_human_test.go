@@ -82,7 +82,7 @@ func TestHuman_EscalationPausesAndResumes(t *testing.T) {
 	if p.runs() != 0 {
 		t.Fatalf("tool ran before the decision")
 	}
-	out, err = g.Resume(context.Background(), *pd, warden.Approved{By: "alice", Note: "fine", Digest: pd.Digest})
+	out, err = g.Resume(context.Background(), *pd, warden.Approved{By: "alice", Note: "fine", Digest: pd.ApprovalDigest()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func TestHuman_AskApprovedRunsTransformedArgsOnce(t *testing.T) {
 	if ap.p.runs() != 0 {
 		t.Fatal("tool ran before the decision")
 	}
-	out, err := g.Resume(context.Background(), pd, warden.Approved{By: "bob", Digest: pd.Digest})
+	out, err := g.Resume(context.Background(), pd, warden.Approved{By: "bob", Digest: pd.ApprovalDigest()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +205,7 @@ func TestHuman_ResumeRequiresADecision(t *testing.T) {
 		}
 	}
 	// The same pending decision is still usable, through a pointer too.
-	out, err := g.Resume(context.Background(), pd, &warden.Approved{By: "bob", Digest: pd.Digest})
+	out, err := g.Resume(context.Background(), pd, &warden.Approved{By: "bob", Digest: pd.ApprovalDigest()})
 	if err != nil || out.Status != warden.StatusRan || ap.p.runs() != 1 {
 		t.Errorf("resume after a refused answer: %+v %v runs %d", viewOf(out), err, ap.p.runs())
 	}
@@ -229,7 +229,7 @@ func TestHuman_SeveralAsksAreOneDecision(t *testing.T) {
 	if pd.Kind != warden.KindAsk || pd.Middleware != "legal" || pd.Question != "middleware 'legal' asks: Legal ok?\nmiddleware 'finance' asks: Finance ok?" {
 		t.Errorf("pending kind %q middleware %q question %q", pd.Kind, pd.Middleware, pd.Question)
 	}
-	out, err := g.Resume(context.Background(), pd, warden.Approved{By: "a", Digest: pd.Digest})
+	out, err := g.Resume(context.Background(), pd, warden.Approved{By: "a", Digest: pd.ApprovalDigest()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +240,7 @@ func TestHuman_SeveralAsksAreOneDecision(t *testing.T) {
 	// An approval of one link's question does not answer a chain that now asks more.
 	one := pd
 	one.Asks = one.Asks[:1]
-	if out, err := g.Resume(context.Background(), one, warden.Approved{By: "a", Digest: one.Digest}); err != nil || out.Executed {
+	if out, err := g.Resume(context.Background(), one, warden.Approved{By: "a", Digest: one.ApprovalDigest()}); err != nil || out.Executed {
 		t.Errorf("an approval of legal's ask alone ran the call: %+v %v", viewOf(out), err)
 	} else {
 		checkView(t, out, refusedAt(warden.StageMiddleware, "middleware 'legal' asked a person to decide, and there is no pause here to carry that ask: Legal ok?"))
@@ -272,7 +272,7 @@ func TestHuman_PendingRoundTripsAndResumesOnANewGuard(t *testing.T) {
 	// A fresh process in spirit: new registry, new tool values, new middleware values.
 	var ap2 askPipeline
 	g2 := mustBind(t, ap2.config(allowChecker("c")), ap2.tool())
-	out, err := g2.Resume(context.Background(), back, warden.Approved{By: "carol", Digest: back.Digest})
+	out, err := g2.Resume(context.Background(), back, warden.Approved{By: "carol", Digest: back.ApprovalDigest()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +292,7 @@ func TestHuman_TamperedArgsAreRefused(t *testing.T) {
 	g := mustBind(t, ap.config(), ap.tool())
 	pd := pendingAsk(t, g)
 	pd.Args = pd.Args.With("to", "attacker@evil.example")
-	out, err := g.Resume(context.Background(), pd, warden.Approved{By: "bob", Digest: pd.Digest})
+	out, err := g.Resume(context.Background(), pd, warden.Approved{By: "bob", Digest: pd.ApprovalDigest()})
 	if err == nil && out.Executed {
 		t.Fatalf("a pending decision whose args no longer match its digest ran: %+v", viewOf(out))
 	}
@@ -338,7 +338,7 @@ func TestHuman_ForgedPendingIsStillJudged(t *testing.T) {
 				pd = *out.Pending
 			}
 			pd = tt.forge(pd)
-			out, err := g.Resume(context.Background(), pd, warden.Approved{By: "mallory", Digest: pd.Digest})
+			out, err := g.Resume(context.Background(), pd, warden.Approved{By: "mallory", Digest: pd.ApprovalDigest()})
 			if p.runs() != 0 || out.Executed {
 				t.Errorf("Resume ran %s on a forged pending decision that policy denies (deny bash \"rm *\"): %+v err %v",
 					js(pd.Args), viewOf(out), err)
@@ -362,7 +362,7 @@ func TestHuman_AskThenTransformRunsWhatThePersonApproved(t *testing.T) {
 	if js(pd.Args) != `{"amount":200}` || js(pd.Original) != `{"amount":150}` || pd.Middleware != "approve" || pd.Digest != A(`{"amount":200}`).Digest() {
 		t.Errorf("the person is shown %s (original %s, middleware %q); want the arguments that will execute", js(pd.Args), js(pd.Original), pd.Middleware)
 	}
-	out, err := g.Resume(context.Background(), pd, warden.Approved{By: "a", Digest: pd.Digest})
+	out, err := g.Resume(context.Background(), pd, warden.Approved{By: "a", Digest: pd.ApprovalDigest()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -384,7 +384,7 @@ func TestHuman_ApprovalIsBoundToTheDigest(t *testing.T) {
 	if out.Pending == nil {
 		t.Fatalf("want pending, got %+v", viewOf(out))
 	}
-	out, err := g.Resume(context.Background(), *out.Pending, warden.Approved{By: "a", Digest: out.Pending.Digest})
+	out, err := g.Resume(context.Background(), *out.Pending, warden.Approved{By: "a", Digest: out.Pending.ApprovalDigest()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -414,8 +414,8 @@ func TestHuman_ApprovedCarriesTheDigestThePersonSaw(t *testing.T) {
 		digest string
 		want   string
 	}{
-		"edited decision": {edited, shown.Digest, "warden: the approval does not match the pending decision: the person approved arguments with digest " + shown.Digest + ", but the pending decision holds " + edited.Digest + "; it changed after they saw it, so show it to them again"},
-		"no digest":       {shown, "", "warden: the approval does not match the pending decision: Approved.Digest is empty; set it to the digest of the arguments the person was shown (this decision's is " + shown.Digest + ")"},
+		"edited decision": {edited, shown.ApprovalDigest(), "warden: the approval does not match the pending decision: the person approved " + shown.ApprovalDigest() + ", but this pending decision is " + edited.ApprovalDigest() + ": it changed after they saw it, so show it to them again"},
+		"no digest":       {shown, "", "warden: the approval does not match the pending decision: Approved.Digest is empty; set it to the ApprovalDigest of the decision the person was shown (this decision's is " + shown.ApprovalDigest() + ")"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			out, err := g.Resume(context.Background(), tt.pd, warden.Approved{By: "a", Digest: tt.digest})
@@ -427,7 +427,7 @@ func TestHuman_ApprovedCarriesTheDigestThePersonSaw(t *testing.T) {
 			}
 		})
 	}
-	out, err := g.Resume(context.Background(), shown, warden.Approved{By: "a", Digest: shown.Digest})
+	out, err := g.Resume(context.Background(), shown, warden.Approved{By: "a", Digest: shown.ApprovalDigest()})
 	if err != nil || !out.Executed || p.runs() != 1 || js(p.last()) != `{"amount":100}` {
 		t.Errorf("the pending decision is no longer usable after refused answers: %+v %v", viewOf(out), err)
 	}
@@ -470,7 +470,7 @@ func TestHuman_S1EscalationIsReplacedByS2(t *testing.T) {
 			if out.Pending == nil || out.Pending.Kind != warden.KindEscalate || js(out.Pending.Args) != tt.pendArgs {
 				t.Fatalf("pending %+v, want an escalation about %s", out.Pending, tt.pendArgs)
 			}
-			out, err := g.Resume(context.Background(), *out.Pending, warden.Approved{By: "a", Digest: out.Pending.Digest})
+			out, err := g.Resume(context.Background(), *out.Pending, warden.Approved{By: "a", Digest: out.Pending.ApprovalDigest()})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -548,7 +548,7 @@ func TestHuman_CheckIn(t *testing.T) {
 		var p probe
 		g := mustBind(t, warden.Config{CanPause: true}, sendTool(&p, &warden.CheckIn{}))
 		out := call(t, g, "send_email", `{"to":"x"}`)
-		out, err := g.Resume(context.Background(), *out.Pending, warden.Approved{By: "u", Digest: out.Pending.Digest})
+		out, err := g.Resume(context.Background(), *out.Pending, warden.Approved{By: "u", Digest: out.Pending.ApprovalDigest()})
 		if err != nil || out.Status != warden.StatusRan || p.runs() != 1 {
 			t.Errorf("got %+v %v runs %d", viewOf(out), err, p.runs())
 		}
@@ -570,7 +570,7 @@ func TestHuman_RevisionChangeRechecks(t *testing.T) {
 	cfg2 := ap2.config(always("lockdown", warden.Decision{Effect: warden.Deny, Rationale: "email is disabled"}))
 	cfg2.Revision = "r2"
 	g2 := mustBind(t, cfg2, ap2.tool())
-	out, err := g2.Resume(context.Background(), pd, warden.Approved{By: "bob", Digest: pd.Digest})
+	out, err := g2.Resume(context.Background(), pd, warden.Approved{By: "bob", Digest: pd.ApprovalDigest()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -591,7 +591,7 @@ func TestHuman_RevisionChangeDoesNotReaskAnApprovedEscalation(t *testing.T) {
 	}
 	var p2 probe
 	g2 := mustBind(t, warden.Config{Checkers: []warden.Checker{escalateBash(t)}, CanPause: true, Revision: "r2"}, p2.tool("bash"))
-	out, err := g2.Resume(context.Background(), *out.Pending, warden.Approved{By: "a", Digest: out.Pending.Digest})
+	out, err := g2.Resume(context.Background(), *out.Pending, warden.Approved{By: "a", Digest: out.Pending.ApprovalDigest()})
 	if err != nil || out.Status != warden.StatusRan || p2.runs() != 1 {
 		t.Errorf("got %+v %v runs %d; the person approved exactly this call", viewOf(out), err, p2.runs())
 	}
@@ -636,7 +636,7 @@ func TestHuman_ForgedResumePositionDoesNotSkipMiddleware(t *testing.T) {
 			}
 			pd := *out.Pending
 			tt.forge(&pd)
-			out, err := g.Resume(context.Background(), pd, warden.Approved{By: "a", Digest: pd.Digest})
+			out, err := g.Resume(context.Background(), pd, warden.Approved{By: "a", Digest: pd.ApprovalDigest()})
 			if p.runs() != 0 || out.Executed {
 				t.Errorf("the call ran past the dlp middleware: %+v err %v", viewOf(out), err)
 			}
@@ -661,11 +661,11 @@ func TestHuman_ResumeAsBindsTheCaller(t *testing.T) {
 	}
 	forged := *out.Pending
 	forged.Identity = warden.Identity{Principal: "admin"}
-	if _, err := g.ResumeAs(context.Background(), forged, warden.Approved{By: "a", Digest: forged.Digest}, warden.Caller{Identity: bob, Session: "s1"}); err == nil || p.runs() != 0 {
+	if _, err := g.ResumeAs(context.Background(), forged, warden.Approved{By: "a", Digest: forged.ApprovalDigest()}, warden.Caller{Identity: bob, Session: "s1"}); err == nil || p.runs() != 0 {
 		t.Fatalf("forged identity resumed: err %v runs %d", err, p.runs())
 	}
 	seq := []warden.Step{{Tool: "reader", Args: A(`{"path":"/x"}`)}}
-	out, err = g.ResumeAs(context.Background(), *out.Pending, warden.Approved{By: "a", Digest: out.Pending.Digest}, warden.Caller{Identity: bob, Session: "s1", Sequence: seq})
+	out, err = g.ResumeAs(context.Background(), *out.Pending, warden.Approved{By: "a", Digest: out.Pending.ApprovalDigest()}, warden.Caller{Identity: bob, Session: "s1", Sequence: seq})
 	if err != nil || !out.Executed || p.runs() != 1 {
 		t.Fatalf("honest resume: %+v %v runs %d", viewOf(out), err, p.runs())
 	}

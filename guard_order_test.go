@@ -178,7 +178,7 @@ func TestOrder_CheckInAsksBeforeCredentials(t *testing.T) {
 	if prov.n.Load() != 0 || p.runs() != 0 {
 		t.Fatalf("before the decision: credentials %d runs %d; want 0, 0", prov.n.Load(), p.runs())
 	}
-	out, err := g.Resume(context.Background(), *out.Pending, warden.Approved{By: "alice", Digest: out.Pending.Digest})
+	out, err := g.Resume(context.Background(), *out.Pending, warden.Approved{By: "alice", Digest: out.Pending.ApprovalDigest()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -429,7 +429,7 @@ func TestProperty_RandomPipelines(t *testing.T) {
 		resumed++
 		before = p.runs()
 		pd := *out1.Pending
-		out3, err3 := g.Resume(context.Background(), pd, warden.Approved{By: "prop", Digest: pd.Digest})
+		out3, err3 := g.Resume(context.Background(), pd, warden.Approved{By: "prop", Digest: pd.ApprovalDigest()})
 		wantResumed := s.oracle(true)
 		checkAgainstOracle(t, i, s, "after approval", out3, err3, before, p.runs(), wantResumed)
 	}

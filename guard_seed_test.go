@@ -6,8 +6,10 @@ package warden_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/wardenhq/warden"
 	"github.com/wardenhq/warden/schema"
@@ -134,4 +136,120 @@ func amountOf(a warden.Args) int {
 		return int(i)
 	}
 	return 0
+}
+
+// REFERENCE section 9: "Binding is idempotent for the same inputs". The issue found
+// that binding the same Config twice failed when it held any func value, even
+// Now: time.Now.
+func TestSeed_RebindWithFuncValuesIsIdempotent(t *testing.T) {
+	var p probe
+	r := &warden.Registry{}
+	if err := r.Register(p.tool("t")); err != nil {
+		t.Fatal(err)
+	}
+	fn := warden.CheckerFunc(func(context.Context, warden.Request) (warden.Decision, error) {
+		return warden.Decision{Effect: warden.Allow}, nil
+	})
+	gate := warden.GateFunc(func(context.Context, warden.Invocation) (bool, error) { return true, nil })
+	mw := passThrough("mw", nil)
+	cfg := warden.Config{Checkers: []warden.Checker{fn}, Gate: gate, Middleware: []*warden.Middleware{mw}, Now: time.Now}
+	g1, err := r.Bind(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g2, err := r.Bind(cfg); err != nil || g2 != g1 {
+		t.Errorf("second Bind of the identical Config: %p, %v; want %p", g2, err, g1)
+	}
+	// Built separately from the same code: not provably the same input, so a conflict.
+	other := cfg
+	other.Checkers = []warden.Checker{warden.CheckerFunc(func(context.Context, warden.Request) (warden.Decision, error) {
+		return warden.Decision{Effect: warden.Deny, Rationale: "no"}, nil
+	})}
+	if _, err := r.Bind(other); !errors.Is(err, warden.ErrPlanConflict) {
+		t.Errorf("Bind with another CheckerFunc: %v, want ErrPlanConflict", err)
+	}
+	clock := cfg
+	clock.Now = func() time.Time { return time.Unix(0, 0) }
+	if _, err := r.Bind(clock); !errors.Is(err, warden.ErrPlanConflict) {
+		t.Errorf("Bind with another clock: %v, want ErrPlanConflict", err)
+	}
+}
+
+// REFERENCE section 9: "Handler lists are snapshotted; caller-owned configuration is
+// never mutated." Editing a Middleware after Bind changes nothing bound, and binding
+// the edited value again is a conflict.
+func TestSeed_BindSnapshotsMiddlewareValues(t *testing.T) {
+	var p probe
+	r := &warden.Registry{}
+	if err := r.Register(p.tool("t")); err != nil {
+		t.Fatal(err)
+	}
+	mw := passThrough("mw", nil)
+	cfg := warden.Config{Middleware: []*warden.Middleware{mw}}
+	g, err := r.Bind(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mw.OnToolCall = func(context.Context, warden.ToolCall) warden.CallOutcome { return warden.DenyCall("edited after Bind") }
+	mw.Name = "edited"
+	out := call(t, g, "t", `{}`)
+	if out.Status != warden.StatusRan || len(out.Ledger) != 1 || out.Ledger[0].Middleware != "mw" {
+		t.Errorf("the bound guard followed an edit of the caller's Middleware: %+v ledger %+v", viewOf(out), out.Ledger)
+	}
+	if _, err := r.Bind(cfg); !errors.Is(err, warden.ErrPlanConflict) {
+		t.Errorf("re-Bind after editing the middleware: %v, want ErrPlanConflict", err)
+	}
+}
+
+// UnauthorizedTarget names what the model was told will not change during the run,
+// and nothing else.
+func TestSeed_UnauthorizedTarget(t *testing.T) {
+	var p probe
+	down := newSync("down", func(context.Context, warden.Request) (warden.Decision, error) {
+		return warden.Decision{}, errors.New("authorizer down")
+	})
+	g := mustBind(t, warden.Config{Checkers: []warden.Checker{down}}, p.tool("crm"))
+	if target, ok := warden.UnauthorizedTarget(call(t, g, "crm", `{}`)); !ok || target != "crm" {
+		t.Errorf("UnauthorizedTarget = %q, %v; want crm", target, ok)
+	}
+	deny := always("deny", warden.Decision{Effect: warden.Deny, Rationale: "no", Fault: true})
+	g = mustBind(t, warden.Config{Checkers: []warden.Checker{deny}}, p.tool("crm"))
+	if target, ok := warden.UnauthorizedTarget(call(t, g, "crm", `{}`)); ok {
+		t.Errorf("a fault that did not promise anything: UnauthorizedTarget = %q", target)
+	}
+	skills := &syncChecker{checker{name: "skills", caps: []warden.Capability{warden.CapSkillRead}, fn: func(_ context.Context, r warden.Request) (warden.Decision, error) {
+		if r.Capability == warden.CapSkillRead {
+			return warden.Decision{}, errors.New("skill catalogue unavailable")
+		}
+		return warden.Decision{Effect: warden.Allow}, nil
+	}}}
+	g = mustBind(t, warden.Config{Checkers: []warden.Checker{skills}}, p.tool(warden.ReadSkillTool))
+	if target, ok := warden.UnauthorizedTarget(call(t, g, warden.ReadSkillTool, `{"id":"payroll"}`)); !ok || target != "skill:payroll" {
+		t.Errorf("skill gate fault: UnauthorizedTarget = %q, %v", target, ok)
+	}
+}
+
+// panicName is a checker whose Name panics.
+type panicName struct{ allowOnly }
+
+func (panicName) Name() string { panic("no name") }
+
+type allowOnly struct{}
+
+func (allowOnly) Check(context.Context, warden.Request) (warden.Decision, error) {
+	return warden.Decision{Effect: warden.Allow}, nil
+}
+func (allowOnly) Governs(warden.Capability) bool { return false }
+
+// Fail closed at construction: a checker Bind cannot describe is refused, not a panic.
+func TestSeed_BindRefusesAPanickingChecker(t *testing.T) {
+	var p probe
+	r := &warden.Registry{}
+	if err := r.Register(p.tool("t")); err != nil {
+		t.Fatal(err)
+	}
+	_, err := r.Bind(warden.Config{Checkers: []warden.Checker{allowOnly{}, panicName{}}})
+	if err == nil || err.Error() != "warden: checker 1 panicked while Bind asked how to call it: no name" {
+		t.Errorf("Bind: %v", err)
+	}
 }

@@ -957,7 +957,7 @@ func TestMiddleware_ResultSideOnlyForExecutedCalls(t *testing.T) {
 				if out.Pending == nil {
 					t.Fatalf("want a pending decision, got %+v", viewOf(out))
 				}
-				out, err = g.Resume(context.Background(), *out.Pending, warden.Approved{By: "alice", Digest: out.Pending.Digest})
+				out, err = g.Resume(context.Background(), *out.Pending, warden.Approved{By: "alice", Digest: out.Pending.ApprovalDigest()})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -1,6 +1,9 @@
 package warden
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -151,6 +154,35 @@ type PendingDecision struct {
 	Original Args `json:"original"`
 }
 
+// ApprovalDigest identifies exactly what a person is asked to approve: a SHA-256 over
+// the kind, the tool, the question, the asking middleware (in order) and the digest of
+// the arguments. An [Approved] carries it, so an approval authorizes only the call the
+// person was shown, asked the way they were asked: a decision edited afterwards (another
+// tool, another question, other arguments) is not the one approved, and a resumed call
+// that reaches the human stage with another question or other arguments is refused.
+func (p PendingDecision) ApprovalDigest() string {
+	h := sha256.New()
+	write := func(s string) {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(s)))
+		h.Write(n[:])
+		h.Write([]byte(s))
+	}
+	write("warden.approval/v1")
+	write(string(p.Kind))
+	write(p.Tool)
+	write(p.Question)
+	askers := p.Asks
+	if len(askers) == 0 && p.Middleware != "" {
+		askers = []MiddlewareAsk{{Middleware: p.Middleware}}
+	}
+	for _, a := range askers {
+		write(a.Middleware)
+	}
+	write(p.Digest)
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
 // MiddlewareAsk is one middleware's question about a call.
 type MiddlewareAsk struct {
 	Middleware string `json:"middleware"`
@@ -161,10 +193,11 @@ type MiddlewareAsk struct {
 // Answer is a person's decision: [Approved] or [Declined]. The interface is sealed.
 type Answer interface{ answer() }
 
-// Approved approves a pending decision. Digest is required: it is the digest of the
-// arguments the person was shown ([PendingDecision.Digest] of the decision they saw), so
-// an approval authorizes exactly that call. A resume whose decision holds any other
-// digest (it changed after the person saw it) is refused before anything runs.
+// Approved approves a pending decision. Digest is required: it is the
+// [PendingDecision.ApprovalDigest] of the decision the person was shown (its tool,
+// question and arguments), so an approval authorizes exactly that call. A resume whose
+// decision has any other digest (it changed after the person saw it) is refused before
+// anything runs.
 type Approved struct {
 	By     string `json:"by"`
 	Note   string `json:"note,omitempty"`

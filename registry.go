@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 )
 
 // ToolFunc runs a tool. cred is the credential resolved for the tool's [Needs], or nil.
@@ -194,8 +196,12 @@ type Registry struct {
 }
 
 type boundState struct {
-	cfg   Config
+	cfg   Config // the caller's configuration, slices cloned
 	guard *Guard
+	// middleware and handlers are the values bound (see Bind's snapshot), compared
+	// with what a later Bind's pointers point to.
+	middleware []Middleware
+	handlers   []ErrorHandler
 }
 
 // Register adds a tool. It returns an error for an empty name, a missing Run, a name
@@ -246,7 +252,7 @@ func (r *Registry) Tools() []Tool {
 	defer r.mu.Unlock()
 	out := make([]Tool, len(r.tools))
 	for i, t := range r.tools {
-		out[i] = t.Tool
+		out[i] = cloneTool(t.Tool)
 	}
 	return out
 }
@@ -310,9 +316,19 @@ var ErrPlanConflict = errors.New("warden: registry is already bound to a differe
 
 const minResultCap = len(`{"truncated":true}`)
 
-// Bind snapshots the registry and builds one plan per tool. Binding again with the same
-// inputs (compared by identity) returns the same Guard; binding with different inputs
-// returns [ErrPlanConflict]. After Bind, Register fails with [ErrRegistryBound].
+// Bind snapshots the registry and builds one plan per tool. Handler lists are
+// snapshotted: the Guard keeps copies of the [Middleware] and [ErrorHandler] values, so
+// a caller that edits one after Bind changes nothing bound. Binding again with the same
+// inputs returns the same Guard; binding with different inputs returns
+// [ErrPlanConflict]. After Bind, Register fails with [ErrRegistryBound].
+//
+// "The same inputs" is decided by identity, never by guessing: comparable values by ==,
+// and values that cannot be compared (func values such as Now: time.Now or a
+// [CheckerFunc], structs holding maps or funcs) by being the very same value passed
+// again (a copy of the interface or func value the first Bind got). Two func values
+// built separately, even from the same code, count as different: a re-bind with them
+// is a conflict, never a silent reuse of the older plan. Middleware and error handlers
+// are compared by what they hold now (name, scope and hooks) with what was bound.
 //
 // Bind fails for an invalid result cap, a middleware without a name, or a tool with a
 // schema when no [Config.Schemas] is set. A schema that fails to compile does not fail
@@ -321,7 +337,7 @@ func (r *Registry) Bind(cfg Config) (*Guard, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.bound != nil {
-		if sameConfig(r.bound.cfg, cfg) {
+		if r.bound.same(cfg) {
 			return r.bound.guard, nil
 		}
 		return nil, ErrPlanConflict
@@ -349,9 +365,24 @@ func (r *Registry) Bind(cfg Config) (*Guard, error) {
 	}
 	snap := cfg
 	snap.Checkers = slices.Clone(cfg.Checkers)
-	snap.Middleware = slices.Clone(cfg.Middleware)
-	snap.ErrorHandlers = slices.Clone(cfg.ErrorHandlers)
 	snap.Sinks = slices.Clone(cfg.Sinks)
+	// Handler values are copied: the plan never shares a struct the caller can edit.
+	mws := make([]Middleware, len(cfg.Middleware))
+	snap.Middleware = make([]*Middleware, len(cfg.Middleware))
+	for i, m := range cfg.Middleware {
+		mws[i] = *m
+		mws[i].Tools = slices.Clone(m.Tools)
+		c := mws[i]
+		snap.Middleware[i] = &c
+	}
+	hs := make([]ErrorHandler, len(cfg.ErrorHandlers))
+	snap.ErrorHandlers = make([]*ErrorHandler, len(cfg.ErrorHandlers))
+	for i, h := range cfg.ErrorHandlers {
+		hs[i] = *h
+		hs[i].Tools = slices.Clone(h.Tools)
+		c := hs[i]
+		snap.ErrorHandlers[i] = &c
+	}
 	if snap.CheckTimeout <= 0 {
 		snap.CheckTimeout = 5 * time.Second
 	}
@@ -360,11 +391,9 @@ func (r *Registry) Bind(cfg Config) (*Guard, error) {
 	}
 	g := &Guard{cfg: snap, plans: map[string]*plan{}}
 	for i, c := range snap.Checkers {
-		g.checkerNames = append(g.checkerNames, checkerName(c, i))
-		s, ok := c.(Synchronous)
-		g.checkerSync = append(g.checkerSync, ok && s.Synchronous())
-		in, ok := c.(Interruptible)
-		g.checkerInterrupt = append(g.checkerInterrupt, ok && in.Interruptible())
+		if err := g.describeChecker(i, c); err != nil {
+			return nil, err
+		}
 	}
 	for _, t := range r.tools {
 		p := &plan{tool: t}
@@ -406,9 +435,29 @@ func (r *Registry) Bind(cfg Config) (*Guard, error) {
 		g.order = append(g.order, t.Name)
 	}
 	orig := cfg // compared by later Binds; slices cloned so later caller edits do not leak in
-	orig.Checkers, orig.Middleware, orig.ErrorHandlers, orig.Sinks = snap.Checkers, snap.Middleware, snap.ErrorHandlers, snap.Sinks
-	r.bound = &boundState{cfg: orig, guard: g}
+	orig.Checkers, orig.Sinks = snap.Checkers, snap.Sinks
+	orig.Middleware, orig.ErrorHandlers = nil, nil
+	r.bound = &boundState{cfg: orig, guard: g, middleware: mws, handlers: hs}
 	return g, nil
+}
+
+// describeChecker records checker i's name and how it is called. A checker whose Name,
+// Synchronous or Interruptible method panics is refused: Bind cannot know how to call it.
+func (g *Guard) describeChecker(i int, c Checker) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("warden: checker %d panicked while Bind asked how to call it: %v", i, r)
+		}
+	}()
+	name := checkerName(c, i)
+	s, ok := c.(Synchronous)
+	sync := ok && s.Synchronous()
+	in, ok := c.(Interruptible)
+	interrupt := ok && in.Interruptible()
+	g.checkerNames = append(g.checkerNames, name)
+	g.checkerSync = append(g.checkerSync, sync)
+	g.checkerInterrupt = append(g.checkerInterrupt, interrupt)
+	return nil
 }
 
 func checkerName(c Checker, i int) string {
@@ -418,20 +467,38 @@ func checkerName(c Checker, i int) string {
 	return fmt.Sprintf("checker[%d]", i)
 }
 
-// sameConfig compares two configurations by identity. Values that cannot be compared
-// (func-typed checkers, structs holding maps) count as different: re-binding them is a
-// conflict, never a silent reuse of an older plan.
-func sameConfig(a, b Config) bool {
-	if a.Revision != b.Revision || a.CheckTimeout != b.CheckTimeout || a.MaxResultChars != b.MaxResultChars || a.CanPause != b.CanPause {
+// same reports whether cfg asks for the plan already bound (see [Registry.Bind]).
+func (b *boundState) same(cfg Config) bool {
+	a := b.cfg
+	if a.Revision != cfg.Revision || a.CheckTimeout != cfg.CheckTimeout || a.MaxResultChars != cfg.MaxResultChars || a.CanPause != cfg.CanPause {
 		return false
 	}
-	if !sameValue(a.Gate, b.Gate) || !sameValue(a.Schemas, b.Schemas) || !sameValue(a.Credentials, b.Credentials) || !sameValue(a.Journal, b.Journal) {
+	if !sameValue(a.Gate, cfg.Gate) || !sameValue(a.Schemas, cfg.Schemas) || !sameValue(a.Credentials, cfg.Credentials) || !sameValue(a.Journal, cfg.Journal) {
 		return false
 	}
-	if (a.Now == nil) != (b.Now == nil) || (a.Now != nil && !sameValue(a.Now, b.Now)) {
+	if (a.Now == nil) != (cfg.Now == nil) || (a.Now != nil && !sameValue(a.Now, cfg.Now)) {
 		return false
 	}
-	return sameSlice(a.Checkers, b.Checkers) && sameSlice(a.Middleware, b.Middleware) && sameSlice(a.ErrorHandlers, b.ErrorHandlers) && sameSlice(a.Sinks, b.Sinks)
+	if !sameSlice(a.Checkers, cfg.Checkers) || !sameSlice(a.Sinks, cfg.Sinks) {
+		return false
+	}
+	if len(b.middleware) != len(cfg.Middleware) || len(b.handlers) != len(cfg.ErrorHandlers) {
+		return false
+	}
+	for i, m := range cfg.Middleware {
+		was := &b.middleware[i]
+		if m == nil || m.Name != was.Name || !slices.Equal(m.Tools, was.Tools) ||
+			!sameValue(m.OnToolCall, was.OnToolCall) || !sameValue(m.OnToolResult, was.OnToolResult) || !sameValue(m.OnMessage, was.OnMessage) {
+			return false
+		}
+	}
+	for i, h := range cfg.ErrorHandlers {
+		was := &b.handlers[i]
+		if h == nil || h.Name != was.Name || !slices.Equal(h.Tools, was.Tools) || !sameValue(h.Handle, was.Handle) {
+			return false
+		}
+	}
+	return true
 }
 
 func sameSlice[T any](a, b []T) bool {
@@ -446,11 +513,34 @@ func sameSlice[T any](a, b []T) bool {
 	return true
 }
 
+// sameValue reports whether a and b are the same value: equal by == when their dynamic
+// type is comparable, otherwise the very same value (the interface holds the same data
+// pointer: the same func value, or a copy of the same interface value). Two values of
+// a type that cannot be compared, built separately, are never the same.
 func sameValue(a, b any) (same bool) {
-	defer func() {
-		if recover() != nil {
-			same = false
-		}
-	}()
-	return a == b
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	if reflect.TypeOf(a) != reflect.TypeOf(b) {
+		return false
+	}
+	if reflect.TypeOf(a).Comparable() {
+		defer func() {
+			// A comparable type can still hold an incomparable value (an interface
+			// field holding a func): then identity decides.
+			if recover() != nil {
+				same = dataWord(a) == dataWord(b)
+			}
+		}()
+		return a == b || dataWord(a) == dataWord(b)
+	}
+	return dataWord(a) == dataWord(b)
+}
+
+// dataWord is the data pointer of an interface value: for a func, map or pointer the
+// value itself, for any other type the address of the copy the interface holds (shared
+// by every copy of that interface value). It relies on the layout of an interface value
+// (a type word, then a data word), which every Go release has kept.
+func dataWord(v any) unsafe.Pointer {
+	return (*[2]unsafe.Pointer)(unsafe.Pointer(&v))[1]
 }

@@ -46,14 +46,17 @@ type Config struct {
 	// Provider is the model. Required.
 	Provider Provider
 	// Guard runs every tool call through the pipeline. Required. The tools offered to
-	// the model are the Guard's bound tools ([warden.Guard.Tools]); a call to any other
-	// name is refused by the Guard as an unknown tool.
+	// the model are the Guard's bound tools ([warden.Guard.Tools]) that the Guard's own
+	// checkers let it offer ([warden.Guard.Offers]), so what the model sees and what may
+	// run come from the same checkers; a call to any other name is refused by the
+	// Guard as an unknown tool.
 	Guard *warden.Guard
-	// Visible filters the bound tools offered to the model each iteration, typically
-	// the policy's IsAllowed, so the model is not shown tools it may not call. It is
-	// visibility only: every call, offered or not, is still checked by the Guard. nil
-	// offers every bound tool; a Visible that panics hides the tool. read_skill is
-	// filtered too.
+	// Visible, when set, overrides the Guard's answer about which bound tools are
+	// offered to the model each iteration: only the tools it reports true for are. It
+	// is visibility only: every call, offered or not, is still checked by the Guard. A
+	// Visible that panics hides the tool. read_skill is filtered too. Leave it nil to
+	// offer what the Guard's checkers allow, which is what it should be unless the
+	// model must be shown something else than the Guard's checkers say.
 	Visible func(tool string) bool
 	// Instructions are the run's own instructions, the first part of the system prompt.
 	Instructions string
@@ -73,19 +76,23 @@ type Config struct {
 	MessageMiddleware []*warden.Middleware
 	// Skills is the skill catalogue. When it is not empty the Guard must have the tool
 	// built by [ReadSkillTool] from the same catalogue bound under
-	// [warden.ReadSkillTool], and the model is offered read_skill with a menu of the
-	// skills SkillChecker allows this iteration.
+	// [warden.ReadSkillTool]. Each iteration the model is offered read_skill, with a
+	// menu of the skills it may activate, when read_skill may be offered and at least
+	// one skill may be listed; otherwise read_skill is not offered.
 	Skills []Skill
-	// SkillChecker builds the read_skill menu: when it governs [warden.CapSkillRead]
-	// (see [warden.CheckerGoverns]) each skill is listed only if it allows the request
-	// (capability skill_read, target [warden.SkillTarget](id)); a refusal, an ask, an
-	// error, a panic or a timeout hides the skill. Use the same policy the Guard checks.
-	// nil, or a checker that does not govern skill_read, lists every skill. Either way
-	// the Guard's skill gate decides at call time.
+	// SkillChecker, when set, overrides the Guard's checkers for the read_skill menu:
+	// when it governs [warden.CapSkillRead] (see [warden.CheckerGoverns]) each skill is
+	// listed only if it allows the request (capability skill_read, target
+	// [warden.SkillTarget](id)); a refusal, an ask, an error, a panic or a timeout hides
+	// the skill; a SkillChecker that does not govern skill_read lists every skill. Leave
+	// it nil to list the skills the Guard's own skill gate would let run
+	// ([warden.Guard.OffersSkill]). Either way the Guard's skill gate decides at call
+	// time.
 	SkillChecker warden.Checker
 	// SkillCheckTimeout bounds each menu check by a SkillChecker that is not
 	// [warden.Synchronous] or is [warden.Interruptible]; a check that does not answer in
-	// time hides the skill. 0 means 5s; negative is an error.
+	// time hides the skill. 0 means 5s; negative is an error. Without a SkillChecker the
+	// Guard's own CheckTimeout applies.
 	SkillCheckTimeout time.Duration
 	// Identity is who the run acts for; it is on every call.
 	Identity warden.Identity
@@ -303,6 +310,9 @@ type run struct {
 	stopped string
 	paused  *Paused
 	resumed *Resumed
+	// unauthorized are the tools and skill targets whose authorization faulted in this
+	// run (see noteFault), in the order they faulted.
+	unauthorized []string
 }
 
 func (a *Agent) result(st *run) Result {
@@ -437,6 +447,9 @@ func (a *Agent) request(ctx context.Context, st *run) ModelRequest {
 		if t.Name == warden.ReadSkillTool && !a.readSkill {
 			continue
 		}
+		if slices.Contains(st.unauthorized, t.Name) {
+			continue // the model was told it will not change during this run
+		}
 		if !a.visible(t.Name) {
 			continue
 		}
@@ -445,17 +458,22 @@ func (a *Agent) request(ctx context.Context, st *run) ModelRequest {
 			spec.InputSchema = slices.Clone(emptyObjectSchema)
 		}
 		if t.Name == warden.ReadSkillTool {
-			spec.Description = a.skillMenu(ctx, st)
+			menu, ok := a.skillMenu(ctx, st)
+			if !ok {
+				continue // no skill is reachable: there is nothing to offer
+			}
+			spec.Description = menu
 		}
 		req.Tools = append(req.Tools, spec)
 	}
 	return req
 }
 
-// visible asks Config.Visible; a panic hides the tool.
+// visible reports whether tool is offered: Config.Visible when set (a panic hides the
+// tool), else the Guard's own checkers.
 func (a *Agent) visible(tool string) (ok bool) {
 	if a.cfg.Visible == nil {
-		return true
+		return a.cfg.Guard.Offers(tool)
 	}
 	defer func() {
 		if recover() != nil {
@@ -500,7 +518,24 @@ func (a *Agent) call(ctx context.Context, st *run, tc ToolCall) (warden.Outcome,
 		Session:   st.session,
 		Sequence:  st.sequence[:len(st.sequence):len(st.sequence)],
 		Context:   recentContext(st.messages),
+		// Refused without asking anyone: the model was told these will not change.
+		Unauthorized: slices.Clip(st.unauthorized),
 	})
+}
+
+// noteFault remembers what a refusal told the model will not change during this run:
+// a tool (or, at the skill gate, a skill target) whose checker errored, panicked or did
+// not answer, so that the model read [warden.UnauthorizedText] for it. Every later
+// call of the run, after a pause and resume too, carries it in
+// [warden.Call.Unauthorized], and the Guard refuses it again with the same text
+// without asking a checker, so the text stays true when the checker recovers. Such a
+// tool or skill is not offered again in the run either.
+func (st *run) noteFault(out warden.Outcome) {
+	// Only the refusal that made the promise: an escalation nobody can answer is a
+	// fault too, but it says nothing about the rest of the run.
+	if target, ok := warden.UnauthorizedTarget(out); ok && !slices.Contains(st.unauthorized, target) {
+		st.unauthorized = append(st.unauthorized, target)
+	}
 }
 
 // parseCallArgs parses a tool call's arguments; empty arguments are the empty object (a
@@ -521,6 +556,7 @@ var errInvalidJSON = errors.New("invalid tool-call JSON")
 func (a *Agent) settle(ctx context.Context, st *run, tc ToolCall, out warden.Outcome, err error, results *[]ToolResult, rest []ToolCall) (bool, error) {
 	rec := record(out, st.iteration)
 	rec.ID, rec.Tool = tc.ID, tc.Name
+	st.noteFault(out)
 	if errors.Is(err, errInvalidJSON) {
 		rec.RawArgs, err = string(tc.Args), nil
 	}
@@ -566,6 +602,8 @@ func (a *Agent) settle(ctx context.Context, st *run, tc ToolCall, out warden.Out
 			Calls:       st.calls,
 			Sequence:    st.sequence,
 			Ledger:      st.ledger,
+
+			Unauthorized: st.unauthorized,
 		}
 		data, merr := a.sealCheckpoint(&cp)
 		if merr != nil {
@@ -682,6 +720,8 @@ func (a *Agent) Resume(ctx context.Context, checkpoint []byte, answer warden.Ans
 		iteration: cp.Iteration,
 		checked:   len(cp.Messages),
 		ledger:    cp.Ledger,
+
+		unauthorized: cp.Unauthorized,
 	}
 	if a.cfg.Session != "" {
 		st.session = a.cfg.Session
@@ -691,7 +731,7 @@ func (a *Agent) Resume(ctx context.Context, checkpoint []byte, answer warden.Ans
 	}
 	rev := a.cfg.Guard.Revision()
 	st.resumed = &Resumed{CheckpointRevision: cp.Revision, Revision: rev, RevisionChanged: cp.Revision != rev}
-	out, err := a.cfg.Guard.ResumeAs(ctx, cp.Pending, answer, warden.Caller{Identity: st.identity, Session: st.session, Sequence: st.sequence})
+	out, err := a.cfg.Guard.ResumeAs(ctx, cp.Pending, answer, warden.Caller{Identity: st.identity, Session: st.session, Sequence: st.sequence, Unauthorized: slices.Clip(st.unauthorized)})
 	var dre *warden.DecisionRequiredError
 	if errors.As(err, &dre) {
 		return Result{}, err

@@ -130,6 +130,10 @@ type checkpoint struct {
 	Sequence []warden.Step `json:"sequence,omitempty"`
 	// Ledger are the message middleware decisions so far.
 	Ledger []warden.LedgerRow `json:"message_ledger,omitempty"`
+	// Unauthorized are the tools and skill targets whose authorization faulted earlier
+	// in the run ([warden.Call.Unauthorized]). A checkpoint written before this field
+	// existed has none.
+	Unauthorized []string `json:"unauthorized,omitempty"`
 }
 
 // storedCall is a tool call as the checkpoint keeps it: arguments that are valid JSON

@@ -10,7 +10,7 @@
 //  1. Message middleware, phase "input", over each user text not yet checked (the task).
 //     A deny ends the run with a [*warden.MessageDeniedError]; the model is not called.
 //  2. The request: system prompt = Instructions, a blank line, Directives (empty parts
-//     left out); tools = the Guard's bound tools filtered by [Config.Visible], with
+//     left out); tools = the Guard's bound tools that may be offered (see below), with
 //     read_skill's description replaced by this iteration's skill menu.
 //  3. The model call ([Provider.Complete]).
 //  4. Message middleware, phase "output", over the model's text. A deny ends the run
@@ -22,11 +22,37 @@
 //     [CallRecord.Executed], never parsed from text.
 //  6. The results are appended as one user message, and the loop goes on.
 //
+// # One checker, both surfaces
+//
+// What the model is offered comes from the checkers the Guard runs, so the same policy
+// shapes what the model sees and what may run, with no second setting to keep in step:
+// a tool is offered when [warden.Guard.Offers] says so (every checker that answers
+// visibility, such as the policy package's IsAllowed, allows it; a checker that can
+// only judge calls hides nothing), and a skill is listed in the read_skill menu when
+// [warden.Guard.OffersSkill] says so (every checker that governs skill_read allows the
+// question the skill gate would ask, within the Guard's CheckTimeout).
+//
+// [Config.Visible] and [Config.SkillChecker] are overrides, for a front end that must
+// show the model something else than the Guard's checkers say; when set, each replaces
+// the Guard's answer for its surface.
+//
 // # Visibility is not permission
 //
-// [Config.Visible] (typically the policy's IsAllowed) only decides what the model is
-// shown. A call to a tool the model was not offered still goes to the Guard, which
-// checks it like any other; the agent never refuses or allows anything itself.
+// What the model is shown is only that. A call to a tool the model was not offered
+// still goes to the Guard, which checks it like any other; the agent never refuses or
+// allows anything itself.
+//
+// # A fault refusal is final for the run
+//
+// When a checker errors, panics or does not answer in time, the model reads
+// [warden.UnauthorizedText]: the tool "could not be authorized. This will not change
+// during this run". The agent keeps that promise: the tool (or, at the skill gate, the
+// skill) goes on every later call of the run in [warden.Call.Unauthorized], so the Guard
+// refuses it again with the same text without asking any checker, even one that has
+// recovered, and it is no longer offered (nor, for a skill, listed in the menu). A
+// pause and resume is the same run: the list rides the checkpoint. Only that refusal
+// counts; other faults, such as an escalation nobody can answer, do not make a promise
+// and are judged again on the next call.
 //
 // # Halt
 //
@@ -43,12 +69,14 @@
 // check-in; the Guard must be bound with CanPause) stops the run with
 // [Result.Paused]: the [warden.PendingDecision] and a JSON checkpoint holding the
 // conversation, the paused turn's results so far and its remaining calls, the pending
-// decision, the call records, the iteration, the policy revision and the executed
-// sequence, sealed with an HMAC under [Config.CheckpointKey]. [Agent.Resume] continues
-// it in any process, given an Agent and Guard built the same way and the same key (an
-// edited checkpoint, or one without a seal, is refused before anything in it is read,
-// with [ErrCheckpointTampered]; without a configured key an Agent seals with a random
-// key of its own, so its checkpoints resume only in that Agent): the Guard judges the pending call again under its current policy (a
+// decision, the call records, the iteration, the policy revision, the executed
+// sequence and the tools and skills whose authorization faulted, sealed with an HMAC
+// under [Config.CheckpointKey]. [Agent.Resume] continues it in any process, given an
+// Agent and Guard built the same way and the same key (an edited checkpoint, or one
+// without a seal, is refused with [ErrCheckpointTampered] before anything in it is
+// read; without a configured key an Agent seals with a random key of its own, so its
+// checkpoints resume only in that Agent): the Guard judges the pending call again
+// under its current policy (a
 // changed revision is reported in [Result.Resumed]), then the rest of the turn runs,
 // then the loop. A resume without a decision returns [*warden.DecisionRequiredError]
 // and runs nothing; a second ask during the resumed call is refused by the Guard.
@@ -56,12 +84,15 @@
 // # Skills
 //
 // With [Config.Skills], register [ReadSkillTool] for the same catalogue before Bind.
-// Each iteration, read_skill's description lists only the skills [Config.SkillChecker]
-// allows (capability skill_read, target skill:<id>); a skill whose check refuses, errors,
-// panics or times out is hidden and named nowhere, and with none left the description is
-// [NoSkillsText]. The id enum keeps the whole catalogue, so activating a hidden skill
-// reaches the Guard's skill gate and the model reads the policy's own refusal; the
-// skill's body is never computed.
+// Each iteration, read_skill's description lists only the skills the Guard's skill gate
+// would let run (or [Config.SkillChecker], when set, allows: capability skill_read,
+// target skill:<id>); a skill whose check refuses, asks, errors, panics or times out is
+// hidden and named nowhere. read_skill is offered only when it may be offered itself
+// and at least one skill is listed: with none left it is not offered at all. A role
+// policy lets a role whose skill rule lists a skill call read_skill without listing it
+// among its tools (see policy.RoleRules). The id enum keeps the whole catalogue, so
+// activating a hidden skill reaches the Guard's skill gate and the model reads the
+// policy's own refusal; the skill's body is never computed.
 //
 // # Directives
 //

@@ -68,13 +68,57 @@ func TestVisibility(t *testing.T) {
 			t.Error("delete_customer ran")
 		}
 	})
-	t.Run("nil Visible offers every bound tool", func(t *testing.T) {
-		sc := script(say("ok"))
-		if _, err := newAgent(t, agent.Config{Provider: sc, Guard: g}).Run(context.Background(), "x"); err != nil {
+	// The governance page: "the same allowlist can shape what the model sees and what
+	// is permitted to run, with no second source of truth."
+	t.Run("nil Visible offers what the Guard's checkers allow", func(t *testing.T) {
+		sc := script(use(tc("c1", "delete_customer", `{"id":1}`)), say("I cannot delete customers."))
+		res, err := newAgent(t, agent.Config{Provider: sc, Guard: g}).Run(context.Background(), "x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if names := toolNames(sc.request(t, 0)); !slices.Equal(names, []string{"lookup", "reply"}) {
+			t.Errorf("offered %v", names)
+		}
+		if c := res.Calls[0]; c.Executed || c.RuleID != "support.allowlist.miss" {
+			t.Errorf("call %+v", c)
+		}
+	})
+	t.Run("Visible overrides the Guard's checkers", func(t *testing.T) {
+		sc := script(use(tc("c1", "delete_customer", `{"id":1}`)), say("ok"))
+		res, err := newAgent(t, agent.Config{Provider: sc, Guard: g, Visible: func(string) bool { return true }}).Run(context.Background(), "x")
+		if err != nil {
 			t.Fatal(err)
 		}
 		if names := toolNames(sc.request(t, 0)); !slices.Equal(names, []string{"lookup", "delete_customer", "reply"}) {
 			t.Errorf("offered %v", names)
+		}
+		// Offered is not permitted: the Guard still refuses.
+		if c := res.Calls[0]; c.Executed || c.RuleID != "support.allowlist.miss" || p.count("delete_customer") != 0 {
+			t.Errorf("call %+v", c)
+		}
+	})
+	t.Run("a checker that cannot answer visibility offers every bound tool", func(t *testing.T) {
+		var asked int
+		var mu sync.Mutex
+		calls := warden.CheckerFunc(func(context.Context, warden.Request) (warden.Decision, error) {
+			mu.Lock()
+			asked++
+			mu.Unlock()
+			return warden.Decision{Effect: warden.Allow}, nil
+		})
+		var q probe
+		g2 := bind(t, warden.Config{Checkers: []warden.Checker{calls}}, q.tool("lookup", ""), q.tool("reply", ""))
+		sc := script(say("ok"))
+		if _, err := newAgent(t, agent.Config{Provider: sc, Guard: g2}).Run(context.Background(), "x"); err != nil {
+			t.Fatal(err)
+		}
+		if names := toolNames(sc.request(t, 0)); !slices.Equal(names, []string{"lookup", "reply"}) {
+			t.Errorf("offered %v", names)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if asked != 0 {
+			t.Errorf("the checker was asked %d times to build the offer; it judges calls only", asked)
 		}
 	})
 	t.Run("a panicking Visible hides the tool", func(t *testing.T) {

@@ -128,7 +128,7 @@ func TestAsk_PausesAndResumesInAFreshWorld(t *testing.T) {
 	// A new process: nothing shared with w1 but the checkpoint bytes.
 	cp := append([]byte(nil), res.Paused.Checkpoint...)
 	w2 := newWorld(t, worldOpts{revision: "rev-1", turns: []agent.ModelResponse{say("Refunded 1500 EUR.")}})
-	res2, err := w2.agent.Resume(context.Background(), cp, warden.Approved{By: "demo-operator", Digest: res.Paused.Pending.Digest})
+	res2, err := w2.agent.Resume(context.Background(), cp, warden.Approved{By: "demo-operator", Digest: res.Paused.Pending.ApprovalDigest()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func TestAsk_MidTurn(t *testing.T) {
 	}
 	w2 := newWorld(t, worldOpts{revision: "rev-1", turns: []agent.ModelResponse{say("done")}})
 	var seen []string
-	res2, err := w2.agent.Resume(context.Background(), res.Paused.Checkpoint, &warden.Approved{By: "op", Digest: res.Paused.Pending.Digest})
+	res2, err := w2.agent.Resume(context.Background(), res.Paused.Checkpoint, &warden.Approved{By: "op", Digest: res.Paused.Pending.ApprovalDigest()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +241,7 @@ func TestResume_RequiresADecision(t *testing.T) {
 		}
 	}
 	// The same checkpoint still resumes.
-	res2, err := w2.agent.Resume(context.Background(), res.Paused.Checkpoint, warden.Approved{By: "op", Digest: res.Paused.Pending.Digest})
+	res2, err := w2.agent.Resume(context.Background(), res.Paused.Checkpoint, warden.Approved{By: "op", Digest: res.Paused.Pending.ApprovalDigest()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +255,7 @@ func TestResume_RequiresADecision(t *testing.T) {
 func TestResume_PolicyChangedMeanwhile(t *testing.T) {
 	_, res := pause(t, use(tc("r1", "refund", `{"amount":1500}`)))
 	w2 := newWorld(t, worldOpts{revision: "rev-2", allow: []string{"lookup"}, turns: []agent.ModelResponse{say("I may not refund.")}})
-	res2, err := w2.agent.Resume(context.Background(), res.Paused.Checkpoint, warden.Approved{By: "op", Digest: res.Paused.Pending.Digest})
+	res2, err := w2.agent.Resume(context.Background(), res.Paused.Checkpoint, warden.Approved{By: "op", Digest: res.Paused.Pending.ApprovalDigest()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +288,7 @@ func TestResume_SeveralAsksAreOneApproval(t *testing.T) {
 		t.Errorf("asks %+v, want first-ask then second-ask", asks)
 	}
 	w2 := newWorld(t, worldOpts{revision: "r", asks: []string{"first-ask", "second-ask"}, turns: []agent.ModelResponse{say("done")}})
-	res2, err := w2.agent.Resume(context.Background(), res.Paused.Checkpoint, warden.Approved{By: "op", Digest: res.Paused.Pending.Digest})
+	res2, err := w2.agent.Resume(context.Background(), res.Paused.Checkpoint, warden.Approved{By: "op", Digest: res.Paused.Pending.ApprovalDigest()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -328,7 +328,7 @@ func TestResume_MalformedCheckpoint(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			w2 := newWorld(t, worldOpts{revision: "rev-1", turns: []agent.ModelResponse{say("x")}})
-			_, err := w2.agent.Resume(context.Background(), tt.cp, warden.Approved{By: "op", Digest: res.Paused.Pending.Digest})
+			_, err := w2.agent.Resume(context.Background(), tt.cp, warden.Approved{By: "op", Digest: res.Paused.Pending.ApprovalDigest()})
 			if !errors.Is(err, agent.ErrMalformedCheckpoint) || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("err %v, want ErrMalformedCheckpoint mentioning %q", err, tt.want)
 			}
@@ -342,7 +342,7 @@ func TestResume_MalformedCheckpoint(t *testing.T) {
 		m["pending"].(map[string]any)["args"] = map[string]any{"amount": 1, "currency": "EUR"}
 	})
 	w2 := newWorld(t, worldOpts{revision: "rev-1", turns: []agent.ModelResponse{say("x")}})
-	if _, err := w2.agent.Resume(context.Background(), altered, warden.Approved{By: "op", Digest: res.Paused.Pending.Digest}); err == nil || !strings.Contains(err.Error(), "altered") {
+	if _, err := w2.agent.Resume(context.Background(), altered, warden.Approved{By: "op", Digest: res.Paused.Pending.ApprovalDigest()}); err == nil || !strings.Contains(err.Error(), "altered") {
 		t.Errorf("altered decision: %v", err)
 	}
 	if w2.probe.count("") != 0 || w2.sc.calls() != 0 {
@@ -358,7 +358,7 @@ func TestResume_IterationLimitCoversTheWholeRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res2, err := a.Resume(context.Background(), res.Paused.Checkpoint, warden.Approved{By: "op", Digest: res.Paused.Pending.Digest})
+	res2, err := a.Resume(context.Background(), res.Paused.Checkpoint, warden.Approved{By: "op", Digest: res.Paused.Pending.ApprovalDigest()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -387,7 +387,7 @@ func TestResume_HaltDuringResume(t *testing.T) {
 	}}
 	g := bind(t, warden.Config{Checkers: []warden.Checker{halter}, CanPause: true}, p.tool("refund", refundSchema), p.tool("lookup", ""))
 	sc := script(say("unreachable"))
-	res2, err := newAgent(t, agent.Config{Provider: sc, Guard: g, CheckpointKey: testKey}).Resume(context.Background(), res.Paused.Checkpoint, warden.Approved{By: "op", Digest: res.Paused.Pending.Digest})
+	res2, err := newAgent(t, agent.Config{Provider: sc, Guard: g, CheckpointKey: testKey}).Resume(context.Background(), res.Paused.Checkpoint, warden.Approved{By: "op", Digest: res.Paused.Pending.ApprovalDigest()})
 	h := asError[*warden.PolicyHaltError](t, err)
 	if len(h.Sequence) != 1 || h.Sequence[0].Tool != "lookup" || h.Reason != "ops:freeze" {
 		t.Errorf("halt %+v", h)
@@ -412,7 +412,7 @@ func TestResume_RemainingCallsKeepTheirRawArguments(t *testing.T) {
 		t.Fatal("checkpoint is not JSON")
 	}
 	w2 := newWorld(t, worldOpts{revision: "rev-1", turns: []agent.ModelResponse{say("ok")}})
-	res2, err := w2.agent.Resume(context.Background(), res.Paused.Checkpoint, warden.Approved{By: "op", Digest: res.Paused.Pending.Digest})
+	res2, err := w2.agent.Resume(context.Background(), res.Paused.Checkpoint, warden.Approved{By: "op", Digest: res.Paused.Pending.ApprovalDigest()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -94,16 +94,31 @@ func redirect(t *testing.T) (func(body map[string]any), string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	digest := args.Digest()
-	return func(body map[string]any) {
+	edit := func(body map[string]any) {
 		p := body["pending"].(map[string]any)
 		p["args"] = map[string]any{"amount": 99999, "currency": "EUR"}
 		p["original"] = map[string]any{"amount": 99999}
-		p["digest"] = digest
+		p["digest"] = args.Digest()
 		body["pending_call"].(map[string]any)["args"] = map[string]any{"amount": 99999}
 		msgs := body["messages"].([]any)
 		msgs[len(msgs)-1].(map[string]any)["tool_calls"].([]any)[0].(map[string]any)["args"] = map[string]any{"amount": 99999}
-	}, digest
+	}
+	return edit, approvalOf(t, edit)
+}
+
+// approvalOf is the approval digest of the pending decision of a paused refund of 1500
+// after edit: what the person would be shown if the edit were trusted.
+func approvalOf(t *testing.T, edit func(body map[string]any)) string {
+	t.Helper()
+	_, res := pause(t, use(tc("r1", "refund", `{"amount":1500}`)))
+	_, body := envelopeOf(t, res.Paused.Checkpoint)
+	edit(body)
+	b, _ := json.Marshal(body["pending"])
+	var pd warden.PendingDecision
+	if err := json.Unmarshal(b, &pd); err != nil {
+		t.Fatal(err)
+	}
+	return pd.ApprovalDigest()
 }
 
 func TestCheckpoint_SealFormat(t *testing.T) {
@@ -137,7 +152,7 @@ func TestCheckpoint_SealFormat(t *testing.T) {
 	if err != nil || pd.Digest != res.Paused.Pending.Digest || pd.Tool != "refund" {
 		t.Fatalf("VerifyCheckpoint of the indented checkpoint: %+v, %v", pd, err)
 	}
-	if _, err := w2.agent.Resume(context.Background(), indented.Bytes(), warden.Approved{By: "op", Digest: pd.Digest}); err != nil {
+	if _, err := w2.agent.Resume(context.Background(), indented.Bytes(), warden.Approved{By: "op", Digest: pd.ApprovalDigest()}); err != nil {
 		t.Fatal(err)
 	}
 	if n := w2.probe.count("refund"); n != 1 {
@@ -149,7 +164,7 @@ func TestCheckpoint_SealFormat(t *testing.T) {
 // With the key, the same edit is accepted: the key is what protects an approval.
 func TestCheckpoint_ConsistentEditIsRefused(t *testing.T) {
 	_, res := pause(t, use(tc("r1", "refund", `{"amount":1500}`)))
-	f, digest := redirect(t)
+	f, approval := redirect(t)
 	for _, tt := range []struct {
 		name string
 		cp   []byte
@@ -160,7 +175,7 @@ func TestCheckpoint_ConsistentEditIsRefused(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			w2 := newWorld(t, worldOpts{revision: "rev-1", turns: []agent.ModelResponse{say("Refunded 99999.")}})
-			_, err := w2.agent.Resume(context.Background(), tt.cp, warden.Approved{By: "op", Digest: digest})
+			_, err := w2.agent.Resume(context.Background(), tt.cp, warden.Approved{By: "op", Digest: approval})
 			const want = "agent: checkpoint failed its integrity check: its seal does not match its content: it was changed after the pause, and is not resumed"
 			if !errors.Is(err, agent.ErrCheckpointTampered) || err.Error() != want {
 				t.Errorf("err %v\nwant %s", err, want)
@@ -178,7 +193,7 @@ func TestCheckpoint_ConsistentEditIsRefused(t *testing.T) {
 	// in the content shows it; only the key does.
 	forged := reseal(t, res.Paused.Checkpoint, testKey, f)
 	w3 := newWorld(t, worldOpts{revision: "rev-1", turns: []agent.ModelResponse{say("Refunded 99999.")}})
-	if _, err := w3.agent.Resume(context.Background(), forged, warden.Approved{By: "op", Digest: digest}); err != nil {
+	if _, err := w3.agent.Resume(context.Background(), forged, warden.Approved{By: "op", Digest: approval}); err != nil {
 		t.Fatal(err)
 	}
 	if got := w3.probe.all(); len(got) != 1 || got[0].args != `{"amount":99999,"currency":"EUR"}` {
@@ -226,7 +241,7 @@ func TestCheckpoint_EditedSealIsRefused(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			w2 := newWorld(t, worldOpts{revision: "rev-1", turns: []agent.ModelResponse{say("x")}})
-			_, err := w2.agent.Resume(context.Background(), tt.cp, warden.Approved{By: "op", Digest: res.Paused.Pending.Digest})
+			_, err := w2.agent.Resume(context.Background(), tt.cp, warden.Approved{By: "op", Digest: res.Paused.Pending.ApprovalDigest()})
 			if !errors.Is(err, tt.is) || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("err %v, want %v mentioning %q", err, tt.is, tt.want)
 			}
@@ -244,7 +259,7 @@ func TestCheckpoint_UnsealedFormatIsRefused(t *testing.T) {
 	body["format"] = "warden.agent.checkpoint/v1"
 	old, _ := json.Marshal(body)
 	w2 := newWorld(t, worldOpts{revision: "rev-1", turns: []agent.ModelResponse{say("x")}})
-	_, err := w2.agent.Resume(context.Background(), old, warden.Approved{By: "op", Digest: res.Paused.Pending.Digest})
+	_, err := w2.agent.Resume(context.Background(), old, warden.Approved{By: "op", Digest: res.Paused.Pending.ApprovalDigest()})
 	const want = `agent: checkpoint failed its integrity check: it has no seal (format "warden.agent.checkpoint/v1", written before checkpoints were sealed), so nothing shows it is the one that paused; it is not resumed: run the task again`
 	if !errors.Is(err, agent.ErrCheckpointTampered) || err.Error() != want {
 		t.Errorf("err %v\nwant %s", err, want)
@@ -272,7 +287,7 @@ func TestCheckpoint_DefaultKeyIsTheAgentsOwn(t *testing.T) {
 	if err != nil || res.Paused == nil {
 		t.Fatalf("%+v %v", res, err)
 	}
-	approve := warden.Approved{By: "op", Digest: res.Paused.Pending.Digest}
+	approve := warden.Approved{By: "op", Digest: res.Paused.Pending.ApprovalDigest()}
 
 	a2, sc2 := build(say("done"))
 	_, err = a2.Resume(context.Background(), res.Paused.Checkpoint, approve)
@@ -298,7 +313,7 @@ func TestCheckpoint_OtherConfiguredKey(t *testing.T) {
 	var p probe
 	g := bind(t, warden.Config{Checkers: []warden.Checker{pol}, CanPause: true, Revision: "rev-1"}, p.tool("refund", refundSchema), p.tool("lookup", ""))
 	a := newAgent(t, agent.Config{Provider: script(say("x")), Guard: g, CheckpointKey: other})
-	_, err := a.Resume(context.Background(), res.Paused.Checkpoint, warden.Approved{By: "op", Digest: res.Paused.Pending.Digest})
+	_, err := a.Resume(context.Background(), res.Paused.Checkpoint, warden.Approved{By: "op", Digest: res.Paused.Pending.ApprovalDigest()})
 	if !errors.Is(err, agent.ErrCheckpointKey) || !regexp.MustCompile(`^agent: checkpoint sealed under another key \(sealed under key id [0-9a-f]{16}, this key's id is [0-9a-f]{16}\): resume it with the Config.CheckpointKey it was paused with$`).MatchString(err.Error()) {
 		t.Errorf("err %v", err)
 	}

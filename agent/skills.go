@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -25,7 +26,10 @@ type Skill struct {
 	Body func(ctx context.Context) (string, error)
 }
 
-// NoSkillsText is read_skill's description when no skill is visible this iteration.
+// NoSkillsText was read_skill's description when no skill was visible.
+//
+// Deprecated: read_skill is no longer offered when no skill is visible, so nothing
+// reads this text any more; it is kept so that code naming it still compiles.
 const NoSkillsText = "Activate a skill for the next iteration. No skills are available to you — answer without one, or say what you are unable to do."
 
 // ReadSkillDescription is read_skill's registered description, and the first line of
@@ -122,13 +126,18 @@ func checkSkills(skills []Skill) error {
 	return nil
 }
 
-// skillMenu returns read_skill's description for this iteration: the skills the
-// SkillChecker allows, or NoSkillsText. Hidden skills are named nowhere in it.
-func (a *Agent) skillMenu(ctx context.Context, st *run) string {
+// skillMenu returns read_skill's description for this iteration, listing the skills
+// that may be listed (see skillVisible), and false when there is none. Hidden skills
+// are named nowhere in it.
+func (a *Agent) skillMenu(ctx context.Context, st *run) (string, bool) {
 	var b strings.Builder
 	n := 0
+	v := warden.Viewer{Identity: st.identity, Iteration: st.iteration, Sequence: st.sequence}
 	for _, s := range a.skills {
-		if !a.skillVisible(ctx, st, s.ID) {
+		if slices.Contains(st.unauthorized, warden.SkillTarget(s.ID)) {
+			continue // its authorization faulted earlier in the run: not asked again
+		}
+		if !a.skillVisible(ctx, s.ID, v) {
 			continue
 		}
 		if n == 0 {
@@ -142,63 +151,17 @@ func (a *Agent) skillMenu(ctx context.Context, st *run) string {
 			b.WriteString(s.Description)
 		}
 	}
-	if n == 0 {
-		return NoSkillsText
-	}
-	return b.String()
+	return b.String(), n > 0
 }
 
-// skillVisible asks the SkillChecker about one skill. Only an allow shows it: a
-// refusal, an ask, an error, a panic, an invalid effect or no answer in time hides it.
-func (a *Agent) skillVisible(ctx context.Context, st *run, id string) bool {
-	c := a.cfg.SkillChecker
-	if !warden.CheckerGoverns(c, warden.CapSkillRead) {
-		return true
+// skillVisible reports whether one skill is listed: Config.SkillChecker's answer when it
+// is set, else the Guard's own skill gate's. Only an allow shows it: a refusal, an ask,
+// an error, a panic, an invalid effect or no answer in time hides it.
+func (a *Agent) skillVisible(ctx context.Context, id string, v warden.Viewer) bool {
+	if c := a.cfg.SkillChecker; c != nil {
+		return warden.SkillOffered(ctx, c, id, v, a.cfg.SkillCheckTimeout)
 	}
-	args, err := warden.NewArgs("id", id)
-	if err != nil {
-		return false
-	}
-	req := warden.Request{
-		Capability: warden.CapSkillRead,
-		Actor:      st.identity.Principal,
-		Target:     warden.SkillTarget(id),
-		Args:       args,
-		Iteration:  st.iteration,
-		Identity:   st.identity,
-		Sequence:   st.sequence[:len(st.sequence):len(st.sequence)],
-	}
-	if s, ok := c.(warden.Synchronous); ok && s.Synchronous() {
-		if in, ok := c.(warden.Interruptible); !ok || !in.Interruptible() {
-			return allowed(ctx, c, req)
-		}
-		// Inline, under the deadline: the checker stops once cctx is done, and an
-		// answer given after it never counts.
-		cctx, cancel := context.WithTimeout(ctx, a.cfg.SkillCheckTimeout)
-		defer cancel()
-		return allowed(cctx, c, req) && cctx.Err() == nil
-	}
-	cctx, cancel := context.WithTimeout(ctx, a.cfg.SkillCheckTimeout)
-	defer cancel()
-	done := make(chan bool, 1)
-	go func() { done <- allowed(cctx, c, req) }()
-	select {
-	case ok := <-done:
-		return ok && cctx.Err() == nil
-	case <-cctx.Done():
-		return false
-	}
-}
-
-// allowed calls the checker, treating an error or a panic as a refusal.
-func allowed(ctx context.Context, c warden.Checker, req warden.Request) (ok bool) {
-	defer func() {
-		if recover() != nil {
-			ok = false
-		}
-	}()
-	d, err := c.Check(ctx, req)
-	return err == nil && d.Effect == warden.Allow
+	return a.cfg.Guard.OffersSkill(ctx, id, v)
 }
 
 // sameJSON reports whether two JSON documents have the same meaning.

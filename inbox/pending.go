@@ -98,6 +98,13 @@ func viewPending(p store.Pending) pendingView {
 	var d warden.PendingDecision
 	if len(p.Decision) > 0 && json.Unmarshal(p.Decision, &d) == nil {
 		v.Middleware = d.Middleware
+		if len(d.Asks) > 1 {
+			names := make([]string, len(d.Asks))
+			for i, a := range d.Asks {
+				names[i] = a.Middleware
+			}
+			v.Middleware = strings.Join(names, ", ")
+		}
 		v.CallID = d.CallID
 		v.Escalation = d.Escalation
 		if v.Evidence == nil {

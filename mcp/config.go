@@ -160,6 +160,7 @@ func ParseConfig(file string, data []byte, getenv func(string) string) (*Config,
 type configDecoder struct {
 	yamlstrict.Decoder
 	dir    string
+	prefix string // put before the names of keys in messages ("mcp." in an agent configuration)
 	getenv func(string) string
 	hashes map[string]string // token hash -> who holds it
 }
@@ -311,8 +312,8 @@ func (d *configDecoder) size(n *yaml.Node, where string, min int64) int64 {
 var transportKeys = []string{"allow_commands", "commands", "allow_urls", "hosts", "allow_insecure_loopback", "keep_secret_env", "env_deny", "max_connections_per_server"}
 
 func (d *configDecoder) transport(n *yaml.Node, t *TransportPolicy) {
-	for _, kv := range d.Known(n, "transport", transportKeys) {
-		where := "transport." + kv.Key
+	for _, kv := range d.Known(n, d.prefix+"transport", transportKeys) {
+		where := d.prefix + "transport." + kv.Key
 		switch kv.Key {
 		case "allow_commands":
 			t.AllowCommands, _ = d.Bool(kv.Value, where)
@@ -335,21 +336,21 @@ func (d *configDecoder) transport(n *yaml.Node, t *TransportPolicy) {
 		}
 	}
 	if err := t.Validate(); err != nil {
-		d.Fail(n, "fix the transport section", "transport: %v", err)
+		d.Fail(n, "fix the transport section", "%stransport: %v", d.prefix, err)
 	}
 }
 
 var serverKeys = []string{"command", "args", "env", "dir", "url", "headers", "prefix"}
 
 func (d *configDecoder) servers(n *yaml.Node) []ServerConfig {
-	kvs, ok := d.MappingHint(n, "servers", "servers maps a name to {command, args, env} or {url, headers}")
+	kvs, ok := d.MappingHint(n, d.prefix+"servers", "servers maps a name to {command, args, env} or {url, headers}")
 	if !ok {
 		return nil
 	}
 	var out []ServerConfig
 	for _, kv := range kvs {
 		s := ServerConfig{Name: kv.Key}
-		where := "servers." + kv.Key
+		where := d.prefix + "servers." + kv.Key
 		for _, e := range d.Known(kv.Value, where, serverKeys) {
 			w := where + "." + e.Key
 			switch e.Key {

@@ -64,6 +64,12 @@ type Gateway struct {
 	fronts []*front
 
 	halted sync.Map // MCP session id -> halt text
+	// faulted holds, per MCP session, the tools whose authorization faulted (each list
+	// replaced, never edited, so a call may keep the one it read): the fault text
+	// promises the model that this will not change during the run, so they are
+	// refused for the rest of the session.
+	faultMu sync.Mutex
+	faulted map[string][]string
 	// flight counts calls in flight; once draining is set no call starts, so
 	// Shutdown's wait cannot race a late Add.
 	flightMu sync.Mutex
@@ -487,49 +493,25 @@ func (g *Gateway) swap(st *gatewayState) {
 	}
 }
 
-// executable wraps one upstream tool for the pipeline.
+// executable wraps one upstream tool for the pipeline: the shared adapter
+// ([Upstream.Executable]) with the gateway's per-call slot (progress forwarding, the
+// deferred audit intent, the full result).
 func (g *Gateway) executable(gt *governedTool) warden.Executable {
-	t := gt.tool
-	up := gt.up
-	return warden.Executable{
-		Tool: warden.Tool{
-			Name:        t.Name,
-			Description: t.Tool.Description,
-			InputSchema: t.InputSchema,
-			Source:      "mcp:" + t.Server,
-		},
-		Run: func(ctx context.Context, args warden.Args, _ *warden.Credential) (any, error) {
-			slot, _ := ctx.Value(slotKey{}).(*resultSlot)
-			opts := &CallOptions{}
-			if slot != nil {
-				opts.BeforeSend = slot.beginIntent
-				if slot.progress != nil {
-					opts.Progress = slot.progress.forward
-				}
-			}
-			res, err := up.Call(ctx, t.Remote, args.AppendJSON(nil), opts)
-			if errors.Is(err, ErrNotSent) {
-				// Nothing reached the upstream: the call is recorded as not executed.
-				return nil, fmt.Errorf("%w: %w", warden.ErrNotExecuted, err)
-			}
-			if err != nil {
-				return nil, err
-			}
-			text := ResultText(res)
-			if res.IsError {
-				text = UpstreamErrorText(t.Remote, t.Server, text)
-			}
-			if slot != nil {
-				slot.res, slot.text = res, text
-			}
-			if res.IsError {
-				// The tool failed in its own words: the audit says failed, the model
-				// reads the upstream's text.
-				return warden.ErrorResult{Text: text}, nil
-			}
-			return text, nil
-		},
+	return gt.up.executable(gt.tool, slotHook)
+}
+
+// slotHook takes the call's options from the gateway's slot, and gives the slot the
+// upstream's full result.
+func slotHook(ctx context.Context) (*CallOptions, func(*sdk.CallToolResult, string)) {
+	slot, _ := ctx.Value(slotKey{}).(*resultSlot)
+	if slot == nil {
+		return nil, nil
 	}
+	opts := &CallOptions{BeforeSend: slot.beginIntent}
+	if slot.progress != nil {
+		opts.Progress = slot.progress.forward
+	}
+	return opts, func(res *sdk.CallToolResult, text string) { slot.res, slot.text = res, text }
 }
 
 // UpstreamErrorText is what the model reads when an upstream tool returned an error
@@ -727,13 +709,19 @@ func (g *Gateway) callTool(ctx context.Context, f *front, name string, req *sdk.
 	}
 	ctx = context.WithValue(ctx, slotKey{}, slot)
 	call := warden.Call{ID: newID("call"), Tool: name, Args: args, Identity: id, Session: session}
+	if session != "" {
+		g.faultMu.Lock()
+		call.Unauthorized = g.faulted[session]
+		g.faultMu.Unlock()
+	}
 	out, err := view.guard.Call(ctx, call)
+	defer g.noteFault(session, req, &out)
 	if err == nil && out.Status == warden.StatusPending && out.Pending != nil {
 		answer, text := g.decide(ctx, f, st, cl, session, out.Pending, req)
 		if answer == nil {
 			return textResult(text, true), nil
 		}
-		out, err = view.guard.ResumeAs(ctx, *out.Pending, answer, warden.Caller{Identity: id, Session: session})
+		out, err = view.guard.ResumeAs(ctx, *out.Pending, answer, warden.Caller{Identity: id, Session: session, Unauthorized: call.Unauthorized})
 	}
 	var halt *warden.PolicyHaltError
 	if errors.As(err, &halt) {
@@ -770,6 +758,36 @@ const (
 	haltedReason      = "session halted: every call after a halt is refused"
 	quarantinedReason = "tool definition changed since it was approved"
 )
+
+// noteFault remembers, for the rest of the session, a tool whose authorization faulted
+// (a checker errored, panicked or timed out): later calls to it are refused without
+// asking the checker again, as the fault text says. Calls without a session are not
+// tracked: there is no run to remember it for.
+func (g *Gateway) noteFault(session string, req *sdk.CallToolRequest, out *warden.Outcome) {
+	name, ok := warden.UnauthorizedTarget(*out)
+	if session == "" || !ok {
+		return
+	}
+	g.faultMu.Lock()
+	defer g.faultMu.Unlock()
+	list, known := g.faulted[session]
+	if slices.Contains(list, name) {
+		return
+	}
+	if g.faulted == nil {
+		g.faulted = map[string][]string{}
+	}
+	g.faulted[session] = append(slices.Clip(list), name)
+	if !known && req.Session != nil {
+		// Forget the session's faults once it ends.
+		go func(ss *sdk.ServerSession) {
+			ss.Wait()
+			g.faultMu.Lock()
+			delete(g.faulted, session)
+			g.faultMu.Unlock()
+		}(req.Session)
+	}
+}
 
 // auditRefusal records a call the gateway refused before the pipeline (it never
 // executed). A failure to record is logged; the call is refused either way.
@@ -821,7 +839,7 @@ func (g *Gateway) decide(ctx context.Context, f *front, st *gatewayState, cl Cli
 		g.log.Error("approval store unavailable; the call is refused", "error", err)
 		return nil, "The approval store is unavailable, so this call cannot be approved now. Nothing ran; try again later."
 	} else if ok {
-		return warden.Approved{By: got.DecidedBy, Note: got.Note, Digest: p.Digest}, ""
+		return warden.Approved{By: got.DecidedBy, Note: got.Note, Digest: p.ApprovalDigest()}, ""
 	}
 	// Only an identity configured to approve its own asks is asked (fail closed: by
 	// default every ask goes to an operator).
@@ -838,7 +856,7 @@ func (g *Gateway) decide(ctx context.Context, f *front, st *gatewayState, cl Cli
 		case err != nil:
 			g.log.Warn("elicitation failed; asking an operator instead", "tool", p.Tool, "error", err)
 		case res.Action == "accept":
-			return warden.Approved{By: cl.Principal, Digest: p.Digest}, ""
+			return warden.Approved{By: cl.Principal, Digest: p.ApprovalDigest()}, ""
 		default:
 			return warden.Declined{By: cl.Principal, Note: "the client's user chose " + res.Action}, ""
 		}
@@ -854,7 +872,7 @@ func (g *Gateway) decide(ctx context.Context, f *front, st *gatewayState, cl Cli
 	switch {
 	case err == nil && decided.State == store.StateApproved:
 		if got, ok, err := s.ConsumeApproval(ctx, binding, session); err == nil && ok {
-			return warden.Approved{By: got.DecidedBy, Note: got.Note, Digest: p.Digest}, ""
+			return warden.Approved{By: got.DecidedBy, Note: got.Note, Digest: p.ApprovalDigest()}, ""
 		}
 		return nil, WaitingText(pending.ID, p.Tool)
 	case err == nil && decided.State == store.StateDeclined:

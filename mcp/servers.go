@@ -26,6 +26,32 @@
 //     only then (its audit intent is written at that moment);
 //   - the client's own user approves by elicitation only where the configuration
 //     says so for that identity (approvals.elicitation: allow and self_approve).
+//
+// # MCP tools in an agent or a program
+//
+// [RegisterTools] gives an agent (or any program using the library) the tools of MCP
+// servers next to its built-in ones: each server a [ToolsConfig] names (and those of
+// a project file, read only when TrustProjectSettings is set) is admitted by the
+// transport policy, discovered and pinned, and its tools registered into the
+// [warden.Registry] before the registry's one Bind, so one Guard governs every tool
+// whatever its source (ADR D3, D5):
+//
+//	var reg warden.Registry
+//	reg.Register(builtin)
+//	tools, err := mcp.RegisterTools(ctx, &reg, mcp.ToolsConfig{
+//		Servers:   []mcp.ServerConfig{{Name: "notes", Command: "notes-server"}},
+//		Transport: mcp.TransportPolicy{AllowCommands: true, Commands: []string{"notes-server"}},
+//	}, nil)
+//	if err != nil { ... }
+//	defer tools.Close() // stops the servers
+//	guard, err := reg.Bind(warden.Config{Checkers: []warden.Checker{pol}, Schemas: schema.Compiler{}})
+//	a, err := agent.New(agent.Config{Provider: model, Guard: guard})
+//
+// A server the transport policy denies registers nothing and is reported in
+// [Tools.Problems]; a policy in deny_all mode denies the discovered tools like the
+// built-in ones; an upstream's isError answer is a tool result the model reads. The
+// adapter underneath is [Upstream.Executable], the gateway's too. Without a pin store,
+// definitions are pinned in memory ([MemoryPins]) for the life of the process.
 package mcp
 
 import (

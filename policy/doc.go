@@ -51,7 +51,25 @@
 // # Role policies
 //
 // [FromRoles] builds a tool allowlist per role, with optional capability and skill
-// rules; see [RolePolicy.Check] for the exact order and rule ids.
+// rules; see [RolePolicy.Check] for the exact order and rule ids. A role whose skill
+// rule lists a skill may call read_skill (rule "<r>.skills") without listing it among
+// its tools: the skill rule is its listing, and a second one is not needed. (In a
+// combined [Policy] the rule layer still judges read_skill like any other tool.)
+//
+// # What the model is offered
+//
+// [RolePolicy], [RulePolicy] and [Policy] are [warden.VisibilityChecker]s: IsAllowed
+// answers, with no call in hand, whether a tool may be shown to the model, and a
+// [warden.Guard] checking with them offers exactly the tools they allow
+// ([warden.Guard.Offers]). A role policy's IsAllowed answers as its tool_call check
+// does; a rule policy's is [RulePolicy.MayAllow]; a combined policy's needs both
+// layers (conditions judge calls, not tools).
+//
+// # Names in files
+//
+// A key or list item that names a tool, a role or a skill must be a YAML string:
+// `123:`, `true:`, `~:` or `- 42` is an error naming the file, line and column, with
+// the hint to quote it ("123": is the tool 123).
 //
 // # Combination and files
 //

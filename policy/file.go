@@ -46,7 +46,9 @@ func Parse(name string, data []byte, opts *LoadOptions) (*Policy, error) {
 	if opts == nil {
 		opts = &LoadOptions{}
 	}
-	d := &fileDecoder{yamlstrict.Decoder{File: name}}
+	// StringKeys: a rule, role, alias or skill key is a name, and a key YAML reads as a
+	// number, boolean or null (123:, true:, ~:) is refused rather than taken as its text.
+	d := &fileDecoder{yamlstrict.Decoder{File: name, StringKeys: true}}
 	if len(data) > maxFileSize {
 		d.Fail(nil, "policy files are small; split generated rules or remove data", "policy file is %d bytes, over the %d-byte limit", len(data), maxFileSize)
 		return nil, d.Err()

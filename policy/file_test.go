@@ -331,3 +331,75 @@ func TestExplain(t *testing.T) {
 		t.Fatalf("layers %+v", tr.Layers)
 	}
 }
+
+// The issue: "a policy file accepts non-string rule keys (`123:`, `true:`) as tool
+// names". Every place a YAML scalar becomes a tool, role or skill name refuses a number,
+// a boolean or null, with file:line:column and how to fix it.
+func TestNonStringNamesRefused(t *testing.T) {
+	tests := []struct{ name, src, want string }{
+		{"number rule key", "version: 1\nrules:\n  allow:\n    123: [\"*\"]\n",
+			`p.yaml:4:5: rules.allow: keys must be strings, got a number (quote it to make it a string: "123":)`},
+		{"boolean rule key", "version: 1\nrules:\n  deny: {true: [\"*\"]}\n",
+			`p.yaml:3:10: rules.deny: keys must be strings, got a boolean (quote it to make it a string: "true":)`},
+		{"null rule key", "version: 1\nrules:\n  escalate: {~: [\"*\"]}\n",
+			`p.yaml:3:14: rules.escalate: keys must be strings, got null (quote it to make it a string: "~":)`},
+		{"number role name", "version: 1\nroles: {7: [x]}\nactive_role: \"7\"\n",
+			`p.yaml:2:9: roles: keys must be strings, got a number (quote it to make it a string: "7":)`},
+		{"number tool in a role", "version: 1\nroles:\n  a:\n    - 123\nactive_role: a\n",
+			`p.yaml:4:7: roles.a[0] must be a string, got a number (quote it to make it a string)`},
+		{"boolean tool in a role", "version: 1\nroles: {a: [read, true]}\nactive_role: a\n",
+			`p.yaml:2:19: roles.a[1] must be a string, got a boolean (quote it to make it a string)`},
+		{"number skill", "version: 1\nroles: {a: [x]}\nactive_role: a\nskills: {a: [42]}\n",
+			`p.yaml:4:14: skills.a[0] must be a string, got a number (quote it to make it a string)`},
+		{"boolean skills role", "version: 1\nroles: {a: [x]}\nactive_role: a\nskills: {false: [s]}\n",
+			`p.yaml:4:10: skills: keys must be strings, got a boolean (quote it to make it a string: "false":)`},
+		{"number capabilities role", "version: 1\nroles: {a: [x]}\nactive_role: a\ncapabilities: {1: [user_data]}\n",
+			`p.yaml:4:16: capabilities: keys must be strings, got a number (quote it to make it a string: "1":)`},
+		{"number alias", "version: 1\npreset: safe\naliases: {12: bash}\n",
+			`p.yaml:3:11: aliases: keys must be strings, got a number (quote it to make it a string: "12":)`},
+		{"number alias target", "version: 1\npreset: safe\naliases: {sh: 12}\n",
+			`p.yaml:3:15: aliases.sh must be a string, got a number (quote it to make it a string)`},
+		{"boolean match tool", "version: 1\npreset: safe\nmatch: {true: \"{env}\"}\n",
+			`p.yaml:3:9: match: keys must be strings, got a boolean (quote it to make it a string: "true":)`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := policy.Parse("p.yaml", []byte(tt.src), nil)
+			if err == nil {
+				t.Fatal("Parse succeeded")
+			}
+			if got := err.Error(); got != tt.want {
+				t.Errorf("got  %s\nwant %s", got, tt.want)
+			}
+		})
+	}
+	// Quoted, the same names are names.
+	p := parse(t, "version: 1\nrules:\n  allow: {\"123\": [\"*\"], \"true\": [\"*\"]}\nroles: {a: [\"123\", \"true\"]}\nactive_role: a\n")
+	for _, tool := range []string{"123", "true"} {
+		if d, _ := p.Check(context.Background(), warden.Request{Capability: warden.CapToolCall, Target: tool}); d.Effect != warden.Allow {
+			t.Errorf("%s: %+v", tool, d)
+		}
+	}
+}
+
+// The same from a policy file: the skills key is the role's listing of its skills, and
+// read_skill needs no second one under roles. A rule layer still judges read_skill like
+// any other tool.
+func TestFileReadSkillFromSkills(t *testing.T) {
+	p := parse(t, "version: 1\nroles: {support: [search_docs], viewer: [search_docs]}\nactive_role: support\nskills: {support: [refunds]}\n")
+	d, _ := p.Check(context.Background(), warden.Request{Capability: warden.CapToolCall, Target: warden.ReadSkillTool})
+	if !p.IsAllowed(warden.ReadSkillTool) || d.Effect != warden.Allow || d.RuleID != "support.skills" {
+		t.Errorf("support: IsAllowed %v, %+v", p.IsAllowed(warden.ReadSkillTool), d)
+	}
+	viewer, err := p.WithActiveRole("viewer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if viewer.IsAllowed(warden.ReadSkillTool) {
+		t.Error("viewer, with no skill rule, may see read_skill")
+	}
+	ruled := parse(t, "version: 1\npreset: read_only\nroles: {support: [reader]}\nactive_role: support\nskills: {support: [refunds]}\n")
+	if ruled.IsAllowed(warden.ReadSkillTool) {
+		t.Error("the read_only rule layer allows no read_skill call, yet it is offered")
+	}
+}

@@ -108,15 +108,19 @@ func (p *Policy) Governs(c warden.Capability) bool {
 	return p.roles != nil && p.roles.Governs(c)
 }
 
-// IsAllowed reports whether a tool may be shown to the model: the role layer lists it
-// (when there is one) and the rule layer could allow some call to it (when there is
-// one). The call is still checked when it is made.
+// IsAllowed reports whether a tool may be shown to the model: the role layer allows it
+// ([RolePolicy.IsAllowed], when there is one) and the rule layer could allow some call
+// to it ([RulePolicy.MayAllow], when there is one). Conditions are not consulted: they
+// judge calls. The call is still checked when it is made. It is the policy's
+// [warden.VisibilityChecker] answer, which a [warden.Guard] uses to decide what to offer.
 func (p *Policy) IsAllowed(tool string) bool {
 	if p.roles != nil && !p.roles.IsAllowed(tool) {
 		return false
 	}
 	return p.rules == nil || p.rules.MayAllow(tool)
 }
+
+var _ warden.VisibilityChecker = (*Policy)(nil)
 
 // Check evaluates the request against every layer that applies.
 func (p *Policy) Check(ctx context.Context, req warden.Request) (warden.Decision, error) {

@@ -19,6 +19,11 @@ type RoleRules struct {
 	Capabilities map[string][]warden.Capability
 	// Skills maps a role to the skill ids it may activate. Configuring it makes the
 	// policy govern skill_read; a role without an entry may activate every skill.
+	//
+	// A role whose entry lists at least one skill may also call [warden.ReadSkillTool]
+	// (read_skill) without listing it among its tools: the skill rule is that role's
+	// listing of its skills, and needs no second one. A role without an entry, or with
+	// an empty one, calls read_skill only if its tools list it.
 	Skills map[string][]string
 }
 
@@ -52,6 +57,9 @@ type roleState struct {
 	hasCaps   bool
 	skills    map[string]bool
 	hasSkills bool
+	// readSkill: the role's skill rule lists a skill and its tools do not list
+	// read_skill, which it may call all the same (see RoleRules.Skills).
+	readSkill bool
 
 	idAllow, idMiss, idCapMiss, idSkills, idSkillsMiss, idSkillsUnruled string
 }
@@ -120,6 +128,8 @@ func FromRoles(roles map[string][]string, activeRole string, rules *RoleRules) (
 				st.skills[id] = true
 			}
 			s.rules.Skills[role] = slices.Clone(skills)
+			_, listed := st.allowed[warden.ReadSkillTool]
+			st.readSkill = len(skills) > 0 && !listed
 		}
 	}
 	return s.view(activeRole)
@@ -150,15 +160,24 @@ func (p *RolePolicy) ActiveRole() string { return p.active.name }
 // Roles returns the role names, sorted.
 func (p *RolePolicy) Roles() []string { return slices.Clone(p.shared.names) }
 
-// IsAllowed reports whether the active role's allowlist contains tool. Unknown tools are
-// not allowed.
+// IsAllowed reports whether the active role may call tool: its allowlist contains tool,
+// or tool is read_skill and the role's skill rule lists a skill (see [RoleRules]).
+// Unknown tools are not allowed. It answers exactly as [RolePolicy.Check] does for a
+// tool_call request, and is the policy's [warden.VisibilityChecker] answer.
 func (p *RolePolicy) IsAllowed(tool string) bool {
 	_, ok := p.active.allowed[tool]
-	return ok
+	return ok || tool == warden.ReadSkillTool && p.active.readSkill
 }
 
-// AllowedToolIDs returns a copy of the active role's allowlist in declared order.
-func (p *RolePolicy) AllowedToolIDs() []string { return slices.Clone(p.active.tools) }
+// AllowedToolIDs returns a copy of the active role's allowlist in declared order, then
+// read_skill when the role may call it through its skill rule without listing it.
+func (p *RolePolicy) AllowedToolIDs() []string {
+	out := slices.Clone(p.active.tools)
+	if p.active.readSkill {
+		out = append(out, warden.ReadSkillTool)
+	}
+	return out
+}
 
 // Governs reports whether the policy asks about c: all four tool capabilities when
 // capability rules exist for any role, skill_read when skill rules exist.
@@ -176,7 +195,9 @@ func (p *RolePolicy) Governs(c warden.Capability) bool {
 //     listed: allow "<r>.skills"; else deny "<r>.skills.miss").
 //   - a tool capability: a role whose capability rule lacks it is denied
 //     "<r>.capabilities.miss"; otherwise the allowlist decides.
-//   - tool_call: listed => allow "<r>.allowlist", else deny "<r>.allowlist.miss".
+//   - tool_call: listed => allow "<r>.allowlist"; read_skill, not listed, for a role
+//     whose skill rule lists a skill => allow "<r>.skills"; else deny
+//     "<r>.allowlist.miss".
 //
 // Anything else is denied.
 func (p *RolePolicy) Check(_ context.Context, req warden.Request) (warden.Decision, error) {
@@ -209,6 +230,9 @@ func (p *RolePolicy) decide(c warden.Capability, target string) warden.Decision 
 	if why, ok := st.allowed[target]; ok {
 		return warden.Decision{Effect: warden.Allow, RuleID: st.idAllow, Rationale: why}
 	}
+	if target == warden.ReadSkillTool && st.readSkill {
+		return warden.Decision{Effect: warden.Allow, RuleID: st.idSkills, Rationale: "Tool 'read_skill' is allowed by the '" + st.name + "' role's skill rule."}
+	}
 	return warden.Decision{Effect: warden.Deny, RuleID: st.idMiss, Rationale: "Tool '" + target + "' is not in the '" + st.name + "' role allowlist."}
 }
 
@@ -235,6 +259,8 @@ func (p *RolePolicy) Definition() (map[string][]string, RoleRules) {
 }
 
 func sortStrings(s []string) { sort.Strings(s) }
+
+var _ warden.VisibilityChecker = (*RolePolicy)(nil)
 
 // Synchronous reports true: a role policy decides in memory.
 func (p *RolePolicy) Synchronous() bool { return true }

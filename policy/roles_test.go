@@ -250,3 +250,64 @@ func TestUnknownCapabilityDenied(t *testing.T) {
 		t.Fatalf("unknown capability: %+v", d)
 	}
 }
+
+// Issue 13: "`read_skill` is offered whenever any skill is reachable for the role,
+// without a second listing." A role's skill rule is its listing: a role whose rule
+// lists a skill may call read_skill without listing it among its tools. Nothing else
+// grants read_skill: not an empty rule, not the absence of one, not another role's.
+func TestReadSkillFromTheSkillRule(t *testing.T) {
+	roles := map[string][]string{
+		"support": {"search_docs"},     // skill rule lists skills
+		"lister":  {"read_skill"},      // lists read_skill itself, and has skills
+		"empty":   {},                  // skill rule lists skills: read_skill only
+		"none":    {"search_docs"},     // skill rule is empty
+		"unruled": {"search_docs"},     // no skill rule
+		"bare":    {"read_skill", "x"}, // listed, no skill rule: as before
+	}
+	rules := &policy.RoleRules{Skills: map[string][]string{
+		"support": {"refunds"}, "lister": {"refunds"}, "empty": {"lookup"}, "none": {},
+	}}
+	tests := []struct {
+		role    string
+		allowed bool
+		rule    string
+		why     string
+		ids     []string
+	}{
+		{"support", true, "support.skills", "Tool 'read_skill' is allowed by the 'support' role's skill rule.", []string{"search_docs", "read_skill"}},
+		{"lister", true, "lister.allowlist", "Tool 'read_skill' is in the 'lister' role allowlist.", []string{"read_skill"}},
+		{"empty", true, "empty.skills", "Tool 'read_skill' is allowed by the 'empty' role's skill rule.", []string{"read_skill"}},
+		{"none", false, "none.allowlist.miss", "Tool 'read_skill' is not in the 'none' role allowlist.", []string{"search_docs"}},
+		{"unruled", false, "unruled.allowlist.miss", "Tool 'read_skill' is not in the 'unruled' role allowlist.", []string{"search_docs"}},
+		{"bare", true, "bare.allowlist", "Tool 'read_skill' is in the 'bare' role allowlist.", []string{"read_skill", "x"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.role, func(t *testing.T) {
+			p := mustRoles(t, roles, tt.role, rules)
+			if got := p.IsAllowed(warden.ReadSkillTool); got != tt.allowed {
+				t.Errorf("IsAllowed(read_skill) = %v, want %v", got, tt.allowed)
+			}
+			d := ask(t, p, warden.CapToolCall, warden.ReadSkillTool)
+			if d.Allowed() != tt.allowed || d.RuleID != tt.rule || d.Rationale != tt.why {
+				t.Errorf("tool_call read_skill: %+v", d)
+			}
+			if got := p.AllowedToolIDs(); strings.Join(got, ",") != strings.Join(tt.ids, ",") {
+				t.Errorf("AllowedToolIDs() = %v, want %v", got, tt.ids)
+			}
+			// The skill rule still decides which skills.
+			if d := ask(t, p, warden.CapSkillRead, "skill:payroll"); tt.role != "unruled" && tt.role != "bare" && d.Allowed() {
+				t.Errorf("payroll: %+v", d)
+			}
+		})
+	}
+	// The rule grants nothing else: another tool stays refused for the skills-only role.
+	p := mustRoles(t, roles, "empty", rules)
+	if d := ask(t, p, warden.CapToolCall, "search_docs"); d.Allowed() || p.IsAllowed("search_docs") {
+		t.Errorf("search_docs: %+v", d)
+	}
+	// Without skill rules nothing changes.
+	q := mustRoles(t, roles, "support", nil)
+	if q.IsAllowed(warden.ReadSkillTool) || ask(t, q, warden.CapToolCall, warden.ReadSkillTool).Allowed() {
+		t.Error("read_skill allowed without a skill rule")
+	}
+}

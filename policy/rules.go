@@ -344,6 +344,12 @@ func (p *RulePolicy) MayAllow(tool string) bool {
 	return len(r.allow)+len(r.escalate) > 0
 }
 
+// IsAllowed is [RulePolicy.MayAllow]: the policy's [warden.VisibilityChecker] answer,
+// so that a Guard checking with it hides the tools no call could be allowed to run.
+func (p *RulePolicy) IsAllowed(tool string) bool { return p.MayAllow(tool) }
+
+var _ warden.VisibilityChecker = (*RulePolicy)(nil)
+
 // Synchronous reports whether the policy decides without blocking: true unless an
 // escalation handler is set (a handler may wait on a person or a service).
 func (p *RulePolicy) Synchronous() bool { return p.onEscalate == nil }

@@ -252,8 +252,18 @@ func writePendingDetail(w io.Writer, p store.Pending, at time.Time) error {
 	field("State", shown(p.State))
 	field("Kind", shown(string(p.Kind)))
 	field("Tool", shown(p.Tool))
-	field("Question", shown(p.Question))
+	field("Question", shownLines(p.Question, strings.Repeat(" ", 14)))
 	field("Detail", shownLines(p.Detail, strings.Repeat(" ", 14)))
+	if hasDecision {
+		var askers []string
+		for _, a := range pd.Asks {
+			askers = append(askers, a.Middleware)
+		}
+		if len(askers) == 0 && pd.Middleware != "" {
+			askers = []string{pd.Middleware}
+		}
+		field("Asked by", shown(strings.Join(askers, ", ")))
+	}
 	field("Tenant", shown(p.Identity.Tenant))
 	field("Principal", shown(p.Identity.Principal))
 	field("Conversation", shown(p.Identity.Conversation))

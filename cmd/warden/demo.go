@@ -583,7 +583,7 @@ func sceneAsk(ctx context.Context, sc *demoScene) error {
 	if err != nil {
 		return err
 	}
-	res, err = a2.Resume(ctx, loaded.Checkpoint, warden.Approved{By: askOperator, Digest: loaded.Pending.Digest})
+	res, err = a2.Resume(ctx, loaded.Checkpoint, warden.Approved{By: askOperator, Digest: loaded.Pending.ApprovalDigest()})
 	if res.Paused != nil {
 		return errors.New("the resumed run paused again")
 	}

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"net/url"
 	"os"
 	"path"
@@ -31,6 +32,7 @@ import (
 	"github.com/wardenhq/warden/hook"
 	"github.com/wardenhq/warden/internal/seal"
 	"github.com/wardenhq/warden/internal/yamlstrict"
+	"github.com/wardenhq/warden/mcp"
 	"github.com/wardenhq/warden/policy"
 	"github.com/wardenhq/warden/provider/anthropic"
 	"github.com/wardenhq/warden/provider/openai"
@@ -73,7 +75,20 @@ A path that leaves the workspace (../etc/passwd, a symlink out of it) is refused
 path is judged as written and in the form the tool opens (cleaned, symlinks resolved:
 x.env/ and a link to x.env are judged as x.env), and the tool opens exactly that form
 without following links. The editor never writes the policy, agent.yaml, the
-directives pack, checkpoint files or the store's files, whatever the policy says.
+directives pack, the MCP project file, checkpoint files or the store's files,
+whatever the policy says.
+
+With an mcp: section, the agent also has the tools of MCP servers, named
+mcp__<server>__<tool>. Before the run, each server is admitted by the transport
+policy (the default denies every command and URL: say which to allow), started or
+connected to, and its tools listed; they are registered with the built-in tools and
+governed by the same policy (a deny_all policy denies them too; a rule names them by
+that name). A server that is denied or cannot be started gives no tool, and the run
+says so (mcp: not loaded: ...) and goes on without it. An upstream tool's error
+result is what the model reads as the tool's result. A project file (.mcp.json, the
+format Claude Code reads) is read only with trust_project_settings: true, and its
+servers still need the transport policy. Tool definitions are pinned for the run
+only. The servers are stopped when the run ends, and a resumed run starts them again.
 
 When a call needs a person (a policy escalate rule, an ask), the run pauses: it writes
 the checkpoint to <checkpoint_dir>/warden-checkpoint-<id>.json, prints the command
@@ -127,6 +142,18 @@ file:line:column):
   workspace: dir             # optional; default: a new temporary directory
   checkpoint_dir: dir        # optional; default: the current directory
   store: DSN                 # optional: keep checkpoints in this store (see above)
+  mcp:                       # optional: MCP servers whose tools the agent has too
+    servers:                 # as in gateway.yaml: a name maps to {command, args,
+      notes:                 # env, dir, prefix} or {url, headers, prefix}
+        command: notes-server
+        args: [-dir, notes]
+    transport:               # as in gateway.yaml: allow_commands, commands, allow_urls,
+                             # hosts, allow_insecure_loopback, keep_secret_env,
+                             # env_deny, max_connections_per_server
+      allow_commands: true   # the default denies every command and every URL
+      commands: [notes-server]
+    project_file: .mcp.json  # default: the workspace's .mcp.json
+    trust_project_settings: false  # read the project file only when true
 
 API keys come from ANTHROPIC_API_KEY or OPENAI_API_KEY.
 
@@ -278,17 +305,18 @@ func (rt *runtime) resume(ctx context.Context, o runOptions, saved *runCheckpoin
 	if err != nil {
 		return configError(fmt.Errorf("%s: %w", o.resume, err))
 	}
-	if pd.Digest != saved.Pending.Digest || pd.Tool != saved.Pending.Tool || pd.Question != saved.Pending.Question || !pd.Args.Equal(saved.Pending.Args) {
+	if pd.ApprovalDigest() != saved.Pending.ApprovalDigest() || !pd.Args.Equal(saved.Pending.Args) {
 		return configError(&warden.ConfigError{File: o.resume, Msg: "the pending call shown in the file is not the one the checkpoint resumes; it was altered", Hint: "pause the run again to get a new checkpoint"})
 	}
-	var answer warden.Answer = warden.Approved{By: o.by, Note: o.note, Digest: pd.Digest}
+	var answer warden.Answer = warden.Approved{By: o.by, Note: o.note, Digest: pd.ApprovalDigest()}
 	verb := "approved"
 	if o.decline {
 		answer, verb = warden.Declined{By: o.by, Note: o.note}, "declined"
 	}
 	fmt.Fprintf(w, "resuming %s: %s %s by %s\n", o.resume, pd.Tool, verb, o.by)
-	fmt.Fprintf(w, "  call:   %s %s\n", pd.Tool, clipLine(string(pd.Args.AppendJSON(nil)), 200))
-	fmt.Fprintf(w, "  digest: %s\n", pd.Digest)
+	fmt.Fprintf(w, "  call:     %s %s\n", pd.Tool, clipLine(string(pd.Args.AppendJSON(nil)), 200))
+	fmt.Fprintf(w, "  digest:   %s (the arguments)\n", pd.Digest)
+	fmt.Fprintf(w, "  approval: %s (the tool, the question and the arguments)\n", pd.ApprovalDigest())
 
 	claim := newRunClaim(o.resume, pd, verb, o.by)
 	var c claimed
@@ -326,6 +354,8 @@ type runtime struct {
 	ws        *workspace
 	wsCreated bool
 	agent     *agent.Agent
+	mcp       *mcp.Tools  // the MCP servers of agent.yaml's mcp: section; nil without one
+	mcpNotes  []string    // what the header says about them
 	st        store.Store // where a pause keeps its checkpoint; nil: a file
 	dsn       string      // st's DSN, for the resume command
 	key       []byte      // seals checkpoints
@@ -393,6 +423,13 @@ func newRuntime(cfg *runConfig, saved *runCheckpoint, key []byte, w io.Writer) (
 			return nil, internalError(err)
 		}
 	}
+	// The MCP servers' tools join the built-in ones before the one Bind (ADR D3).
+	if cfg.mcp != nil {
+		if err := rt.registerMCP(&reg); err != nil {
+			rt.close()
+			return nil, err
+		}
+	}
 	g, err := reg.Bind(warden.Config{
 		Checkers: []warden.Checker{pol},
 		Schemas:  schema.Compiler{},
@@ -431,9 +468,65 @@ func newRuntime(cfg *runConfig, saved *runCheckpoint, key []byte, w io.Writer) (
 const defaultInstructions = "You are an agent working in a workspace directory. Use the tools to complete the task; paths are relative to the workspace. Every tool call is checked by a policy: when one is refused, read why and continue without it, or say what you are unable to do."
 
 func (rt *runtime) close() {
+	if rt.mcp != nil {
+		if err := rt.mcp.Close(); err != nil {
+			fmt.Fprintf(os.Stderr, "warning: stopping the MCP servers: %v\n", err)
+		}
+		rt.mcp = nil
+	}
 	if rt.ws != nil {
 		rt.ws.root.Close()
 	}
+}
+
+// mcpDiscoveryTimeout bounds admitting and discovering the MCP servers of a run.
+const mcpDiscoveryTimeout = 2 * time.Minute
+
+// registerMCP admits, starts and lists the MCP servers of the mcp: section and
+// registers their tools in reg, noting for the header what each server gave and what
+// was left out (a denied server gives no tool; the run goes on without it).
+func (rt *runtime) registerMCP(reg *warden.Registry) error {
+	tc := *rt.cfg.mcp
+	if tc.ProjectFile == "" {
+		// The project's own file is the workspace's .mcp.json.
+		def := filepath.Join(rt.ws.dir, ".mcp.json")
+		if _, err := os.Stat(def); err == nil {
+			tc.ProjectFile = def
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), mcpDiscoveryTimeout)
+	defer cancel()
+	tools, err := mcp.RegisterTools(ctx, reg, tc, &mcp.ToolsOptions{
+		Logger:      slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		CallTimeout: mcp.DefaultCallTimeout,
+	})
+	if err != nil {
+		if errors.Is(err, warden.ErrRegistryBound) {
+			return internalError(err)
+		}
+		return configError(located(rt.cfg.path, rt.cfg.mcpNode, err.Error(), "fix the mcp section"))
+	}
+	rt.mcp = tools
+	count := map[string]int{}
+	var servers []string
+	for _, t := range reg.Tools() {
+		if server, ok := strings.CutPrefix(t.Source, "mcp:"); ok {
+			if count[server] == 0 {
+				servers = append(servers, server)
+			}
+			count[server]++
+		}
+	}
+	for _, s := range servers {
+		rt.mcpNotes = append(rt.mcpNotes, fmt.Sprintf("server %s: %s", s, countOf(count[s], "tool", "tools")))
+	}
+	for _, p := range tools.Problems() {
+		rt.mcpNotes = append(rt.mcpNotes, "not loaded: "+p.Error())
+	}
+	if len(rt.mcpNotes) == 0 {
+		rt.mcpNotes = []string{"no server configured"}
+	}
+	return nil
 }
 
 func (rt *runtime) header(task string) {
@@ -457,6 +550,9 @@ func (rt *runtime) header(task string) {
 		ws += " (a new temporary directory)"
 	}
 	fmt.Fprintf(rt.w, "workspace: %s\n", ws)
+	for _, n := range rt.mcpNotes {
+		fmt.Fprintf(rt.w, "mcp:       %s\n", n)
+	}
 	if task != "" {
 		fmt.Fprintf(rt.w, "task:      %s\n", task)
 	}
@@ -1125,6 +1221,8 @@ type runConfig struct {
 	workspaceNode  *yaml.Node
 	checkpointDir  string
 	store          string
+	mcp            *mcp.ToolsConfig // nil without an mcp: section
+	mcpNode        *yaml.Node
 }
 
 type providerConfig struct {
@@ -1134,7 +1232,7 @@ type providerConfig struct {
 }
 
 var (
-	runConfigKeys     = []string{"description", "provider", "policy", "role", "directives", "instructions", "max_iterations", "workspace", "checkpoint_dir", "store"}
+	runConfigKeys     = []string{"description", "provider", "policy", "role", "directives", "instructions", "max_iterations", "workspace", "checkpoint_dir", "store", "mcp"}
 	runProviderKeys   = []string{"name", "model", "base_url", "max_tokens", "replies"}
 	runProviderNames  = []string{"anthropic", "openai", "scripted"}
 	runDirectivesKeys = []string{"pack", "role"}
@@ -1292,6 +1390,9 @@ func (d *runDecoder) decodeRunConfig(root *yaml.Node) *runConfig {
 			cfg.checkpointDir = d.path(e.value, "checkpoint_dir")
 		case "store":
 			cfg.store, _ = d.nonEmpty(e.value, "store")
+		case "mcp":
+			cfg.mcpNode = e.value
+			cfg.mcp = d.decodeMCP(e.value)
 		}
 	}
 	if providerNode == nil {
@@ -1301,6 +1402,21 @@ func (d *runDecoder) decodeRunConfig(root *yaml.Node) *runConfig {
 		d.fail(root, "add `policy: <file>`: warden run never runs tools without a policy", "policy is required")
 	}
 	return cfg
+}
+
+// decodeMCP decodes the mcp: section with the gateway configuration's own decoders
+// for servers and transport (package mcp), keeping its located errors.
+func (d *runDecoder) decodeMCP(n *yaml.Node) *mcp.ToolsConfig {
+	tc, err := mcp.DecodeToolsConfig(d.file, n, "mcp.", os.Getenv)
+	if err != nil {
+		if many, ok := err.(interface{ Unwrap() []error }); ok {
+			d.errs = append(d.errs, many.Unwrap()...)
+		} else {
+			d.errs = append(d.errs, err)
+		}
+		return nil
+	}
+	return &tc
 }
 
 func hasEntry(n *yaml.Node, key string) bool {
@@ -1508,13 +1624,14 @@ func openWorkspace(dir string) (*workspace, error) {
 }
 
 // protectRunFiles protects, from the editor, every file this run reads or writes
-// besides the workspace's own: the policy, agent.yaml, the directives pack, the
-// checkpoint files and, for a sqlite:// store, the database files.
+// besides the workspace's own: the policy, agent.yaml, the directives pack, the MCP
+// project file, the checkpoint files and, for a sqlite:// store, the database files.
 func (w *workspace) protectRunFiles(cfg *runConfig, dsn string) error {
 	for _, f := range []struct{ path, what string }{
 		{cfg.policy, "the Warden policy"},
 		{cfg.path, "the agent configuration"},
 		{cfg.directivesPack, "the directives pack"},
+		{mcpProjectFile(cfg, w.dir), "the MCP project file"},
 	} {
 		if f.path == "" {
 			continue
@@ -1543,6 +1660,18 @@ func (w *workspace) protectRunFiles(cfg *runConfig, dsn string) error {
 	}
 	w.checkpointDir = dir
 	return nil
+}
+
+// mcpProjectFile is the project file an mcp: section reads (when trusted): the one
+// it names, else the workspace's .mcp.json; "" without an mcp: section.
+func mcpProjectFile(cfg *runConfig, workspace string) string {
+	switch {
+	case cfg.mcp == nil:
+		return ""
+	case cfg.mcp.ProjectFile != "":
+		return cfg.mcp.ProjectFile
+	}
+	return filepath.Join(workspace, ".mcp.json")
 }
 
 // protectedFile returns what the workspace file rel (canonical) is, when it is one the

@@ -230,7 +230,7 @@ func TestRunPauseResumeInFreshProcess(t *testing.T) {
 	}
 	// The person sees what they approve before it runs: the call and its digest.
 	wantContains(t, "resume stdout", r.stdout,
-		"resuming "+file+": editor approved by alice\n  call:   editor {\"file_path\":\"log.txt\",\"action\":\"append\",\"content\":\"approved line\\n\"}\n  digest: "+cp.Pending.Digest+"\n",
+		"resuming "+file+": editor approved by alice\n  call:     editor {\"file_path\":\"log.txt\",\"action\":\"append\",\"content\":\"approved line\\n\"}\n  digest:   "+cp.Pending.Digest+" (the arguments)\n  approval: "+cp.Pending.ApprovalDigest()+" (the tool, the question and the arguments)\n",
 		"→ editor {\"file_path\":\"log.txt\",\"action\":\"append\",\"content\":\"approved line\\n\"}\n  approved by alice\n  ← 28 chars\n",
 		"answer (2 iterations, 1 tool call executed):\nDone.\n")
 	got, err := os.ReadFile(filepath.Join(dir, "workspace", "log.txt"))

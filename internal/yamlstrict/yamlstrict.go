@@ -179,7 +179,12 @@ func (d *Decoder) MappingHint(n *yaml.Node, where, hint string) ([]KV, bool) {
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		switch {
-		case d.StringKeys && (k.Kind != yaml.ScalarNode || k.ShortTag() != "!!str"):
+		case d.StringKeys && k.Kind == yaml.ScalarNode && k.ShortTag() != "!!str":
+			// 123:, true:, null: would otherwise become the names "123", "true", "null"
+			// without the author having written a string.
+			d.Fail(k, fmt.Sprintf("quote it to make it a string: %s:", strconv.Quote(k.Value)), "%s: keys must be strings, got %s", where, KindName(k))
+			continue
+		case d.StringKeys && k.Kind != yaml.ScalarNode:
 			d.Fail(k, "use a plain string key", "%s: keys must be strings, got %s", where, KindName(k))
 			continue
 		case k.Kind != yaml.ScalarNode:
