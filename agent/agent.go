@@ -693,7 +693,8 @@ func recentContext(msgs []Message) []string {
 //
 // Resume does not remember checkpoints: resuming the same checkpoint twice runs the
 // approved call twice. A caller that keeps checkpoints must claim one atomically
-// before resuming it (warden run renames a file or compare-and-swaps a store row).
+// before resuming it (warden run creates a claim file that must not exist yet, or
+// compare-and-swaps a store row with store.Store.ClaimCheckpoint).
 //
 // The pending call is put to [warden.Guard.Resume], which judges it again under the
 // Guard's current policy (a policy whose revision changed since the pause applies; the
