@@ -458,11 +458,11 @@ func (a *Agent) request(ctx context.Context, st *run) ModelRequest {
 			spec.InputSchema = slices.Clone(emptyObjectSchema)
 		}
 		if t.Name == warden.ReadSkillTool {
-			menu, ok := a.skillMenu(ctx, st)
-			if !ok {
-				continue // no skill is reachable: there is nothing to offer
+			// REFERENCE section 4: with no skill left, the tool stays and says so.
+			spec.Description = NoSkillsText
+			if menu, ok := a.skillMenu(ctx, st); ok {
+				spec.Description = menu
 			}
-			spec.Description = menu
 		}
 		req.Tools = append(req.Tools, spec)
 	}

@@ -87,8 +87,8 @@
 // Each iteration, read_skill's description lists only the skills the Guard's skill gate
 // would let run (or [Config.SkillChecker], when set, allows: capability skill_read,
 // target skill:<id>); a skill whose check refuses, asks, errors, panics or times out is
-// hidden and named nowhere. read_skill is offered only when it may be offered itself
-// and at least one skill is listed: with none left it is not offered at all. A role
+// hidden and named nowhere. read_skill is offered when it may be offered itself; with
+// no skill left its description is [NoSkillsText] (REFERENCE section 4). A role
 // policy lets a role whose skill rule lists a skill call read_skill without listing it
 // among its tools (see policy.RoleRules). The id enum keeps the whole catalogue, so
 // activating a hidden skill reaches the Guard's skill gate and the model reads the

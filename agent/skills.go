@@ -26,10 +26,8 @@ type Skill struct {
 	Body func(ctx context.Context) (string, error)
 }
 
-// NoSkillsText was read_skill's description when no skill was visible.
-//
-// Deprecated: read_skill is no longer offered when no skill is visible, so nothing
-// reads this text any more; it is kept so that code naming it still compiles.
+// NoSkillsText is read_skill's description when it is offered and no skill is visible
+// this iteration (REFERENCE section 4: "No skills left").
 const NoSkillsText = "Activate a skill for the next iteration. No skills are available to you — answer without one, or say what you are unable to do."
 
 // ReadSkillDescription is read_skill's registered description, and the first line of

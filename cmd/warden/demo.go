@@ -243,6 +243,13 @@ type namedChecker struct {
 
 func (n namedChecker) Name() string { return n.name }
 
+// IsAllowed forwards the wrapped checker's visibility answer, so the agent offers what
+// the policy offers (a checker without one hides nothing).
+func (n namedChecker) IsAllowed(tool string) bool {
+	v, ok := n.Checker.(warden.VisibilityChecker)
+	return !ok || v.IsAllowed(tool)
+}
+
 func (n namedChecker) Synchronous() bool {
 	s, ok := n.Checker.(warden.Synchronous)
 	return ok && s.Synchronous()
@@ -615,7 +622,8 @@ func sceneSkills(ctx context.Context, sc *demoScene) error {
 	}
 	w := demoWorld{counter: c, tools: []warden.Executable{agent.ReadSkillTool(skills)}}
 	w.guard.Checkers = []warden.Checker{namedChecker{Checker: pol, name: "role-policy"}}
-	w.agent = agent.Config{Visible: pol.IsAllowed, Skills: skills, SkillChecker: pol}
+	// What the model is offered comes from the Guard's own checker: no second source.
+	w.agent = agent.Config{Skills: skills}
 	sc.task = "A customer asks about payroll and about a refund."
 	p := scripted.New(
 		scripted.Call("call_1", warden.ReadSkillTool, `{"id":"payroll"}`),
