@@ -102,6 +102,14 @@ type Config struct {
 	// refused, halted, pending, not run), in order, from the goroutine running the run.
 	// It observes; it cannot change an outcome.
 	OnCall func(ctx context.Context, rec CallRecord)
+	// CheckpointKey seals the checkpoints of paused runs (HMAC-SHA256, see [Paused]):
+	// [Agent.Resume] refuses a checkpoint whose seal does not match, so an edited
+	// checkpoint (its pending call, its arguments and their digest changed together)
+	// cannot redirect an approval. At least [MinCheckpointKeyLen] bytes from a random
+	// source; keep it as secret as the power to approve. nil gives the Agent a random
+	// key of its own: its checkpoints then resume only in the same Agent (the strictest
+	// default); set the same key in every process that pauses or resumes a run.
+	CheckpointKey []byte
 }
 
 // Agent is a governed ReAct loop. It is safe for concurrent use: every [Agent.Run] and
@@ -110,13 +118,16 @@ type Agent struct {
 	cfg       Config
 	max       int
 	skills    []Skill
-	readSkill bool // read_skill is bound and skills are configured
+	readSkill bool   // read_skill is bound and skills are configured
+	key       []byte // seals checkpoints: Config.CheckpointKey, or random
+	randomKey bool   // key is this Agent's own random key
 }
 
 // New checks cfg and returns an agent. It fails when Provider or Guard is nil,
 // MaxIterations, MaxTokens or SkillCheckTimeout is negative, a message middleware is nil or unnamed, a skill has an
-// empty or duplicate id or no Body, or Skills is set and the Guard has no read_skill
-// tool built from the same catalogue.
+// empty or duplicate id or no Body, Skills is set and the Guard has no read_skill
+// tool built from the same catalogue, or CheckpointKey is set and shorter than
+// [MinCheckpointKeyLen] or one byte repeated.
 func New(cfg Config) (*Agent, error) {
 	if cfg.Provider == nil {
 		return nil, errors.New("agent: Config.Provider is required")
@@ -148,7 +159,12 @@ func New(cfg Config) (*Agent, error) {
 	if err := checkSkills(cfg.Skills); err != nil {
 		return nil, err
 	}
-	a := &Agent{cfg: cfg, max: max, skills: slices.Clone(cfg.Skills)}
+	key, random, err := checkpointKey(cfg)
+	if err != nil {
+		return nil, err
+	}
+	a := &Agent{cfg: cfg, max: max, skills: slices.Clone(cfg.Skills), key: key, randomKey: random}
+	a.cfg.CheckpointKey = nil // a.key is the Agent's own copy
 	a.cfg.MessageMiddleware = slices.Clone(cfg.MessageMiddleware)
 	a.cfg.Skills = a.skills
 	if len(a.skills) > 0 {
@@ -207,6 +223,16 @@ type CallRecord struct {
 // continue the run with [Agent.Resume], in this process or another one; Pending is the
 // question, for showing to the person. The checkpoint holds the whole conversation:
 // store it as carefully as the conversation itself.
+//
+// The checkpoint is sealed under the Agent's [Config.CheckpointKey]:
+//
+//	{"format": "warden.agent.checkpoint/v2", "key_id": "<16 hex digits>",
+//	 "mac": "hmac-sha256:<64 hex digits>", "body": {...the run's state...}}
+//
+// mac is HMAC-SHA256 under the key of "warden-seal", a zero byte, the format, a zero
+// byte and the body in compact JSON form (whitespace may change, as when the document
+// is indented inside another; nothing else may). key_id names the key without
+// revealing it. The body is readable: the seal is for integrity, not secrecy.
 type Paused struct {
 	Checkpoint []byte                 `json:"checkpoint"`
 	Pending    warden.PendingDecision `json:"pending"`
@@ -579,7 +605,7 @@ func (a *Agent) settle(ctx context.Context, st *run, tc ToolCall, out warden.Out
 
 			Unauthorized: st.unauthorized,
 		}
-		data, merr := cp.encode()
+		data, merr := a.sealCheckpoint(&cp)
 		if merr != nil {
 			return true, fmt.Errorf("agent: cannot write the checkpoint: %w", merr)
 		}
@@ -659,8 +685,16 @@ func recentContext(msgs []Message) []string {
 // another process; answer is the person's [warden.Approved] or [warden.Declined].
 //
 // Anything but a decision returns a [*warden.DecisionRequiredError] and runs nothing:
-// the checkpoint stays usable. A checkpoint that does not decode or is inconsistent is
-// refused with an error wrapping [ErrMalformedCheckpoint].
+// the checkpoint stays usable. The checkpoint's seal is checked before anything in it
+// is read: a checkpoint edited after the pause, or without a seal, is refused with an
+// error wrapping [ErrCheckpointTampered]; one sealed under another key (see
+// [Config.CheckpointKey]) with [ErrCheckpointKey]; one that does not decode or is
+// inconsistent with [ErrMalformedCheckpoint]. Nothing runs for any of them.
+//
+// Resume does not remember checkpoints: resuming the same checkpoint twice runs the
+// approved call twice. A caller that keeps checkpoints must claim one atomically
+// before resuming it (warden run creates a claim file that must not exist yet, or
+// compare-and-swaps a store row with store.Store.ClaimCheckpoint).
 //
 // The pending call is put to [warden.Guard.Resume], which judges it again under the
 // Guard's current policy (a policy whose revision changed since the pause applies; the
@@ -674,7 +708,7 @@ func (a *Agent) Resume(ctx context.Context, checkpoint []byte, answer warden.Ans
 	if err := requireDecision(answer); err != nil {
 		return Result{}, err
 	}
-	cp, err := decodeCheckpoint(checkpoint)
+	cp, err := a.openCheckpoint(checkpoint)
 	if err != nil {
 		return Result{}, err
 	}

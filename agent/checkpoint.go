@@ -2,25 +2,110 @@ package agent
 
 import (
 	"bytes"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 
 	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/internal/seal"
 )
 
 // ErrMalformedCheckpoint is wrapped by the error [Agent.Resume] returns for a checkpoint
 // that does not decode or is inconsistent. Nothing ran.
 var ErrMalformedCheckpoint = errors.New("agent: malformed checkpoint")
 
-// checkpointFormat names the checkpoint format and its version.
-const checkpointFormat = "warden.agent.checkpoint/v1"
+// ErrCheckpointTampered is wrapped by the error [Agent.Resume] and
+// [Agent.VerifyCheckpoint] return for a checkpoint whose seal does not match its content
+// (it was edited after the pause), or that has no seal at all (written before
+// checkpoints were sealed, or by something else). Nothing ran.
+var ErrCheckpointTampered = errors.New("agent: checkpoint failed its integrity check")
 
-// checkpoint is everything a paused run needs to continue in any process. It is plain
-// JSON; nothing in it is trusted beyond the pending question: the Guard judges the
-// pending call again on resume, and the remaining calls go through the pipeline like
-// any other.
+// ErrCheckpointKey is wrapped by the error [Agent.Resume] and [Agent.VerifyCheckpoint]
+// return for a checkpoint sealed under another key than the Agent's
+// [Config.CheckpointKey] (or, without one, by another Agent). Nothing ran.
+var ErrCheckpointKey = errors.New("agent: checkpoint sealed under another key")
+
+// MinCheckpointKeyLen is the shortest [Config.CheckpointKey] New accepts.
+const MinCheckpointKeyLen = seal.MinKeyLen
+
+// checkpointFormat names the checkpoint format and its version, on the sealed document
+// and on its body.
+const checkpointFormat = "warden.agent.checkpoint/v2"
+
+// unsealedFormat is the format of the checkpoints written before they were sealed.
+const unsealedFormat = "warden.agent.checkpoint/v1"
+
+// The sealed document is described on [Paused].
+
+// checkpointKey returns the Agent's sealing key: Config.CheckpointKey, or a random key
+// of this Agent's own.
+func checkpointKey(cfg Config) ([]byte, bool, error) {
+	if len(cfg.CheckpointKey) > 0 {
+		if err := seal.CheckKey(cfg.CheckpointKey); err != nil {
+			return nil, false, fmt.Errorf("agent: Config.CheckpointKey: %v", err)
+		}
+		return bytes.Clone(cfg.CheckpointKey), false, nil
+	}
+	key := make([]byte, seal.MinKeyLen)
+	if _, err := rand.Read(key); err != nil {
+		return nil, false, fmt.Errorf("agent: making a checkpoint key: %w", err)
+	}
+	return key, true, nil
+}
+
+// sealCheckpoint encodes and seals a checkpoint under the Agent's key.
+func (a *Agent) sealCheckpoint(cp *checkpoint) ([]byte, error) {
+	cp.Format = checkpointFormat
+	body, err := json.Marshal(cp)
+	if err != nil {
+		return nil, err
+	}
+	return seal.Seal(a.key, checkpointFormat, body)
+}
+
+// openCheckpoint checks the seal of a checkpoint, then decodes it.
+func (a *Agent) openCheckpoint(data []byte) (*checkpoint, error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, fmt.Errorf("%w: it is empty", ErrMalformedCheckpoint)
+	}
+	body, err := seal.Open(a.key, checkpointFormat, data)
+	var fe *seal.FormatError
+	var ke *seal.KeyError
+	switch {
+	case errors.As(err, &fe) && fe.Got == unsealedFormat:
+		return nil, fmt.Errorf("%w: it has no seal (format %q, written before checkpoints were sealed), so nothing shows it is the one that paused; it is not resumed: run the task again", ErrCheckpointTampered, fe.Got)
+	case errors.As(err, &fe):
+		return nil, fmt.Errorf("%w: %v", ErrMalformedCheckpoint, fe)
+	case errors.As(err, &ke) && a.randomKey:
+		return nil, fmt.Errorf("%w: another Agent paused it, and this Agent has no Config.CheckpointKey (without one an Agent seals its checkpoints with a random key of its own, so they resume only in that Agent); set the same Config.CheckpointKey in the Agent that pauses and the one that resumes", ErrCheckpointKey)
+	case errors.As(err, &ke):
+		return nil, fmt.Errorf("%w (%v): resume it with the Config.CheckpointKey it was paused with", ErrCheckpointKey, ke)
+	case errors.Is(err, seal.ErrMismatch):
+		return nil, fmt.Errorf("%w: its seal does not match its content: it was changed after the pause, and is not resumed", ErrCheckpointTampered)
+	case err != nil:
+		return nil, fmt.Errorf("%w: %v", ErrMalformedCheckpoint, err)
+	}
+	return decodeCheckpoint(body)
+}
+
+// VerifyCheckpoint checks a checkpoint's seal and content as [Agent.Resume] does, and
+// returns the pending decision it would resume: what to show the person before they
+// decide. It runs nothing. The errors wrap [ErrCheckpointTampered], [ErrCheckpointKey]
+// or [ErrMalformedCheckpoint].
+func (a *Agent) VerifyCheckpoint(checkpoint []byte) (warden.PendingDecision, error) {
+	cp, err := a.openCheckpoint(checkpoint)
+	if err != nil {
+		return warden.PendingDecision{}, err
+	}
+	return cp.Pending, nil
+}
+
+// checkpoint is everything a paused run needs to continue in any process: the body of
+// the sealed document. The seal shows it is what the Agent wrote; even so the Guard
+// judges the pending call again on resume, and the remaining calls go through the
+// pipeline like any other.
 type checkpoint struct {
 	Format   string          `json:"format"`
 	Session  string          `json:"session,omitempty"`
@@ -87,8 +172,6 @@ func loadCalls(calls []storedCall) []ToolCall {
 	}
 	return out
 }
-
-func (cp *checkpoint) encode() ([]byte, error) { return json.Marshal(cp) }
 
 // decodeCheckpoint decodes and checks a checkpoint strictly: one JSON object, known
 // fields only, and a pending call that belongs to the paused turn.

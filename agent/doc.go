@@ -70,8 +70,13 @@
 // [Result.Paused]: the [warden.PendingDecision] and a JSON checkpoint holding the
 // conversation, the paused turn's results so far and its remaining calls, the pending
 // decision, the call records, the iteration, the policy revision, the executed
-// sequence and the tools and skills whose authorization faulted. [Agent.Resume] continues it in any process, given an Agent and Guard built
-// the same way: the Guard judges the pending call again under its current policy (a
+// sequence and the tools and skills whose authorization faulted, sealed with an HMAC
+// under [Config.CheckpointKey]. [Agent.Resume] continues it in any process, given an
+// Agent and Guard built the same way and the same key (an edited checkpoint, or one
+// without a seal, is refused with [ErrCheckpointTampered] before anything in it is
+// read; without a configured key an Agent seals with a random key of its own, so its
+// checkpoints resume only in that Agent): the Guard judges the pending call again
+// under its current policy (a
 // changed revision is reported in [Result.Resumed]), then the rest of the turn runs,
 // then the loop. A resume without a decision returns [*warden.DecisionRequiredError]
 // and runs nothing; a second ask during the resumed call is refused by the Guard.

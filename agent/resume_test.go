@@ -70,7 +70,7 @@ func newWorld(t *testing.T, o worldOpts) *world {
 	pol := roles(t, map[string][]string{"support": o.allow}, "support", nil)
 	g := bind(t, warden.Config{Checkers: []warden.Checker{pol}, Middleware: mw, CanPause: true, Revision: o.revision, Sinks: []warden.Sink{w.rec}},
 		w.probe.tool("refund", refundSchema), w.probe.tool("lookup", ""))
-	w.agent = newAgent(t, agent.Config{Provider: w.sc, Guard: g, Visible: pol.IsAllowed, Session: "run-1", Identity: warden.Identity{Principal: "agent-7"}})
+	w.agent = newAgent(t, agent.Config{Provider: w.sc, Guard: g, Visible: pol.IsAllowed, Session: "run-1", Identity: warden.Identity{Principal: "agent-7"}, CheckpointKey: testKey})
 	return w
 }
 
@@ -104,10 +104,19 @@ func TestAsk_PausesAndResumesInAFreshWorld(t *testing.T) {
 	if got := statuses(res); !slices.Equal(got, []warden.Status{warden.StatusPending}) || res.Calls[0].Executed {
 		t.Errorf("calls %+v", res.Calls)
 	}
-	// The checkpoint is self-describing JSON: history, the pending call, ledger,
-	// iteration, policy revision, executed sequence.
+	// The checkpoint is self-describing JSON: a sealed document whose body holds the
+	// history, the pending call, ledger, iteration, policy revision, executed sequence.
+	var env map[string]json.RawMessage
+	if err := json.Unmarshal(res.Paused.Checkpoint, &env); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"format", "key_id", "mac", "body"} {
+		if _, ok := env[k]; !ok {
+			t.Errorf("checkpoint has no %q: %s", k, res.Paused.Checkpoint)
+		}
+	}
 	var doc map[string]json.RawMessage
-	if err := json.Unmarshal(res.Paused.Checkpoint, &doc); err != nil {
+	if err := json.Unmarshal(env["body"], &doc); err != nil {
 		t.Fatal(err)
 	}
 	for _, k := range []string{"format", "messages", "pending_call", "pending", "iteration", "revision"} {
@@ -294,17 +303,10 @@ func TestResume_SeveralAsksAreOneApproval(t *testing.T) {
 func TestResume_MalformedCheckpoint(t *testing.T) {
 	_, res := pause(t, use(tc("a", "lookup", `{}`), tc("r1", "refund", `{"amount":1500}`)))
 	good := res.Paused.Checkpoint
+	// Each edit is sealed again under the key, as a writer holding the key could: the
+	// content checks hold on their own.
 	edit := func(f func(m map[string]any)) []byte {
-		var m map[string]any
-		if err := json.Unmarshal(good, &m); err != nil {
-			t.Fatal(err)
-		}
-		f(m)
-		b, err := json.Marshal(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
+		return reseal(t, good, testKey, f)
 	}
 	tests := []struct {
 		name string
@@ -314,7 +316,7 @@ func TestResume_MalformedCheckpoint(t *testing.T) {
 		{"empty", nil, "empty"},
 		{"not JSON", []byte("{"), "malformed"},
 		{"a list", []byte("[]"), "malformed"},
-		{"trailing data", append(append([]byte(nil), good...), []byte(" {}")...), "after the checkpoint"},
+		{"trailing data", append(append([]byte(nil), good...), []byte(" {}")...), "after the object"},
 		{"unknown field", edit(func(m map[string]any) { m["approved"] = true }), "unknown field"},
 		{"wrong format", edit(func(m map[string]any) { m["format"] = "v0" }), "format"},
 		{"no pending", edit(func(m map[string]any) { delete(m, "pending") }), "no pending decision"},
@@ -352,7 +354,7 @@ func TestResume_MalformedCheckpoint(t *testing.T) {
 func TestResume_IterationLimitCoversTheWholeRun(t *testing.T) {
 	_, res := pause(t, use(tc("r1", "refund", `{"amount":1500}`)))
 	w2 := newWorld(t, worldOpts{revision: "rev-1", turns: []agent.ModelResponse{use(tc("x", "lookup", `{}`)), use(tc("y", "lookup", `{}`))}})
-	a, err := agent.New(agent.Config{Provider: w2.sc, Guard: guardOf(t, w2), MaxIterations: 2})
+	a, err := agent.New(agent.Config{Provider: w2.sc, Guard: guardOf(t, w2), MaxIterations: 2, CheckpointKey: testKey})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -385,7 +387,7 @@ func TestResume_HaltDuringResume(t *testing.T) {
 	}}
 	g := bind(t, warden.Config{Checkers: []warden.Checker{halter}, CanPause: true}, p.tool("refund", refundSchema), p.tool("lookup", ""))
 	sc := script(say("unreachable"))
-	res2, err := newAgent(t, agent.Config{Provider: sc, Guard: g}).Resume(context.Background(), res.Paused.Checkpoint, warden.Approved{By: "op", Digest: res.Paused.Pending.ApprovalDigest()})
+	res2, err := newAgent(t, agent.Config{Provider: sc, Guard: g, CheckpointKey: testKey}).Resume(context.Background(), res.Paused.Checkpoint, warden.Approved{By: "op", Digest: res.Paused.Pending.ApprovalDigest()})
 	h := asError[*warden.PolicyHaltError](t, err)
 	if len(h.Sequence) != 1 || h.Sequence[0].Tool != "lookup" || h.Reason != "ops:freeze" {
 		t.Errorf("halt %+v", h)

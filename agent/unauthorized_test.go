@@ -197,7 +197,7 @@ func TestUnauthorized_SurvivesPauseAndResume(t *testing.T) {
 		}}
 		g := bind(t, warden.Config{Checkers: []warden.Checker{f}, Middleware: []*warden.Middleware{ask}, CanPause: true}, p.tool("lookup", ""), p.tool("refund", ""))
 		sc := script(turns...)
-		return newAgent(t, agent.Config{Provider: sc, Guard: g, Session: "run-1"}), sc, &p
+		return newAgent(t, agent.Config{Provider: sc, Guard: g, Session: "run-1", CheckpointKey: testKey}), sc, &p
 	}
 	fail := func(context.Context) (warden.Decision, error) { return warden.Decision{}, errors.New("authz down") }
 	f1 := &flaky{target: "lookup", fail: fail}
@@ -206,11 +206,8 @@ func TestUnauthorized_SurvivesPauseAndResume(t *testing.T) {
 	if err != nil || res.Paused == nil {
 		t.Fatalf("not paused: %v %+v", err, res)
 	}
-	var doc map[string]json.RawMessage
-	if err := json.Unmarshal(res.Paused.Checkpoint, &doc); err != nil {
-		t.Fatal(err)
-	}
-	if got := string(doc["unauthorized"]); got != `["lookup"]` {
+	_, doc := envelopeOf(t, res.Paused.Checkpoint)
+	if got, _ := json.Marshal(doc["unauthorized"]); string(got) != `["lookup"]` {
 		t.Errorf("checkpoint unauthorized %s", got)
 	}
 
@@ -233,11 +230,9 @@ func TestUnauthorized_SurvivesPauseAndResume(t *testing.T) {
 	}
 
 	// A checkpoint written before the field existed still resumes (it remembers none).
-	delete(doc, "unauthorized")
-	old, err := json.Marshal(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// (The edits below are sealed again with the key, as the Agent that wrote them would
+	// have sealed them.)
+	old := reseal(t, res.Paused.Checkpoint, testKey, func(b map[string]any) { delete(b, "unauthorized") })
 	f3 := &flaky{target: "none", fail: fail}
 	a3, _, _ := build(f3, use(tc("c3", "lookup", `{}`)), say("done"))
 	res3, err := a3.Resume(context.Background(), old, warden.Approved{By: "op", Digest: res.Paused.Pending.ApprovalDigest()})
@@ -250,11 +245,7 @@ func TestUnauthorized_SurvivesPauseAndResume(t *testing.T) {
 
 	// The resumed call itself carries the list too ([warden.Caller].Unauthorized): a
 	// checkpoint whose list names the pending tool resumes into a refusal, not a run.
-	doc["unauthorized"] = json.RawMessage(`["lookup","refund"]`)
-	listed, err := json.Marshal(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	listed := reseal(t, res.Paused.Checkpoint, testKey, func(b map[string]any) { b["unauthorized"] = []string{"lookup", "refund"} })
 	f4 := &flaky{target: "none", fail: fail}
 	a4, _, p4 := build(f4, say("done"))
 	res4, err := a4.Resume(context.Background(), listed, warden.Approved{By: "op", Digest: res.Paused.Pending.ApprovalDigest()})

@@ -15,6 +15,9 @@ var (
 	// ErrInvalidVerdict: a verdict with an unknown scope, or a session scope for a
 	// decision that names no session.
 	ErrInvalidVerdict = errors.New("store: invalid verdict")
+	// ErrAlreadyClaimed: [Store.ClaimCheckpoint] for a checkpoint claimed already;
+	// the error is a [*ClaimedError].
+	ErrAlreadyClaimed = errors.New("store: checkpoint already claimed")
 	// ErrClosed: the store was closed.
 	ErrClosed = errors.New("store: closed")
 )

@@ -64,6 +64,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/wardenhq/warden"
@@ -138,10 +139,21 @@ type Store interface {
 	// matches.
 	ConsumeApproval(ctx context.Context, digest, session string) (p Pending, ok bool, err error)
 
-	// PutCheckpoint stores data under id, replacing what was there.
+	// PutCheckpoint stores data under id, replacing what was there. A checkpoint that
+	// was claimed ([Store.ClaimCheckpoint]) stays claimed: its data is replaced (with
+	// the claim's final record, typically), and it cannot be claimed again.
 	PutCheckpoint(ctx context.Context, id string, data []byte) error
 	// GetCheckpoint returns the data stored under id, or [ErrNotFound].
 	GetCheckpoint(ctx context.Context, id string) ([]byte, error)
+	// ClaimCheckpoint claims the checkpoint stored under id, atomically: it replaces
+	// the data with claim, marks the checkpoint claimed (at the store's clock) and
+	// returns the data it replaced. A checkpoint is claimed once: of any number of
+	// concurrent callers, in any processes sharing the database, exactly one gets the
+	// data; every other caller, then and later, gets a [*ClaimedError] (wrapping
+	// [ErrAlreadyClaimed]) holding what is stored now and when it was claimed, and
+	// changes nothing. An unknown id is [ErrNotFound]. Claim before acting on a
+	// checkpoint that must be used once (resuming a paused run with an approval).
+	ClaimCheckpoint(ctx context.Context, id string, claim []byte) ([]byte, error)
 
 	// GetPin returns the pin of a tool definition by tool name, or [ErrNotFound].
 	GetPin(ctx context.Context, name string) (Pin, error)
@@ -321,3 +333,19 @@ type Pin struct {
 	Pending     json.RawMessage // a new definition awaiting review
 	PendingHash string
 }
+
+// ClaimedError is the error [Store.ClaimCheckpoint] returns for a checkpoint claimed
+// already. It wraps [ErrAlreadyClaimed].
+type ClaimedError struct {
+	ID string
+	// At is when the checkpoint was claimed (the store's clock, microseconds, UTC).
+	At time.Time
+	// Data is what is stored under ID now: the first claim, or what replaced it.
+	Data []byte
+}
+
+func (e *ClaimedError) Error() string {
+	return fmt.Sprintf("store: checkpoint %q was claimed at %s", e.ID, e.At.UTC().Format(time.RFC3339Nano))
+}
+
+func (e *ClaimedError) Unwrap() error { return ErrAlreadyClaimed }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -547,6 +548,11 @@ func sceneAsk(ctx context.Context, sc *demoScene) error {
 		return err
 	}
 	sc.task = "Refund 1500 to the customer for order 1042."
+	// The checkpoint is sealed under a key both agents hold, as two processes of one
+	// deployment would.
+	key := make([]byte, agent.MinCheckpointKeyLen)
+	rand.Read(key)
+	w.agent.CheckpointKey = key
 	a, err := w.build(sc, scripted.New(scripted.Call("call_1", "refund", `{"amount":1500}`)))
 	if err != nil {
 		return err
@@ -579,6 +585,7 @@ func sceneAsk(ctx context.Context, sc *demoScene) error {
 	if err != nil {
 		return err
 	}
+	w2.agent.CheckpointKey = key
 	a2, err := w2.build(sc, scripted.New(scripted.Text("Refunded 1500 to the customer after approval.")))
 	if err != nil {
 		return err

@@ -46,6 +46,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binDir = dir
+	// Runs that pause seal their checkpoints with a key file: this run's own, never
+	// the user's (execWardenEnv passes it to child processes).
+	os.Setenv(checkpointKeyEnv, filepath.Join(dir, "checkpoint.key"))
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)

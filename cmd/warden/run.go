@@ -16,6 +16,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -29,6 +30,7 @@ import (
 	"github.com/wardenhq/warden/agent"
 	"github.com/wardenhq/warden/directives"
 	"github.com/wardenhq/warden/hook"
+	"github.com/wardenhq/warden/internal/seal"
 	"github.com/wardenhq/warden/internal/yamlstrict"
 	"github.com/wardenhq/warden/mcp"
 	"github.com/wardenhq/warden/policy"
@@ -51,6 +53,7 @@ type runOptions struct {
 	by      string
 	note    string
 	store   string
+	key     string // --checkpoint-key
 }
 
 const runLong = `Run runs an agent on a task: the model named in agent.yaml proposes tool calls, and
@@ -90,18 +93,34 @@ only. The servers are stopped when the run ends, and a resumed run starts them a
 When a call needs a person (a policy escalate rule, an ask), the run pauses: it writes
 the checkpoint to <checkpoint_dir>/warden-checkpoint-<id>.json, prints the command
 that resumes it, and exits 4. Resume it, in any process, with --resume FILE and
---approve or --decline, --by NAME and optionally --note TEXT. A checkpoint resumes
-once: the file is removed as soon as it has been resumed (a checkpoint that is refused
-as malformed or altered stays). The checkpoint holds the whole conversation; it is
-written readable by its owner only.
+--approve or --decline, --by NAME and optionally --note TEXT; the call, its arguments
+and their digest are printed before it runs. The checkpoint holds the whole
+conversation; it is written readable by its owner only.
+
+A checkpoint is sealed (HMAC-SHA256) with the checkpoint key, and a checkpoint whose
+seal does not match (anything in it edited: the call, its arguments, the workspace)
+is refused and nothing runs. The key is a file of 32 random bytes (64 hex digits),
+created readable by its owner only on first use: --checkpoint-key FILE, else
+$WARDEN_CHECKPOINT_KEY_FILE, else <user config dir>/warden/checkpoint.key
+(on Linux $XDG_CONFIG_HOME, else ~/.config). A resume needs the key the run paused
+with: on another machine, pass a copy of it. Keep it as private as the right to
+approve.
+
+A checkpoint resumes once. The resume first claims it atomically, before anything
+runs: the claim is warden-checkpoint-<id>.claim.json, created next to the file
+(for a store, the stored checkpoint is swapped for the claim). Of several resumes
+started together exactly one proceeds; the others are refused. When the run ends the
+checkpoint file is removed and the claim records who resumed it; resuming it again is
+refused. A resume that was killed after its claim leaves the claim: resuming again is
+refused with "outcome unknown" (the approved call may have run), naming who claimed
+it and when. A checkpoint refused as malformed or altered stays as it is.
 
 With a store (--store DSN, else $WARDEN_STORE, else store: in agent.yaml; DSN is
 sqlite://PATH or postgres://...), the checkpoint is kept in the store instead, under an
 id (ckpt_<id>), and no file is written: --resume ckpt_<id> resumes it in any process
-on any machine that shares the store. --resume with a store still takes a checkpoint
-file when the name is an existing file. A stored checkpoint resumes once too: once
-resumed it is replaced by a marker, and resuming it again is refused. Anyone who can
-read the store can read the checkpoint.
+on any machine that shares the store (and the checkpoint key). --resume with a store
+still takes a checkpoint file when the name is an existing file. Anyone who can read
+the store can read the checkpoint.
 
 agent.yaml (strict: unknown keys, wrong types and bad values are errors with
 file:line:column):
@@ -140,9 +159,10 @@ API keys come from ANTHROPIC_API_KEY or OPENAI_API_KEY.
 
 Exit codes: 0 the model answered; 1 an error during the run, or the iteration limit
 was reached without an answer; 2 bad usage, a bad agent.yaml, policy or checkpoint,
-a missing API key, a store that cannot be opened, or an unknown or already resumed
-checkpoint id; 3 message middleware refused the model's input or output;
-4 the run paused for a person (the checkpoint is written); 5 a policy halted the run.`
+a missing API key, a store that cannot be opened, a missing or unreadable checkpoint
+key, or a checkpoint that is unknown, altered, claimed or already resumed; 3 message
+middleware refused the model's input or output; 4 the run paused for a person (the
+checkpoint is written); 5 a policy halted the run.`
 
 func newRunCommand(stdout io.Writer) *cobra.Command {
 	var o runOptions
@@ -166,6 +186,7 @@ func newRunCommand(stdout io.Writer) *cobra.Command {
 	f.StringVar(&o.by, "by", "", "with --resume: who decides")
 	f.StringVar(&o.note, "note", "", "with --resume: a note for the decision (a decline's note is what the model reads)")
 	f.StringVar(&o.store, "store", "", "keep checkpoints in this store, by id: sqlite://PATH or postgres://... (default $WARDEN_STORE, else store: in agent.yaml, else checkpoint files)")
+	f.StringVar(&o.key, "checkpoint-key", "", "the key file that seals checkpoints (default $WARDEN_CHECKPOINT_KEY_FILE, else <user config dir>/warden/checkpoint.key; created on first use)")
 	_ = cmd.MarkFlagRequired("config")
 	return cmd
 }
@@ -231,21 +252,31 @@ func runAgentCommand(ctx context.Context, w io.Writer, o runOptions, task string
 			}
 		}()
 	}
+	// The key that seals checkpoints. A resume needs the one the run paused with, so it
+	// never creates one.
+	keyFile, err := checkpointKeyFile(o.key)
+	if err != nil {
+		return err
+	}
+	key, err := loadCheckpointKey(keyFile, o.resume == "")
+	if err != nil {
+		return err
+	}
 	var saved *runCheckpoint
 	switch {
 	case fromStore:
-		if saved, err = getStoredCheckpoint(ctx, st, o.resume); err != nil {
+		if saved, err = getStoredCheckpoint(ctx, st, o.resume, key, keyFile); err != nil {
 			return err
 		}
 	case o.resume != "":
-		if saved, err = readRunCheckpoint(o.resume); err != nil {
+		if saved, err = readRunCheckpoint(o.resume, key, keyFile); err != nil {
 			if _, serr := os.Stat(o.resume); serr != nil && dsn == "" && strings.HasPrefix(o.resume, storedCheckpointPrefix) {
 				return usageErrorf("%s is not a file; if it is a stored checkpoint's id, name the store with --store DSN or $WARDEN_STORE", o.resume)
 			}
-			return configError(err)
+			return err
 		}
 	}
-	rt, err := newRuntime(cfg, saved, w)
+	rt, err := newRuntime(cfg, saved, key, w)
 	if err != nil {
 		return err
 	}
@@ -256,33 +287,61 @@ func runAgentCommand(ctx context.Context, w io.Writer, o runOptions, task string
 	}
 	rt.header(task)
 
-	var res agent.Result
 	if saved == nil {
-		res, err = rt.agent.Run(ctx, task)
+		res, err := rt.agent.Run(ctx, task)
+		return rt.finish(o, res, err)
+	}
+	return rt.resume(ctx, o, saved)
+}
+
+// resume shows the pending call, claims the checkpoint and resumes it. The claim comes
+// first: of several resumes of one checkpoint exactly one gets past it, and once it is
+// taken the checkpoint never resumes again, whatever happens next.
+func (rt *runtime) resume(ctx context.Context, o runOptions, saved *runCheckpoint) error {
+	w := rt.w
+	// The agent's own checkpoint, checked as Resume will check it: the question shown
+	// here is the one that resumes.
+	pd, err := rt.agent.VerifyCheckpoint(saved.Checkpoint)
+	if err != nil {
+		return configError(fmt.Errorf("%s: %w", o.resume, err))
+	}
+	if pd.ApprovalDigest() != saved.Pending.ApprovalDigest() || !pd.Args.Equal(saved.Pending.Args) {
+		return configError(&warden.ConfigError{File: o.resume, Msg: "the pending call shown in the file is not the one the checkpoint resumes; it was altered", Hint: "pause the run again to get a new checkpoint"})
+	}
+	var answer warden.Answer = warden.Approved{By: o.by, Note: o.note, Digest: pd.ApprovalDigest()}
+	verb := "approved"
+	if o.decline {
+		answer, verb = warden.Declined{By: o.by, Note: o.note}, "declined"
+	}
+	fmt.Fprintf(w, "resuming %s: %s %s by %s\n", o.resume, pd.Tool, verb, o.by)
+	fmt.Fprintf(w, "  call:     %s %s\n", pd.Tool, clipLine(string(pd.Args.AppendJSON(nil)), 200))
+	fmt.Fprintf(w, "  digest:   %s (the arguments)\n", pd.Digest)
+	fmt.Fprintf(w, "  approval: %s (the tool, the question and the arguments)\n", pd.ApprovalDigest())
+
+	claim := newRunClaim(o.resume, pd, verb, o.by)
+	var c claimed
+	if rt.st != nil && saved.stored {
+		c, err = claimStored(ctx, rt.st, o.resume, saved, claim)
 	} else {
-		var answer warden.Answer = warden.Approved{By: o.by, Note: o.note, Digest: saved.Pending.ApprovalDigest()}
-		verb := "approved"
-		if o.decline {
-			answer, verb = warden.Declined{By: o.by, Note: o.note}, "declined"
+		c, err = claimFile(o.resume, saved, claim)
+	}
+	if err != nil {
+		return err
+	}
+	res, err := rt.agent.Resume(ctx, saved.Checkpoint, answer)
+	if res.Resumed == nil && err != nil {
+		// Refused before anything ran (the Guard refused the pending decision).
+		if ferr := c.finish(ctx, claimRefused, err.Error()); ferr != nil {
+			fmt.Fprintf(w, "warning: could not record the refused resume of %s: %v\n", o.resume, ferr)
 		}
-		fmt.Fprintf(w, "resuming %s: %s %s by %s\n", o.resume, saved.Pending.Tool, verb, o.by)
-		res, err = rt.agent.Resume(ctx, saved.Checkpoint, answer)
-		if res.Resumed == nil {
-			// Refused before anything ran (a malformed or altered checkpoint): the file
-			// stays as it is.
-			return configError(fmt.Errorf("%s: %w", o.resume, err))
-		}
-		if r := res.Resumed; r.RevisionChanged {
-			fmt.Fprintf(w, "note: the policy changed since the pause (%s, now %s); the pending call was judged again under the current policy\n", r.CheckpointRevision, r.Revision)
-		}
-		// A checkpoint resumes once: running an approval twice would run the call twice.
-		if fromStore {
-			if terr := markResumed(ctx, st, o.resume, verb, o.by); terr != nil {
-				fmt.Fprintf(w, "warning: could not mark the used checkpoint %s as resumed: %v\n", o.resume, terr)
-			}
-		} else if rerr := os.Remove(o.resume); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
-			fmt.Fprintf(w, "warning: could not remove the used checkpoint %s: %v\n", o.resume, rerr)
-		}
+		return configError(fmt.Errorf("%s: %w", o.resume, err))
+	}
+	// The call may have run: from here on the checkpoint is used, and the claim says so.
+	if ferr := c.finish(ctx, claimResumed, ""); ferr != nil {
+		fmt.Fprintf(w, "warning: could not record that %s was resumed (its claim stays, so it will not resume again): %v\n", o.resume, ferr)
+	}
+	if r := res.Resumed; r.RevisionChanged {
+		fmt.Fprintf(w, "note: the policy changed since the pause (%s, now %s); the pending call was judged again under the current policy\n", r.CheckpointRevision, r.Revision)
 	}
 	return rt.finish(o, res, err)
 }
@@ -299,9 +358,10 @@ type runtime struct {
 	mcpNotes  []string    // what the header says about them
 	st        store.Store // where a pause keeps its checkpoint; nil: a file
 	dsn       string      // st's DSN, for the resume command
+	key       []byte      // seals checkpoints
 }
 
-func newRuntime(cfg *runConfig, saved *runCheckpoint, w io.Writer) (*runtime, error) {
+func newRuntime(cfg *runConfig, saved *runCheckpoint, key []byte, w io.Writer) (*runtime, error) {
 	pol, err := policy.LoadFile(cfg.policy, &policy.LoadOptions{Role: cfg.role})
 	if err != nil {
 		return nil, configError(err)
@@ -329,7 +389,7 @@ func newRuntime(cfg *runConfig, saved *runCheckpoint, w io.Writer) (*runtime, er
 	if err != nil {
 		return nil, configError(err)
 	}
-	rt := &runtime{cfg: cfg, w: w, pol: pol}
+	rt := &runtime{cfg: cfg, w: w, pol: pol, key: key}
 	dir := cfg.workspace
 	switch {
 	case dir == "" && saved != nil:
@@ -396,6 +456,7 @@ func newRuntime(cfg *runConfig, saved *runCheckpoint, w io.Writer) (*runtime, er
 		MaxIterations: cfg.maxIterations,
 		Session:       "warden-run",
 		OnCall:        func(_ context.Context, rec agent.CallRecord) { rt.progress(rec) },
+		CheckpointKey: key,
 	})
 	if err != nil {
 		rt.close()
@@ -581,17 +642,16 @@ func (rt *runtime) pause(o runOptions, p *agent.Paused) error {
 	if _, err := rand.Read(id); err != nil {
 		return internalError(err)
 	}
-	data, err := json.MarshalIndent(runCheckpoint{
-		Format:     runCheckpointFormat,
+	data, err := sealRunCheckpoint(&runCheckpoint{
+		ID:         hex.EncodeToString(id),
 		Config:     rt.cfg.path,
 		Workspace:  rt.ws.dir,
 		Pending:    p.Pending,
 		Checkpoint: json.RawMessage(p.Checkpoint),
-	}, "", "  ")
+	}, rt.key)
 	if err != nil {
 		return internalError(err)
 	}
-	data = append(data, '\n')
 	var where, base string
 	if rt.st != nil {
 		// The same bytes as the file, kept in the store under an id.
@@ -648,49 +708,394 @@ func runQuote(s string) string {
 // ---------------------------------------------------------------------------------------
 // The checkpoint file.
 
-const runCheckpointFormat = "warden.run.checkpoint/v1"
+// runCheckpointFormat is the format of the sealed document (package internal/seal)
+// and of its body.
+const runCheckpointFormat = "warden.run.checkpoint/v2"
 
-// runCheckpoint is the file a paused run writes: the agent's checkpoint, the question
-// for people reading the file, and the workspace the run works in.
+// unsealedRunCheckpointFormat is the format warden run wrote before checkpoints were
+// sealed.
+const unsealedRunCheckpointFormat = "warden.run.checkpoint/v1"
+
+// runCheckpoint is the body of the file a paused run writes: the agent's checkpoint
+// (sealed on its own), the question for people reading the file, and the workspace the
+// run works in. The whole is sealed with the checkpoint key, so none of it (the
+// workspace included) can be changed without the resume refusing it.
 type runCheckpoint struct {
-	Format     string                 `json:"format"`
+	Format string `json:"format"`
+	// ID names the checkpoint: its claim is warden-checkpoint-<ID>.claim.json.
+	ID         string                 `json:"id"`
 	Config     string                 `json:"config"`
 	Workspace  string                 `json:"workspace"`
 	Pending    warden.PendingDecision `json:"pending"`
 	Checkpoint json.RawMessage        `json:"checkpoint"`
+
+	raw    []byte // the document as read, for the check after the claim
+	stored bool   // read from the store, not a file
 }
 
-func readRunCheckpoint(file string) (*runCheckpoint, error) {
+// sealRunCheckpoint returns the document a pause writes: cp sealed under key, indented
+// for people.
+func sealRunCheckpoint(cp *runCheckpoint, key []byte) ([]byte, error) {
+	cp.Format = runCheckpointFormat
+	body, err := json.Marshal(cp)
+	if err != nil {
+		return nil, err
+	}
+	sealed, err := seal.Seal(key, runCheckpointFormat, body)
+	if err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	if err := json.Indent(&out, sealed, "", "  "); err != nil {
+		return nil, err
+	}
+	out.WriteByte('\n')
+	return out.Bytes(), nil
+}
+
+var (
+	checkpointID       = regexp.MustCompile(`^[0-9a-f]{12}$`)
+	checkpointFileName = regexp.MustCompile(`^warden-checkpoint-([0-9a-f]{12})\.json$`)
+)
+
+func readRunCheckpoint(file string, key []byte, keyFile string) (*runCheckpoint, error) {
 	data, err := os.ReadFile(file)
 	if err != nil {
-		return nil, &warden.ConfigError{File: file, Msg: "cannot read the checkpoint: " + errText(err), Hint: "pass the file a paused `warden run` wrote; a checkpoint is removed once it is resumed"}
+		// A checkpoint that was resumed is gone; its claim says what became of it.
+		if m := checkpointFileName.FindStringSubmatch(filepath.Base(file)); m != nil && errors.Is(err, fs.ErrNotExist) {
+			if rc, ok := readClaimFile(claimFileOf(file, m[1])); ok {
+				return nil, rc.refusal(file)
+			}
+		}
+		return nil, configError(&warden.ConfigError{File: file, Msg: "cannot read the checkpoint: " + errText(err), Hint: "pass the file a paused `warden run` wrote; a checkpoint is removed once it is resumed"})
 	}
-	return parseRunCheckpoint(file, data)
+	cp, err := parseRunCheckpoint(file, data, key, keyFile)
+	if err != nil {
+		return nil, configError(err)
+	}
+	if rc, ok := readClaimFile(claimFileOf(file, cp.ID)); ok {
+		return nil, rc.refusal(file)
+	}
+	return cp, nil
 }
 
-// parseRunCheckpoint decodes and checks a checkpoint; file names it in errors (a file
-// or a stored checkpoint's id).
-func parseRunCheckpoint(file string, data []byte) (*runCheckpoint, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
+// parseRunCheckpoint checks a checkpoint's seal, then decodes it; file names it in
+// errors (a file or a stored checkpoint's id).
+func parseRunCheckpoint(file string, data, key []byte, keyFile string) (*runCheckpoint, error) {
+	notOurs := func(msg string) error {
+		return &warden.ConfigError{File: file, Msg: msg, Hint: "pass the file a paused `warden run` wrote"}
+	}
+	body, err := seal.Open(key, runCheckpointFormat, data)
+	var fe *seal.FormatError
+	var ke *seal.KeyError
+	switch {
+	case errors.As(err, &fe) && fe.Got == unsealedRunCheckpointFormat:
+		return nil, &warden.ConfigError{File: file, Msg: fmt.Sprintf("the checkpoint has no seal (format %q, written before checkpoints were sealed): nothing shows it was not edited, so it is not resumed", fe.Got), Hint: "run the task again"}
+	case errors.As(err, &fe):
+		return nil, notOurs(fmt.Sprintf("not a warden run checkpoint (format %q, want %q)", fe.Got, fe.Want))
+	case errors.As(err, &ke):
+		return nil, &warden.ConfigError{File: file, Msg: fmt.Sprintf("the checkpoint was sealed with another checkpoint key (key id %s; %s has key id %s)", ke.Got, keyFile, ke.Want), Hint: "pass the key file the run paused with in --checkpoint-key or $WARDEN_CHECKPOINT_KEY_FILE"}
+	case errors.Is(err, seal.ErrMismatch):
+		return nil, &warden.ConfigError{File: file, Msg: "the checkpoint was altered after the pause: its seal does not match its content, so it is not resumed and nothing ran", Hint: "pause the run again to get a new checkpoint"}
+	case err != nil:
+		return nil, notOurs("not a warden run checkpoint: " + err.Error())
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	var cp runCheckpoint
 	if err := dec.Decode(&cp); err != nil {
-		return nil, &warden.ConfigError{File: file, Msg: "not a warden run checkpoint: " + err.Error(), Hint: "pass the file a paused `warden run` wrote"}
+		return nil, notOurs("not a warden run checkpoint: " + err.Error())
 	}
-	if cp.Format != runCheckpointFormat || len(cp.Checkpoint) == 0 {
-		return nil, &warden.ConfigError{File: file, Msg: fmt.Sprintf("not a warden run checkpoint (format %q, want %q)", cp.Format, runCheckpointFormat), Hint: "pass the file a paused `warden run` wrote"}
+	if cp.Format != runCheckpointFormat || len(cp.Checkpoint) == 0 || !checkpointID.MatchString(cp.ID) {
+		return nil, notOurs(fmt.Sprintf("not a warden run checkpoint (format %q, id %q)", cp.Format, cp.ID))
 	}
-	// The pending call shown at the top of the file is for people; the agent's
-	// checkpoint is what resumes. They must agree, or a person could approve one call
-	// and run another.
-	var inner struct {
-		Pending warden.PendingDecision `json:"pending"`
-	}
-	if err := json.Unmarshal(cp.Checkpoint, &inner); err != nil || inner.Pending.Digest != cp.Pending.Digest ||
-		inner.Pending.Tool != cp.Pending.Tool || inner.Pending.Question != cp.Pending.Question || !inner.Pending.Args.Equal(cp.Pending.Args) {
-		return nil, &warden.ConfigError{File: file, Msg: "the pending call shown in the file is not the one the checkpoint resumes; it was altered", Hint: "pause the run again to get a new checkpoint"}
-	}
+	cp.raw = data
 	return &cp, nil
+}
+
+// ---------------------------------------------------------------------------------------
+// The checkpoint key.
+
+// checkpointKeyEnv names the key file when --checkpoint-key is not given.
+const checkpointKeyEnv = "WARDEN_CHECKPOINT_KEY_FILE"
+
+// checkpointKeyFile is the key file: the flag, else $WARDEN_CHECKPOINT_KEY_FILE, else
+// <user config dir>/warden/checkpoint.key.
+func checkpointKeyFile(flag string) (string, error) {
+	if flag != "" {
+		return flag, nil
+	}
+	if env := os.Getenv(checkpointKeyEnv); env != "" {
+		return env, nil
+	}
+	dir, err := os.UserConfigDir()
+	if err != nil {
+		return "", cmdError(exitUsage, "no place for the checkpoint key (%v): name a key file with --checkpoint-key FILE or $%s", err, checkpointKeyEnv)
+	}
+	return filepath.Join(dir, "warden", "checkpoint.key"), nil
+}
+
+// loadCheckpointKey reads the key file: 32 or more bytes in hex, readable by its owner
+// only. With create, a missing file is created with a new random key (two runs that
+// both create it agree on one key: the file appears whole, by a link, or not at all).
+func loadCheckpointKey(file string, create bool) ([]byte, error) {
+	key, err := readCheckpointKey(file)
+	if errors.Is(err, fs.ErrNotExist) && create {
+		if err = createCheckpointKey(file); err == nil || errors.Is(err, fs.ErrExist) {
+			key, err = readCheckpointKey(file)
+		}
+	}
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, cmdError(exitUsage, "no checkpoint key at %s: a checkpoint resumes only with the key it was sealed with; pass the key file the run paused with in --checkpoint-key or $%s", file, checkpointKeyEnv)
+	case err != nil:
+		return nil, cmdError(exitUsage, "checkpoint key %s: %v", file, err)
+	}
+	return key, nil
+}
+
+func readCheckpointKey(file string) ([]byte, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	// Fail closed: whoever can read the key can forge a checkpoint.
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+		return nil, fmt.Errorf("readable by others (mode %#o): make it readable by its owner only (chmod 600 %s)", perm, file)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, 4096))
+	if err != nil {
+		return nil, err
+	}
+	key, err := hex.DecodeString(strings.TrimSpace(string(data)))
+	if err != nil {
+		return nil, fmt.Errorf("not a key: want %d or more bytes in hex (%v)", seal.MinKeyLen, err)
+	}
+	if err := seal.CheckKey(key); err != nil {
+		return nil, err
+	}
+	return key, nil
+}
+
+func createCheckpointKey(file string) error {
+	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
+		return err
+	}
+	key := make([]byte, seal.MinKeyLen)
+	if _, err := rand.Read(key); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(file), ".checkpoint-key-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.WriteString(hex.EncodeToString(key) + "\n"); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	// CreateTemp makes the file 0600; Link fails if the key exists (another run made
+	// it first, and its key is the one to use).
+	return os.Link(tmp.Name(), file)
+}
+
+// ---------------------------------------------------------------------------------------
+// Claims: a checkpoint resumes once.
+
+const runClaimFormat = "warden.run.claim/v1"
+
+// Claim states.
+const (
+	claimClaimed = "claimed" // a resume took it; it has not finished (or died)
+	claimResumed = "resumed" // the resumed run ended
+	claimRefused = "refused" // the resume was refused before anything ran
+)
+
+// runClaim records who resumed a checkpoint: it is the claim file, or what replaces a
+// stored checkpoint.
+type runClaim struct {
+	Format     string    `json:"format"`
+	Checkpoint string    `json:"checkpoint"`
+	State      string    `json:"state"`
+	Tool       string    `json:"tool"`
+	Digest     string    `json:"digest"`
+	Decision   string    `json:"decision"`
+	By         string    `json:"by"`
+	PID        int       `json:"pid"`
+	Host       string    `json:"host,omitempty"`
+	ClaimedAt  time.Time `json:"claimed_at"`
+	FinishedAt time.Time `json:"finished_at,omitzero"`
+	Note       string    `json:"note,omitempty"`
+}
+
+func newRunClaim(name string, pd warden.PendingDecision, verb, by string) runClaim {
+	host, _ := os.Hostname()
+	return runClaim{
+		Format: runClaimFormat, Checkpoint: name, State: claimClaimed, Tool: pd.Tool, Digest: pd.Digest,
+		Decision: verb, By: by, PID: os.Getpid(), Host: host, ClaimedAt: time.Now().UTC().Truncate(time.Second),
+	}
+}
+
+func (c runClaim) encode() []byte {
+	data, _ := json.MarshalIndent(c, "", "  ") // plain fields: cannot fail
+	return append(data, '\n')
+}
+
+// parseClaim reads a claim record, or the marker older versions stored.
+func parseClaim(data []byte) (runClaim, bool) {
+	var c runClaim
+	if json.Unmarshal(data, &c) == nil && c.Format == runClaimFormat {
+		return c, true
+	}
+	var old struct {
+		Resumed  bool      `json:"resumed"`
+		Decision string    `json:"decision"`
+		By       string    `json:"by"`
+		At       time.Time `json:"at"`
+	}
+	if json.Unmarshal(data, &old) == nil && old.Resumed {
+		return runClaim{State: claimResumed, Decision: old.Decision, By: old.By, ClaimedAt: old.At}, true
+	}
+	return runClaim{}, false
+}
+
+// refusal is the error for resuming a checkpoint that carries this claim: exit 2.
+func (c runClaim) refusal(name string) error {
+	who := ""
+	if c.Decision != "" && c.By != "" {
+		who = c.Decision + " by " + c.By
+	}
+	if !c.ClaimedAt.IsZero() {
+		who += " at " + c.ClaimedAt.UTC().Format(time.RFC3339)
+	}
+	who = strings.TrimSpace(who)
+	switch c.State {
+	case claimResumed:
+		if who != "" {
+			who = " (" + who + ")"
+		}
+		return cmdError(exitUsage, "checkpoint %s was already resumed%s; a checkpoint resumes once", name, who)
+	case claimRefused:
+		if who != "" {
+			who = " (" + who + ")"
+		}
+		return cmdError(exitUsage, "checkpoint %s cannot be resumed: a resume%s was refused before anything ran: %s; pause the run again", name, who, c.Note)
+	}
+	if c.PID != 0 {
+		if who != "" {
+			who += ", "
+		}
+		who += fmt.Sprintf("process %d", c.PID)
+		if c.Host != "" {
+			who += " on " + c.Host
+		}
+	}
+	if who != "" {
+		who = " (" + who + ")"
+	}
+	tool := "the approved call"
+	if c.Tool != "" {
+		tool = c.Tool
+	}
+	// Fail closed: a claim without an end may have run the call; never run it twice.
+	return cmdError(exitUsage, "checkpoint %s: outcome unknown: a resume claimed it%s and has not finished; it is still running, or it stopped, and %s may have run. A checkpoint resumes once, so it is not resumed again: check whether %s ran before running the task again", name, who, tool, tool)
+}
+
+// claimed is a checkpoint this process claimed.
+type claimed interface {
+	// finish records how the resume ended: claimResumed (the call may have run) or
+	// claimRefused (nothing ran; note says why).
+	finish(ctx context.Context, state, note string) error
+}
+
+// claimFileOf is the claim of the checkpoint id next to file.
+func claimFileOf(file, id string) string {
+	return filepath.Join(filepath.Dir(file), "warden-checkpoint-"+id+".claim.json")
+}
+
+func readClaimFile(file string) (runClaim, bool) {
+	data, err := os.ReadFile(file)
+	if errors.Is(err, fs.ErrNotExist) {
+		return runClaim{}, false
+	}
+	if c, ok := parseClaim(data); ok {
+		return c, true
+	}
+	// Unreadable, or half-written by a resume that died: still a claim (fail closed).
+	return runClaim{State: claimClaimed}, true
+}
+
+// fileClaim is a claim file this process created.
+type fileClaim struct {
+	file, claimFile string
+	rec             runClaim
+}
+
+// claimFile claims a checkpoint file: the claim file is written whole to a temporary
+// name, then linked to its name, which fails when a claim exists. So exactly one resume
+// creates it, and it never appears half-written.
+func claimFile(file string, saved *runCheckpoint, rec runClaim) (claimed, error) {
+	cf := claimFileOf(file, saved.ID)
+	tmp, err := os.CreateTemp(filepath.Dir(cf), ".warden-claim-*")
+	if err != nil {
+		return nil, internalError(fmt.Errorf("claiming the checkpoint: %w", err))
+	}
+	defer os.Remove(tmp.Name())
+	_, werr := tmp.Write(rec.encode())
+	if cerr := tmp.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		return nil, internalError(fmt.Errorf("claiming the checkpoint: %w", werr))
+	}
+	if err := os.Link(tmp.Name(), cf); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			c, _ := readClaimFile(cf)
+			return nil, c.refusal(file)
+		}
+		return nil, internalError(fmt.Errorf("claiming the checkpoint: %w", err))
+	}
+	// What was checked must be what is claimed.
+	if now, err := os.ReadFile(file); err != nil || !bytes.Equal(now, saved.raw) {
+		os.Remove(cf)
+		return nil, cmdError(exitUsage, "checkpoint %s changed while it was being resumed; nothing ran", file)
+	}
+	return &fileClaim{file: file, claimFile: cf, rec: rec}, nil
+}
+
+func (c *fileClaim) finish(_ context.Context, state, note string) error {
+	if state == claimRefused {
+		// Nothing ran: the checkpoint stays, unclaimed, as a refused one does.
+		return os.Remove(c.claimFile)
+	}
+	c.rec.State, c.rec.FinishedAt, c.rec.Note = state, time.Now().UTC().Truncate(time.Second), note
+	tmp, err := os.CreateTemp(filepath.Dir(c.claimFile), ".warden-claim-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	_, werr := tmp.Write(c.rec.encode())
+	if cerr := tmp.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		return werr
+	}
+	if err := os.Rename(tmp.Name(), c.claimFile); err != nil {
+		return err
+	}
+	if err := os.Remove(c.file); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
 }
 
 // ---------------------------------------------------------------------------------------
@@ -701,15 +1106,6 @@ const storedCheckpointPrefix = "ckpt_"
 
 // runStoreTimeout bounds one store operation of warden run.
 const runStoreTimeout = 30 * time.Second
-
-// resumedCheckpoint replaces a stored checkpoint once it has been resumed, so that an
-// approval runs its call once.
-type resumedCheckpoint struct {
-	Resumed  bool      `json:"resumed"`
-	Decision string    `json:"decision,omitempty"`
-	By       string    `json:"by,omitempty"`
-	At       time.Time `json:"at,omitzero"`
-}
 
 // openRunStore opens the store of checkpoints. Resuming from it reads what exists, so
 // it uses openStore (a SQLite file that does not exist is an error); a run that may
@@ -728,8 +1124,8 @@ func openRunStore(ctx context.Context, dsn string, resume bool) (store.Store, er
 }
 
 // getStoredCheckpoint reads the checkpoint stored under id and checks it as a file's
-// would be. An unknown id and a checkpoint already resumed are exit 2.
-func getStoredCheckpoint(ctx context.Context, st store.Store, id string) (*runCheckpoint, error) {
+// would be. An unknown id and a checkpoint claimed or resumed already are exit 2.
+func getStoredCheckpoint(ctx context.Context, st store.Store, id string, key []byte, keyFile string) (*runCheckpoint, error) {
 	ctx, cancel := context.WithTimeout(ctx, runStoreTimeout)
 	defer cancel()
 	data, err := st.GetCheckpoint(ctx, id)
@@ -739,34 +1135,61 @@ func getStoredCheckpoint(ctx context.Context, st store.Store, id string) (*runCh
 	case err != nil:
 		return nil, internalError(fmt.Errorf("reading checkpoint %s from the store: %w", id, err))
 	}
-	var done resumedCheckpoint
-	if json.Unmarshal(data, &done) == nil && done.Resumed {
-		how := ""
-		if done.Decision != "" && done.By != "" {
-			how = fmt.Sprintf(" (%s by %s", done.Decision, done.By)
-			if !done.At.IsZero() {
-				how += " at " + done.At.UTC().Format(time.RFC3339)
-			}
-			how += ")"
-		}
-		return nil, cmdError(exitUsage, "checkpoint %s was already resumed%s; a checkpoint resumes once", id, how)
+	if c, ok := parseClaim(data); ok {
+		return nil, c.refusal(id)
 	}
-	cp, err := parseRunCheckpoint(id, data)
+	cp, err := parseRunCheckpoint(id, data, key, keyFile)
 	if err != nil {
 		return nil, configError(err)
 	}
+	cp.stored = true
 	return cp, nil
 }
 
-// markResumed replaces the stored checkpoint with a marker: the approval is used.
-func markResumed(ctx context.Context, st store.Store, id, verb, by string) error {
-	data, err := json.Marshal(resumedCheckpoint{Resumed: true, Decision: verb, By: by, At: time.Now().UTC()})
-	if err != nil {
-		return err
+// storeClaim is a stored checkpoint this process claimed.
+type storeClaim struct {
+	st  store.Store
+	id  string
+	rec runClaim
+}
+
+// claimStored claims a stored checkpoint with the store's compare-and-swap: the
+// checkpoint is replaced by the claim, and exactly one resume gets it.
+func claimStored(ctx context.Context, st store.Store, id string, saved *runCheckpoint, rec runClaim) (claimed, error) {
+	cctx, cancel := context.WithTimeout(ctx, runStoreTimeout)
+	defer cancel()
+	prev, err := st.ClaimCheckpoint(cctx, id, rec.encode())
+	var ce *store.ClaimedError
+	switch {
+	case errors.As(err, &ce):
+		c, ok := parseClaim(ce.Data)
+		if !ok {
+			c = runClaim{State: claimClaimed, ClaimedAt: ce.At}
+		}
+		return nil, c.refusal(id)
+	case errors.Is(err, store.ErrNotFound):
+		return nil, cmdError(exitUsage, "no checkpoint %s in the store: pass the id (or the file) a paused `warden run` printed, with the store it paused with", id)
+	case err != nil:
+		return nil, internalError(fmt.Errorf("claiming checkpoint %s in the store: %w", id, err))
 	}
+	c := &storeClaim{st: st, id: id, rec: rec}
+	if !bytes.Equal(prev, saved.raw) {
+		// Replaced between the check and the claim: it is claimed now, and nothing ran.
+		const why = "the checkpoint changed between its check and its claim"
+		if ferr := c.finish(ctx, claimRefused, why); ferr != nil {
+			return nil, internalError(fmt.Errorf("claiming checkpoint %s: %s, and recording that failed: %w", id, why, ferr))
+		}
+		return nil, cmdError(exitUsage, "checkpoint %s changed while it was being resumed; nothing ran", id)
+	}
+	return c, nil
+}
+
+// finish replaces the claim with its final record; the checkpoint stays claimed.
+func (c *storeClaim) finish(ctx context.Context, state, note string) error {
+	c.rec.State, c.rec.FinishedAt, c.rec.Note = state, time.Now().UTC().Truncate(time.Second), note
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), runStoreTimeout)
 	defer cancel()
-	return st.PutCheckpoint(ctx, id, data)
+	return c.st.PutCheckpoint(ctx, c.id, c.rec.encode())
 }
 
 // redactDSN hides a password in a DSN printed in the resume command.

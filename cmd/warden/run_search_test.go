@@ -29,7 +29,7 @@ func TestRunSearchSkipsDeniedFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := newRuntime(cfg, nil, io.Discard)
+	rt, err := newRuntime(cfg, nil, nil, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

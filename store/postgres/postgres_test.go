@@ -136,8 +136,8 @@ func TestConcurrentMigrations(t *testing.T) {
 	if err := conn.QueryRow(t.Context(), `SELECT count(*) FROM warden_schema_migrations`).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
-	if n != 1 {
-		t.Errorf("%d migrations recorded, want 1", n)
+	if n != 2 {
+		t.Errorf("%d migrations recorded, want 2 (0001_init, 0002_checkpoint_claims)", n)
 	}
 }
 

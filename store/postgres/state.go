@@ -50,6 +50,46 @@ func (s *Store) GetCheckpoint(ctx context.Context, id string) ([]byte, error) {
 	return data, nil
 }
 
+// ClaimCheckpoint claims the checkpoint under id once: the row is locked (FOR UPDATE)
+// from the read to the update, so of concurrent claims, in any replicas, exactly one
+// reads it unclaimed.
+func (s *Store) ClaimCheckpoint(ctx context.Context, id string, claim []byte) ([]byte, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	if claim == nil {
+		claim = []byte{} // the column is NOT NULL
+	}
+	var prev []byte
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var data []byte
+		var claimed *time.Time
+		err := tx.QueryRow(ctx, `SELECT data, claimed FROM warden_checkpoints WHERE id = $1 FOR UPDATE`, id).Scan(&data, &claimed)
+		if isNoRows(err) {
+			return notFound("checkpoint", strconv.Quote(id))
+		}
+		if err != nil {
+			return fmt.Errorf("postgres: reading checkpoint %s: %w", id, err)
+		}
+		if data == nil {
+			data = []byte{}
+		}
+		if claimed != nil {
+			return &store.ClaimedError{ID: id, At: claimed.UTC(), Data: data}
+		}
+		now := store.NormalizeTime(s.now())
+		if _, err := tx.Exec(ctx, `UPDATE warden_checkpoints SET data = $2, claimed = $3, updated = $3 WHERE id = $1`, id, claim, now); err != nil {
+			return fmt.Errorf("postgres: claiming checkpoint %s: %w", id, err)
+		}
+		prev = data
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return prev, nil
+}
+
 const pinCols = `name, hash, definition, approved, approved_by, updated, pending, pending_hash`
 
 func scanPin(row pgx.Row) (store.Pin, error) {

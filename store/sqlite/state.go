@@ -46,6 +46,49 @@ func (s *Store) GetCheckpoint(ctx context.Context, id string) ([]byte, error) {
 	return data, nil
 }
 
+// ClaimCheckpoint claims the checkpoint under id once. The writer holds the database's
+// write lock (BEGIN IMMEDIATE) from the read to the update, in this process and any
+// other sharing the file, so exactly one claim reads it unclaimed.
+func (s *Store) ClaimCheckpoint(ctx context.Context, id string, claim []byte) ([]byte, error) {
+	claim = append([]byte{}, claim...) // never NULL; and the caller keeps its slice
+	var prev []byte
+	err := s.w.do(ctx, func(t *wtx) error {
+		var data []byte
+		var claimed sql.NullInt64
+		err := t.queryRow(`SELECT data, claimed FROM checkpoints WHERE id = ?`, id).Scan(&data, &claimed)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("%w: checkpoint %q", store.ErrNotFound, id)
+		}
+		if err != nil {
+			return fmt.Errorf("sqlite: reading checkpoint %s: %w", id, err)
+		}
+		if claimed.Valid {
+			if data == nil {
+				data = []byte{}
+			}
+			return &store.ClaimedError{ID: id, At: fromMicros(claimed.Int64), Data: data}
+		}
+		now := s.now().UnixMicro()
+		res, err := t.exec(`UPDATE checkpoints SET data = ?, claimed = ?, updated = ? WHERE id = ? AND claimed IS NULL`, claim, now, now, id)
+		if err != nil {
+			return fmt.Errorf("sqlite: claiming checkpoint %s: %w", id, err)
+		}
+		if n, err := res.RowsAffected(); err != nil || n != 1 {
+			// Unreachable under the write lock; fail closed rather than claim twice.
+			return fmt.Errorf("sqlite: claiming checkpoint %s: %d rows changed (%v)", id, n, err)
+		}
+		if data == nil {
+			data = []byte{}
+		}
+		prev = data
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return prev, nil
+}
+
 const pinCols = `name, hash, definition, approved, approved_by, updated, pending, pending_hash`
 
 func scanPin(sc interface{ Scan(...any) error }) (store.Pin, error) {

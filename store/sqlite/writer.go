@@ -161,7 +161,7 @@ var errExists = errors.New("exists already")
 // which leaves the transaction intact.
 func isVerdict(err error) bool {
 	for _, v := range []error{store.ErrNotFound, store.ErrAlreadyCompleted, store.ErrAlreadyDecided,
-		store.ErrExpired, store.ErrInvalidVerdict, errExists} {
+		store.ErrExpired, store.ErrInvalidVerdict, store.ErrAlreadyClaimed, errExists} {
 		if errors.Is(err, v) {
 			return true
 		}

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -97,6 +98,39 @@ func RunReplicas(t *testing.T, newDSN func(t *testing.T) string) {
 		wg.Wait()
 		if wins.Load() != 1 {
 			t.Errorf("%d consumers in two replicas got the once approval, want exactly 1", wins.Load())
+		}
+	})
+
+	t.Run("Replicas/ClaimCheckpointOnce", func(t *testing.T) {
+		dsn := newDSN(t)
+		a, b := openDSN(t, dsn), openDSN(t, dsn)
+		ctx := ctxFor(t)
+		for round := range 20 {
+			id := fmt.Sprintf("ckpt-%d", round)
+			if err := a.PutCheckpoint(ctx, id, []byte("checkpoint")); err != nil {
+				t.Fatal(err)
+			}
+			var wins atomic.Int32
+			var wg sync.WaitGroup
+			for i := range 8 {
+				s := a
+				if i%2 == 1 {
+					s = b
+				}
+				wg.Go(func() {
+					_, err := s.ClaimCheckpoint(ctx, id, []byte("claim"))
+					switch {
+					case err == nil:
+						wins.Add(1)
+					case !errors.Is(err, store.ErrAlreadyClaimed):
+						t.Error(err)
+					}
+				})
+			}
+			wg.Wait()
+			if wins.Load() != 1 {
+				t.Fatalf("round %d: %d claimers in two replicas claimed the checkpoint, want exactly 1", round, wins.Load())
+			}
 		}
 	})
 }

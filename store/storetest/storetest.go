@@ -82,6 +82,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Approval/NeverAuthorizes", testNeverAuthorizes},
 		{"Approval/SessionScope", testSessionScope},
 		{"Checkpoints", testCheckpoints},
+		{"Checkpoints/ClaimOnce", testClaimCheckpoint},
+		{"Checkpoints/ClaimConcurrent", testClaimConcurrent},
 		{"Pins", testPins},
 		{"Closed", testClosed},
 	}
@@ -953,6 +955,103 @@ func testCheckpoints(t *testing.T, s store.Store) {
 	check(t, err)
 	if len(got) != 0 {
 		t.Errorf("empty checkpoint = %v", got)
+	}
+}
+
+// Issue 13: "Resuming claims the checkpoint atomically before anything runs (a store
+// compare-and-swap ...): of any number of concurrent resumes exactly one proceeds, the
+// others are refused".
+func testClaimCheckpoint(t *testing.T, s store.Store) {
+	ctx := ctxFor(t)
+	_, err := s.ClaimCheckpoint(ctx, "run-1", []byte("claim"))
+	wantErr(t, "ClaimCheckpoint of an unknown ID", err, store.ErrNotFound)
+
+	check(t, s.PutCheckpoint(ctx, "run-1", []byte(`{"iteration":3}`)))
+	before := time.Now().Add(-time.Second)
+	claim := []byte(`{"claimed_by":"alice"}`)
+	prev, err := s.ClaimCheckpoint(ctx, "run-1", claim)
+	check(t, err)
+	claim[0] = 'X' // the store must have kept its own copy
+	if string(prev) != `{"iteration":3}` {
+		t.Errorf("ClaimCheckpoint returned %q, want the checkpoint it replaced", prev)
+	}
+	got, err := s.GetCheckpoint(ctx, "run-1")
+	check(t, err)
+	if string(got) != `{"claimed_by":"alice"}` {
+		t.Errorf("after the claim GetCheckpoint = %q, want the claim", got)
+	}
+
+	// A second claim changes nothing and says when the first one was made.
+	_, err = s.ClaimCheckpoint(ctx, "run-1", []byte(`{"claimed_by":"mallory"}`))
+	wantErr(t, "a second ClaimCheckpoint", err, store.ErrAlreadyClaimed)
+	var ce *store.ClaimedError
+	if !errors.As(err, &ce) {
+		t.Fatalf("a second claim: %T %v, want a *store.ClaimedError", err, err)
+	}
+	if ce.ID != "run-1" || string(ce.Data) != `{"claimed_by":"alice"}` || ce.At.Before(before) || ce.At.After(time.Now().Add(time.Second)) || ce.At.Location() != time.UTC {
+		t.Errorf("ClaimedError %+v (data %q)", ce, ce.Data)
+	}
+	if want := `store: checkpoint "run-1" was claimed at ` + ce.At.Format(time.RFC3339Nano); ce.Error() != want {
+		t.Errorf("error %q, want %q", ce.Error(), want)
+	}
+	if got, _ := s.GetCheckpoint(ctx, "run-1"); string(got) != `{"claimed_by":"alice"}` {
+		t.Errorf("a refused claim changed the data: %q", got)
+	}
+
+	// The claim's final record replaces the data; the checkpoint stays claimed.
+	check(t, s.PutCheckpoint(ctx, "run-1", []byte(`{"resumed":true}`)))
+	_, err = s.ClaimCheckpoint(ctx, "run-1", []byte("again"))
+	wantErr(t, "ClaimCheckpoint after PutCheckpoint of a claimed checkpoint", err, store.ErrAlreadyClaimed)
+	if errors.As(err, &ce); string(ce.Data) != `{"resumed":true}` {
+		t.Errorf("ClaimedError.Data %q, want the final record", ce.Data)
+	}
+
+	// Other checkpoints are not affected; an empty claim is stored as empty.
+	check(t, s.PutCheckpoint(ctx, "run-2", []byte("two")))
+	prev, err = s.ClaimCheckpoint(ctx, "run-2", nil)
+	check(t, err)
+	if string(prev) != "two" {
+		t.Errorf("run-2: %q", prev)
+	}
+	if got, err := s.GetCheckpoint(ctx, "run-2"); err != nil || len(got) != 0 {
+		t.Errorf("run-2 after an empty claim: %q, %v", got, err)
+	}
+}
+
+func testClaimConcurrent(t *testing.T, s store.Store) {
+	ctx := ctxFor(t)
+	rounds, claimers := 30, 16
+	if testing.Short() {
+		rounds = 5
+	}
+	for round := range rounds {
+		id := fmt.Sprintf("ckpt-%d", round)
+		check(t, s.PutCheckpoint(ctx, id, []byte("checkpoint "+id)))
+		var wins, refused atomic.Int32
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for c := range claimers {
+			wg.Go(func() {
+				<-start
+				prev, err := s.ClaimCheckpoint(ctx, id, fmt.Appendf(nil, "claimed by %d", c))
+				switch {
+				case err == nil:
+					if string(prev) != "checkpoint "+id {
+						t.Errorf("%s: the winner got %q", id, prev)
+					}
+					wins.Add(1)
+				case errors.Is(err, store.ErrAlreadyClaimed):
+					refused.Add(1)
+				default:
+					t.Error(err)
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		if wins.Load() != 1 || refused.Load() != int32(claimers-1) {
+			t.Fatalf("round %d: %d of %d concurrent claims won, %d were refused; want exactly 1 and %d", round, wins.Load(), claimers, refused.Load(), claimers-1)
+		}
 	}
 }
 
