@@ -450,7 +450,6 @@ func newRuntime(cfg *runConfig, saved *runCheckpoint, key []byte, w io.Writer) (
 	rt.agent, err = agent.New(agent.Config{
 		Provider:      prov,
 		Guard:         g,
-		Visible:       pol.IsAllowed,
 		Instructions:  instructions,
 		Directives:    prompt,
 		MaxIterations: cfg.maxIterations,
