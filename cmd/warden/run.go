@@ -258,6 +258,18 @@ func runAgentCommand(ctx context.Context, w io.Writer, o runOptions, task string
 	if err != nil {
 		return err
 	}
+	if cfg.workspace != "" {
+		// Before a key is created: never create one where the run's tools work.
+		ws, err := filepath.Abs(cfg.workspace)
+		if err == nil {
+			if real, rerr := hook.ResolvePath(ws); rerr == nil {
+				ws = real
+			}
+			if err := keyOutsideWorkspace(keyFile, ws); err != nil {
+				return err
+			}
+		}
+	}
 	key, err := loadCheckpointKey(keyFile, o.resume == "")
 	if err != nil {
 		return err
@@ -281,6 +293,9 @@ func runAgentCommand(ctx context.Context, w io.Writer, o runOptions, task string
 		return err
 	}
 	defer rt.close()
+	if err := keyOutsideWorkspace(keyFile, rt.ws.dir); err != nil {
+		return err
+	}
 	rt.st, rt.dsn = st, dsn
 	if err := rt.ws.protectRunFiles(cfg, dsn); err != nil {
 		return internalError(err)
@@ -851,6 +866,24 @@ func loadCheckpointKey(file string, create bool) ([]byte, error) {
 		return nil, cmdError(exitUsage, "checkpoint key %s: %v", file, err)
 	}
 	return key, nil
+}
+
+// keyOutsideWorkspace refuses a checkpoint key inside the workspace: the run's own tools
+// (reader, editor, search, bash) work there, and whoever reads the key can forge a
+// checkpoint, whoever replaces it can make every paused run unresumable.
+func keyOutsideWorkspace(keyFile, workspace string) error {
+	abs, err := filepath.Abs(keyFile)
+	if err != nil {
+		return cmdError(exitUsage, "checkpoint key %s: %v", keyFile, err)
+	}
+	if real, err := hook.ResolvePath(abs); err == nil {
+		abs = real
+	}
+	rel, err := filepath.Rel(workspace, abs)
+	if err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return cmdError(exitUsage, "the checkpoint key %s is inside the workspace %s, where the run's tools could read or replace it: keep the key outside the workspace (--checkpoint-key FILE or $%s), or choose another workspace", keyFile, workspace, checkpointKeyEnv)
+	}
+	return nil
 }
 
 func readCheckpointKey(file string) ([]byte, error) {

@@ -606,3 +606,28 @@ func TestRunCheckpointKeyCreatedOnce(t *testing.T) {
 		t.Errorf("key directory: %v, %v; want mode 0700", fi.Mode().Perm(), err)
 	}
 }
+
+// A key inside the workspace is refused before anything runs: the run's own tools work
+// there, and whoever reads the key can forge a checkpoint.
+func TestRunCheckpointKeyInsideTheWorkspaceIsRefused(t *testing.T) {
+	dir := runFixture(t)
+	cfg := filepath.Join(dir, "pause.yaml")
+	keyFile := filepath.Join(dir, "workspace", "sub", "checkpoint.key")
+	r := runWarden(t, "run", "--config", cfg, "--checkpoint-key", keyFile, "Append a line to log.txt")
+	ws, err := filepath.EvalSymlinks(filepath.Join(dir, "workspace"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "warden: the checkpoint key " + keyFile + " is inside the workspace " + ws + ", where the run's tools could read or replace it: keep the key outside the workspace (--checkpoint-key FILE or $WARDEN_CHECKPOINT_KEY_FILE), or choose another workspace\n"
+	if r.code != exitUsage || !strings.HasSuffix(r.stderr, want) {
+		t.Errorf("exit %d, stderr %q; want %d and %q", r.code, r.stderr, exitUsage, want)
+	}
+	if _, err := os.Stat(keyFile); err == nil {
+		t.Error("a key was created inside the workspace")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "workspace", "log.txt")); err == nil {
+		if b, _ := os.ReadFile(filepath.Join(dir, "workspace", "log.txt")); strings.Contains(string(b), "approved line") {
+			t.Error("the run went on")
+		}
+	}
+}
