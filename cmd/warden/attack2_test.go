@@ -58,27 +58,31 @@ func TestAttack2CheckpointResumesOncePerDirectory(t *testing.T) {
 // can read the checkpoint") writes it to a file and resumes it again after the stored
 // one was claimed and resumed: the approved write runs twice.
 func TestAttack2StoredCheckpointResumesAgainAsFile(t *testing.T) {
-	dir := runFixture(t)
-	cfg := filepath.Join(dir, "pause.yaml")
-	dsn := "sqlite://" + filepath.Join(t.TempDir(), "w.db")
-	id := pauseToStore(t, dir, "--store", dsn)
-	data, err := storedCheckpoint(t, dsn, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r := runWarden(t, "run", "--config", cfg, "--store", dsn, "--resume", id, "--approve", "--by", "alice"); r.code != 0 {
-		t.Fatalf("stored resume: exit %d\n%s%s", r.code, r.stdout, r.stderr)
-	}
-	file := filepath.Join(t.TempDir(), "warden-checkpoint-"+strings.TrimPrefix(id, storedCheckpointPrefix)+".json")
-	if err := os.WriteFile(file, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	r := runWarden(t, "run", "--config", cfg, "--resume", file, "--approve", "--by", "bob")
-	if r.code != exitUsage {
-		t.Errorf("the stored checkpoint resumed again from a file: exit %d\n%s%s", r.code, r.stdout, r.stderr)
-	}
-	if got, _ := os.ReadFile(filepath.Join(dir, "workspace", "log.txt")); string(got) != "approved line\n" {
-		t.Errorf("log.txt %q, want the approved write once", got)
+	for _, k := range testStores() {
+		t.Run(k.name, func(t *testing.T) {
+			dsn := k.dsn(t)
+			dir := runFixture(t)
+			cfg := filepath.Join(dir, "pause.yaml")
+			id := pauseToStore(t, dir, "--store", dsn)
+			data, err := storedCheckpoint(t, dsn, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r := runWarden(t, "run", "--config", cfg, "--store", dsn, "--resume", id, "--approve", "--by", "alice"); r.code != 0 {
+				t.Fatalf("stored resume: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+			}
+			file := filepath.Join(t.TempDir(), "warden-checkpoint-"+strings.TrimPrefix(id, storedCheckpointPrefix)+".json")
+			if err := os.WriteFile(file, data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			r := runWarden(t, "run", "--config", cfg, "--resume", file, "--approve", "--by", "bob")
+			if r.code != exitUsage {
+				t.Errorf("the stored checkpoint resumed again from a file: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+			}
+			if got, _ := os.ReadFile(filepath.Join(dir, "workspace", "log.txt")); string(got) != "approved line\n" {
+				t.Errorf("log.txt %q, want the approved write once", got)
+			}
+		})
 	}
 }
 
@@ -143,5 +147,67 @@ checkpoint_dir: checkpoints
 	r := runWarden(t, "run", "--config", cfg, "--checkpoint-key", keyFile, "read the key")
 	if strings.Contains(r.stdout, "→ reader {\"path\":\"checkpoint.key\"}\n  allowed by *\n  ← 65 chars\n") {
 		t.Errorf("the model read the checkpoint key (exit %d):\n%s", r.code, r.stdout)
+	}
+}
+
+// FINDING: a stored checkpoint's claim is per store row, and the resume never checks
+// that the row's id is the sealed id (ckpt_<ID>). Whoever may write the store (every
+// `warden run` that shares it does) copies the checkpoint under another id before its
+// resume, and after the claimed resume the copy resumes again: the approved write runs
+// twice.
+func TestAttack2StoredCheckpointCopiedToAnotherID(t *testing.T) {
+	for _, k := range testStores() {
+		t.Run(k.name, func(t *testing.T) {
+			dsn := k.dsn(t)
+			dir := runFixture(t)
+			cfg := filepath.Join(dir, "pause.yaml")
+			id := pauseToStore(t, dir, "--store", dsn)
+			data, err := storedCheckpoint(t, dsn, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const other = "ckpt_000000000000"
+			putStoredCheckpoint(t, dsn, other, data)
+			if r := runWarden(t, "run", "--config", cfg, "--store", dsn, "--resume", id, "--approve", "--by", "alice"); r.code != 0 {
+				t.Fatalf("stored resume: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+			}
+			r := runWarden(t, "run", "--config", cfg, "--store", dsn, "--resume", other, "--approve", "--by", "bob")
+			if r.code != exitUsage {
+				t.Errorf("the checkpoint resumed again under another id: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+			}
+			if got, _ := os.ReadFile(filepath.Join(dir, "workspace", "log.txt")); string(got) != "approved line\n" {
+				t.Errorf("log.txt %q, want the approved write once", got)
+			}
+		})
+	}
+}
+
+// Held: writing the original checkpoint back over its claimed row does not unclaim it
+// (PutCheckpoint keeps the claimed column): the resume is refused and nothing runs
+// again. (The refusal then says "outcome unknown": the claim record was overwritten,
+// so who resumed it is lost, but the refusal is not.)
+func TestAttack2StoredCheckpointPutBackStaysClaimed(t *testing.T) {
+	for _, k := range testStores() {
+		t.Run(k.name, func(t *testing.T) {
+			dsn := k.dsn(t)
+			dir := runFixture(t)
+			cfg := filepath.Join(dir, "pause.yaml")
+			id := pauseToStore(t, dir, "--store", dsn)
+			data, err := storedCheckpoint(t, dsn, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r := runWarden(t, "run", "--config", cfg, "--store", dsn, "--resume", id, "--approve", "--by", "alice"); r.code != 0 {
+				t.Fatalf("stored resume: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+			}
+			putStoredCheckpoint(t, dsn, id, data)
+			r := runWarden(t, "run", "--config", cfg, "--store", dsn, "--resume", id, "--approve", "--by", "bob")
+			if r.code != exitUsage || !strings.Contains(r.stderr, "outcome unknown: a resume claimed it") {
+				t.Errorf("exit %d, stderr %q; want exit 2, \"outcome unknown\"", r.code, r.stderr)
+			}
+			if got, _ := os.ReadFile(filepath.Join(dir, "workspace", "log.txt")); string(got) != "approved line\n" {
+				t.Errorf("log.txt %q, want the approved write once", got)
+			}
+		})
 	}
 }
