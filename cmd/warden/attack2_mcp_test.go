@@ -13,7 +13,8 @@ import (
 	"github.com/wardenhq/warden/internal/mcptest"
 )
 
-// FINDING: warden run pins MCP tool definitions in memory only (registerMCP passes no
+// Found by an attack, and fixed (the checkpoint seals the paused tool's definition, and a
+// resume whose tool changed is refused before the claim): warden run pins MCP tool definitions in memory only (registerMCP passes no
 // ToolsOptions.Pins, so RegisterTools uses a new MemoryPins: "a definition that
 // changed between two runs is not noticed"). A pause and its resume are two runs: a
 // server whose tool definition changes after the person was asked (a rug pull) gets

@@ -14,7 +14,8 @@ import (
 	"testing"
 )
 
-// FINDING: the claim of a checkpoint file lives next to the path it was resumed by,
+// Found by an attack, and fixed (the checkpoint seals where it was kept): the claim of
+// a checkpoint file lived next to the path it was resumed by,
 // so the same sealed checkpoint resumes once per directory. A symbolic link to it from
 // another directory resumes it (and "finish" removes the link, not the checkpoint),
 // then the original resumes again: the approved write runs twice. A copy in another
@@ -39,12 +40,28 @@ func TestAttack2CheckpointResumesOncePerDirectory(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if r := runWarden(t, "run", "--config", cfg, "--resume", other, "--approve", "--by", "alice"); r.code != 0 {
+			r := runWarden(t, "run", "--config", cfg, "--resume", other, "--approve", "--by", "alice")
+			if via == "copy" {
+				// A copy is refused where it lies; the original resumes, once.
+				want := "this checkpoint was written to " + file + " and resumes only from there"
+				if r.code != exitUsage || !strings.Contains(r.stderr, want) {
+					t.Fatalf("resume of a copy: exit %d, stderr %q; want exit 2 and %q", r.code, r.stderr, want)
+				}
+				if r := runWarden(t, "run", "--config", cfg, "--resume", file, "--approve", "--by", "alice"); r.code != 0 {
+					t.Fatalf("resume of the original: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+				}
+			} else if r.code != 0 {
 				t.Fatalf("first resume: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 			}
-			r := runWarden(t, "run", "--config", cfg, "--resume", file, "--approve", "--by", "bob")
+			r = runWarden(t, "run", "--config", cfg, "--resume", file, "--approve", "--by", "bob")
 			if r.code != exitUsage || !strings.Contains(r.stderr, "was already resumed") {
 				t.Errorf("second resume of the same checkpoint: exit %d, stderr %q; want exit 2, \"was already resumed\"", r.code, r.stderr)
+			}
+			if via == "copy" {
+				r = runWarden(t, "run", "--config", cfg, "--resume", other, "--approve", "--by", "bob")
+				if r.code != exitUsage {
+					t.Errorf("the copy after the original resumed: exit %d, stderr %q", r.code, r.stderr)
+				}
 			}
 			if got, _ := os.ReadFile(filepath.Join(dir, "workspace", "log.txt")); string(got) != "approved line\n" {
 				t.Errorf("log.txt %q, want the approved write once", got)
@@ -53,7 +70,7 @@ func TestAttack2CheckpointResumesOncePerDirectory(t *testing.T) {
 	}
 }
 
-// FINDING: a checkpoint kept in a store is "the same bytes as the file", so whoever
+// Found by an attack, and fixed (the checkpoint seals where it was kept): a checkpoint kept in a store is "the same bytes as the file", so whoever
 // read it from the store before its resume (run.go: "Anyone who can read the store
 // can read the checkpoint") writes it to a file and resumes it again after the stored
 // one was claimed and resumed: the approved write runs twice.
@@ -86,7 +103,8 @@ func TestAttack2StoredCheckpointResumesAgainAsFile(t *testing.T) {
 	}
 }
 
-// FINDING: the pause prints the pending call clipped to 200 characters and no digest,
+// Found by an attack, and fixed (the call is shown whole, with its approval digest, and
+// --digest binds the approval to it): the pause printed the pending call clipped to 200 characters and no digest,
 // and --approve takes no digest, so a person approves arguments they were not shown.
 // Here the model puts a long content first and the file it writes last: the printed
 // call never names the file, and approving writes it. Issue 13: "Approved carries the
@@ -122,7 +140,7 @@ checkpoint_dir: checkpoints
 	}
 }
 
-// FINDING: the checkpoint key file is not among the files the run protects: with the
+// Found by an attack, and fixed (a key inside the workspace is refused): the checkpoint key file was not among the files the run protects: with the
 // key inside the workspace (--checkpoint-key or $WARDEN_CHECKPOINT_KEY_FILE naming
 // it), the agent's own reader returns the key to the model (and the editor may
 // overwrite it). Whoever holds the key forges any checkpoint: run.go itself says
@@ -150,7 +168,7 @@ checkpoint_dir: checkpoints
 	}
 }
 
-// FINDING: a stored checkpoint's claim is per store row, and the resume never checks
+// Found by an attack, and fixed (the stored id must be the sealed one): a stored checkpoint's claim is per store row, and the resume never checks
 // that the row's id is the sealed id (ckpt_<ID>). Whoever may write the store (every
 // `warden run` that shares it does) copies the checkpoint under another id before its
 // resume, and after the claimed resume the copy resumes again: the approved write runs

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -21,6 +22,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
@@ -30,6 +32,7 @@ import (
 	"github.com/wardenhq/warden/agent"
 	"github.com/wardenhq/warden/directives"
 	"github.com/wardenhq/warden/hook"
+	"github.com/wardenhq/warden/internal/display"
 	"github.com/wardenhq/warden/internal/seal"
 	"github.com/wardenhq/warden/internal/yamlstrict"
 	"github.com/wardenhq/warden/mcp"
@@ -52,6 +55,7 @@ type runOptions struct {
 	decline bool
 	by      string
 	note    string
+	digest  string // --digest: the approval digest the person was shown
 	store   string
 	key     string // --checkpoint-key
 }
@@ -185,6 +189,7 @@ func newRunCommand(stdout io.Writer) *cobra.Command {
 	f.BoolVar(&o.decline, "decline", false, "with --resume: decline the pending call")
 	f.StringVar(&o.by, "by", "", "with --resume: who decides")
 	f.StringVar(&o.note, "note", "", "with --resume: a note for the decision (a decline's note is what the model reads)")
+	f.StringVar(&o.digest, "digest", "", "with --approve: the approval digest the pause printed; the resume is refused when the pending call is not that one")
 	f.StringVar(&o.store, "store", "", "keep checkpoints in this store, by id: sqlite://PATH or postgres://... (default $WARDEN_STORE, else store: in agent.yaml, else checkpoint files)")
 	f.StringVar(&o.key, "checkpoint-key", "", "the key file that seals checkpoints (default $WARDEN_CHECKPOINT_KEY_FILE, else <user config dir>/warden/checkpoint.key; created on first use)")
 	_ = cmd.MarkFlagRequired("config")
@@ -197,7 +202,7 @@ func (o runOptions) checkFlags(task string) error {
 		for _, f := range []struct {
 			set  bool
 			name string
-		}{{o.approve, "--approve"}, {o.decline, "--decline"}, {o.by != "", "--by"}, {o.note != "", "--note"}} {
+		}{{o.approve, "--approve"}, {o.decline, "--decline"}, {o.by != "", "--by"}, {o.note != "", "--note"}, {o.digest != "", "--digest"}} {
 			if f.set {
 				return usageErrorf("%s is only for --resume", f.name)
 			}
@@ -210,6 +215,8 @@ func (o runOptions) checkFlags(task string) error {
 	switch {
 	case o.approve == o.decline:
 		return usageErrorf("--resume needs exactly one of --approve and --decline")
+	case o.decline && o.digest != "":
+		return usageErrorf("--digest is only for --approve: it names what the person approves")
 	case strings.TrimSpace(o.by) == "":
 		return usageErrorf("--resume needs --by NAME: a decision names who took it")
 	case task != "":
@@ -323,13 +330,20 @@ func (rt *runtime) resume(ctx context.Context, o runOptions, saved *runCheckpoin
 	if pd.ApprovalDigest() != saved.Pending.ApprovalDigest() || !pd.Args.Equal(saved.Pending.Args) {
 		return configError(&warden.ConfigError{File: o.resume, Msg: "the pending call shown in the file is not the one the checkpoint resumes; it was altered", Hint: "pause the run again to get a new checkpoint"})
 	}
+	if o.approve && o.digest != "" && o.digest != pd.ApprovalDigest() {
+		return cmdError(exitUsage, "%s: --digest %s is not this checkpoint's approval digest (%s): the pending call is not the one you were shown, so nothing ran; look at it again and approve that digest", o.resume, o.digest, pd.ApprovalDigest())
+	}
+	if t, ok := rt.guard.Tool(pd.Tool); !ok || toolDefinition(t) != saved.PendingTool {
+		// Before the claim: the checkpoint stays, and resumes once the tool is back.
+		return configError(&warden.ConfigError{File: o.resume, Msg: "the definition of " + pd.Tool + " changed since the pause (its description, input schema, capabilities or source differ, or it is gone): the person was asked about the tool as it was, so nothing ran", Hint: "check what changed the tool; run the task again to ask about the tool as it is now"})
+	}
 	var answer warden.Answer = warden.Approved{By: o.by, Note: o.note, Digest: pd.ApprovalDigest()}
 	verb := "approved"
 	if o.decline {
 		answer, verb = warden.Declined{By: o.by, Note: o.note}, "declined"
 	}
 	fmt.Fprintf(w, "resuming %s: %s %s by %s\n", o.resume, pd.Tool, verb, o.by)
-	fmt.Fprintf(w, "  call:     %s %s\n", pd.Tool, clipLine(string(pd.Args.AppendJSON(nil)), 200))
+	fmt.Fprintf(w, "  call:     %s %s\n", pd.Tool, shownCall(pd.Args))
 	fmt.Fprintf(w, "  digest:   %s (the arguments)\n", pd.Digest)
 	fmt.Fprintf(w, "  approval: %s (the tool, the question and the arguments)\n", pd.ApprovalDigest())
 
@@ -338,7 +352,7 @@ func (rt *runtime) resume(ctx context.Context, o runOptions, saved *runCheckpoin
 	if rt.st != nil && saved.stored {
 		c, err = claimStored(ctx, rt.st, o.resume, saved, claim)
 	} else {
-		c, err = claimFile(o.resume, saved, claim)
+		c, err = claimFile(strings.TrimPrefix(saved.Kept, "file:"), saved, claim)
 	}
 	if err != nil {
 		return err
@@ -369,6 +383,7 @@ type runtime struct {
 	ws        *workspace
 	wsCreated bool
 	agent     *agent.Agent
+	guard     *warden.Guard
 	mcp       *mcp.Tools  // the MCP servers of agent.yaml's mcp: section; nil without one
 	mcpNotes  []string    // what the header says about them
 	st        store.Store // where a pause keeps its checkpoint; nil: a file
@@ -462,6 +477,7 @@ func newRuntime(cfg *runConfig, saved *runCheckpoint, key []byte, w io.Writer) (
 	if instructions == "" {
 		instructions = defaultInstructions
 	}
+	rt.guard = g
 	rt.agent, err = agent.New(agent.Config{
 		Provider:      prov,
 		Guard:         g,
@@ -656,13 +672,34 @@ func (rt *runtime) pause(o runOptions, p *agent.Paused) error {
 	if _, err := rand.Read(id); err != nil {
 		return internalError(err)
 	}
-	data, err := sealRunCheckpoint(&runCheckpoint{
-		ID:         hex.EncodeToString(id),
-		Config:     rt.cfg.path,
-		Workspace:  rt.ws.dir,
-		Pending:    p.Pending,
-		Checkpoint: json.RawMessage(p.Checkpoint),
-	}, rt.key)
+	t, _ := rt.guard.Tool(p.Pending.Tool)
+	cp := &runCheckpoint{
+		PendingTool: toolDefinition(t),
+		ID:          hex.EncodeToString(id),
+		Config:      rt.cfg.path,
+		Workspace:   rt.ws.dir,
+		Pending:     p.Pending,
+		Checkpoint:  json.RawMessage(p.Checkpoint),
+	}
+	var file string
+	if rt.st != nil {
+		cp.Kept = "store:" + storedCheckpointPrefix + cp.ID
+	} else {
+		// The checkpoint holds the whole conversation: only its owner may read it.
+		if err := os.MkdirAll(rt.cfg.checkpointDir, 0o700); err != nil {
+			return internalError(fmt.Errorf("creating the checkpoint directory: %w", err))
+		}
+		dir, err := filepath.Abs(rt.cfg.checkpointDir)
+		if err != nil {
+			return internalError(err)
+		}
+		if real, err := filepath.EvalSymlinks(dir); err == nil {
+			dir = real
+		}
+		file = filepath.Join(dir, "warden-checkpoint-"+cp.ID+".json")
+		cp.Kept = "file:" + file
+	}
+	data, err := sealRunCheckpoint(cp, rt.key)
 	if err != nil {
 		return internalError(err)
 	}
@@ -679,11 +716,6 @@ func (rt *runtime) pause(o runOptions, p *agent.Paused) error {
 		where = ckpt + " (in the store " + shown + ")"
 		base = "warden run --config " + runQuote(o.config) + " --store " + runQuote(shown) + " --resume " + ckpt
 	} else {
-		file := filepath.Join(rt.cfg.checkpointDir, "warden-checkpoint-"+hex.EncodeToString(id)+".json")
-		// The checkpoint holds the whole conversation: only its owner may read it.
-		if err := os.MkdirAll(rt.cfg.checkpointDir, 0o700); err != nil {
-			return internalError(fmt.Errorf("creating the checkpoint directory: %w", err))
-		}
 		if err := os.WriteFile(file, data, 0o600); err != nil {
 			return internalError(fmt.Errorf("writing the checkpoint: %w", err))
 		}
@@ -693,14 +725,52 @@ func (rt *runtime) pause(o runOptions, p *agent.Paused) error {
 	w := rt.w
 	fmt.Fprintf(w, "\npaused: %s needs a person.\n", p.Pending.Tool)
 	fmt.Fprintf(w, "  question:   %s\n", p.Pending.Question)
-	fmt.Fprintf(w, "  call:       %s %s\n", p.Pending.Tool, clipLine(string(p.Pending.Args.AppendJSON(nil)), 200))
+	// The whole call, never clipped: this is what the person approves.
+	fmt.Fprintf(w, "  call:       %s %s\n", p.Pending.Tool, shownCall(p.Pending.Args))
+	fmt.Fprintf(w, "  approval:   %s (the tool, the question and the arguments)\n", p.Pending.ApprovalDigest())
 	fmt.Fprintf(w, "  checkpoint: %s\n", where)
 	if rt.st != nil && redactDSN(rt.dsn) != rt.dsn {
 		fmt.Fprintf(w, "  (the store's password is not shown: put it back in --store, or pass the DSN in $WARDEN_STORE)\n")
 	}
-	fmt.Fprintf(w, "approve:  %s --approve --by NAME\n", base)
+	fmt.Fprintf(w, "approve:  %s --approve --digest %s --by NAME\n", base, p.Pending.ApprovalDigest())
 	fmt.Fprintf(w, "decline:  %s --decline --by NAME --note 'why'\n", base)
 	return silentExit(exitAsk)
+}
+
+// toolDefinition is the digest of what a tool is to the model and the policy: its name,
+// source, description, input schema and declared capabilities.
+func toolDefinition(t warden.Tool) string {
+	b, err := json.Marshal(struct {
+		Name, Source, Description string
+		InputSchema               json.RawMessage
+		Capabilities              []warden.Capability
+	}{t.Name, t.Source, t.Description, json.RawMessage(t.InputSchema), t.Capabilities})
+	if err != nil {
+		b = fmt.Appendf(nil, "%q %q %q %q %q", t.Name, t.Source, t.Description, t.InputSchema, t.Capabilities)
+	}
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// shownCall renders a call's arguments in full, as JSON on one line: what a person
+// approves is never clipped. Every character that is not shown as itself (display's
+// Unsafe set: bidirectional controls, zero-width and invisible characters) is written
+// as its JSON \u escape, so the line is the same JSON value and hides nothing.
+func shownCall(a warden.Args) string {
+	var b strings.Builder
+	for _, r := range string(a.AppendJSON(nil)) {
+		if !display.Unsafe(r) {
+			b.WriteRune(r)
+			continue
+		}
+		if r > 0xffff {
+			r1, r2 := utf16.EncodeRune(r)
+			fmt.Fprintf(&b, `\u%04x\u%04x`, r1, r2)
+			continue
+		}
+		fmt.Fprintf(&b, `\u%04x`, r)
+	}
+	return b.String()
 }
 
 func clipLine(s string, max int) string {
@@ -737,11 +807,20 @@ const unsealedRunCheckpointFormat = "warden.run.checkpoint/v1"
 type runCheckpoint struct {
 	Format string `json:"format"`
 	// ID names the checkpoint: its claim is warden-checkpoint-<ID>.claim.json.
-	ID         string                 `json:"id"`
-	Config     string                 `json:"config"`
-	Workspace  string                 `json:"workspace"`
-	Pending    warden.PendingDecision `json:"pending"`
-	Checkpoint json.RawMessage        `json:"checkpoint"`
+	ID string `json:"id"`
+	// Kept says where the pause kept the checkpoint: "file:<absolute path, links
+	// resolved>" or "store:<id>". A checkpoint resumes only from there: a copy or a
+	// link elsewhere, a file made from a stored one or a row copied under another id
+	// is refused, so no copy can claim (and run) it a second time.
+	Kept string `json:"kept"`
+	// PendingTool is the digest of the paused tool's definition (toolDefinition): a
+	// resume whose tool is no longer the one the person was asked about (an MCP
+	// server changed its description or schema) is refused.
+	PendingTool string                 `json:"pending_tool"`
+	Config      string                 `json:"config"`
+	Workspace   string                 `json:"workspace"`
+	Pending     warden.PendingDecision `json:"pending"`
+	Checkpoint  json.RawMessage        `json:"checkpoint"`
 
 	raw    []byte // the document as read, for the check after the claim
 	stored bool   // read from the store, not a file
@@ -787,7 +866,20 @@ func readRunCheckpoint(file string, key []byte, keyFile string) (*runCheckpoint,
 	if err != nil {
 		return nil, configError(err)
 	}
-	if rc, ok := readClaimFile(claimFileOf(file, cp.ID)); ok {
+	kept, ok := strings.CutPrefix(cp.Kept, "file:")
+	if !ok {
+		return nil, configError(&warden.ConfigError{File: file, Msg: "this checkpoint was kept in a store (" + strings.TrimPrefix(cp.Kept, "store:") + "), not in this file: a copy of it is not resumed, or the checkpoint could run twice", Hint: "resume it from the store it paused with: --store DSN --resume " + strings.TrimPrefix(cp.Kept, "store:")})
+	}
+	here, err := filepath.Abs(file)
+	if err == nil {
+		if real, rerr := filepath.EvalSymlinks(here); rerr == nil {
+			here = real
+		}
+	}
+	if err != nil || here != kept {
+		return nil, configError(&warden.ConfigError{File: file, Msg: "this checkpoint was written to " + kept + " and resumes only from there: a copy or a link elsewhere is refused, or the checkpoint could run twice; nothing ran", Hint: "resume " + kept})
+	}
+	if rc, ok := readClaimFile(claimFileOf(kept, cp.ID)); ok {
 		return nil, rc.refusal(file)
 	}
 	return cp, nil
@@ -1173,6 +1265,11 @@ func getStoredCheckpoint(ctx context.Context, st store.Store, id string, key []b
 	cp, err := parseRunCheckpoint(id, data, key, keyFile)
 	if err != nil {
 		return nil, configError(err)
+	}
+	if cp.Kept != "store:"+id {
+		// A file written into the store, or a row copied under another id: each copy
+		// would have a claim of its own.
+		return nil, configError(&warden.ConfigError{File: id, Msg: "this checkpoint was kept as " + cp.Kept + ", not as " + id + " in this store: a copy of it is not resumed, or the checkpoint could run twice; nothing ran", Hint: "resume the checkpoint where the pause kept it"})
 	}
 	cp.stored = true
 	return cp, nil

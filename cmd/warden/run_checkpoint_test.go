@@ -553,8 +553,8 @@ func TestRunStoredClaimRecords(t *testing.T) {
 	}
 }
 
-// The claim file's name comes from the sealed id, so a renamed copy in the same
-// directory is claimed too.
+// A checkpoint resumes only from where the pause wrote it: a renamed copy in the same
+// directory is refused before and after the original resumed.
 func TestRunRenamedCheckpointShareItsClaim(t *testing.T) {
 	dir := runFixture(t)
 	cfg := filepath.Join(dir, "pause.yaml")
@@ -563,13 +563,19 @@ func TestRunRenamedCheckpointShareItsClaim(t *testing.T) {
 	id := openCheckpoint(t, data).ID
 	copyFile := filepath.Join(filepath.Dir(file), "copy.json")
 	writeFile(t, copyFile, string(data))
+	want := copyFile + ": this checkpoint was written to " + file + " and resumes only from there: a copy or a link elsewhere is refused, or the checkpoint could run twice; nothing ran (resume " + file + ")\n"
+	if r := runWarden(t, "run", "--config", cfg, "--resume", copyFile, "--approve", "--by", "mallory"); r.code != exitUsage || r.stderr != want {
+		t.Errorf("before: exit %d, stderr %q, want %q", r.code, r.stderr, want)
+	}
 	if r := runWarden(t, "run", "--config", cfg, "--resume", file, "--approve", "--by", "alice"); r.code != 0 {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
 	c := readClaim(t, filepath.Join(filepath.Dir(file), "warden-checkpoint-"+id+".claim.json"))
-	r := runWarden(t, "run", "--config", cfg, "--resume", copyFile, "--approve", "--by", "mallory")
-	if want := "warden: checkpoint " + copyFile + " was already resumed (approved by alice at " + c.ClaimedAt.Format(time.RFC3339) + "); a checkpoint resumes once\n"; r.code != exitUsage || r.stderr != want {
-		t.Errorf("exit %d, stderr %q, want %q", r.code, r.stderr, want)
+	if c.State != claimResumed {
+		t.Errorf("claim %+v", c)
+	}
+	if r := runWarden(t, "run", "--config", cfg, "--resume", copyFile, "--approve", "--by", "mallory"); r.code != exitUsage || r.stderr != want {
+		t.Errorf("after: exit %d, stderr %q, want %q", r.code, r.stderr, want)
 	}
 	if got, _ := os.ReadFile(filepath.Join(dir, "workspace", "log.txt")); string(got) != "approved line\n" {
 		t.Errorf("log.txt %q", got)
@@ -629,5 +635,30 @@ func TestRunCheckpointKeyInsideTheWorkspaceIsRefused(t *testing.T) {
 		if b, _ := os.ReadFile(filepath.Join(dir, "workspace", "log.txt")); strings.Contains(string(b), "approved line") {
 			t.Error("the run went on")
 		}
+	}
+}
+
+// Issue 13: "Approved carries the digest of the arguments the person was shown; a
+// mismatch is refused." --digest names the approval digest the pause printed; another
+// one refuses the resume before anything is claimed or run.
+func TestRunApproveDigestMustMatch(t *testing.T) {
+	dir := runFixture(t)
+	cfg := filepath.Join(dir, "pause.yaml")
+	file, _ := pauseRun(t, dir)
+	other := "sha256:" + strings.Repeat("0", 64)
+	r := runWarden(t, "run", "--config", cfg, "--resume", file, "--approve", "--digest", other, "--by", "alice")
+	want := "warden: " + file + ": --digest " + other + " is not this checkpoint's approval digest (" + pauseApproval + "): the pending call is not the one you were shown, so nothing ran; look at it again and approve that digest\n"
+	if r.code != exitUsage || r.stderr != want {
+		t.Errorf("exit %d, stderr %q, want %q", r.code, r.stderr, want)
+	}
+	noClaim(t, file)
+	if r := runWarden(t, "run", "--config", cfg, "--resume", file, "--decline", "--digest", pauseApproval, "--by", "alice"); r.code != exitUsage || !strings.Contains(r.stderr, "--digest is only for --approve") {
+		t.Errorf("--digest with --decline: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if r := runWarden(t, "run", "--config", cfg, "--resume", file, "--approve", "--digest", pauseApproval, "--by", "alice"); r.code != 0 {
+		t.Errorf("the printed digest: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "workspace", "log.txt")); string(got) != "approved line\n" {
+		t.Errorf("log.txt %q", got)
 	}
 }

@@ -164,6 +164,10 @@ func writeFile(t *testing.T, p, content string) {
 
 var checkpointLine = regexp.MustCompile(`(?m)^  checkpoint: (\S+)$`)
 
+// pauseApproval is the approval digest of pause.yaml's paused call (the tool, the
+// question and the arguments are the same in every run).
+const pauseApproval = "sha256:edd344bedd2a2affb9b02d531bbd9156a7c9fd25c1b18572e5da1a98dbfb5f0b"
+
 // pauseRun runs pause.yaml (in-process) and returns the checkpoint file it wrote.
 func pauseRun(t *testing.T, dir string) (string, result) {
 	t.Helper()
@@ -191,7 +195,7 @@ func pauseRun(t *testing.T, dir string) (string, result) {
 		"→ editor {\"file_path\":\"log.txt\",\"action\":\"append\",\"content\":\"approved line\\n\"}\n  paused: a person must decide (below)\n",
 		"paused: editor needs a person.\n",
 		"  question:   Permission escalation for editor.append: escalate by rule: *. Allow this call?\n",
-		"approve:  warden run --config "+cfg+" --resume "+file+" --approve --by NAME\n",
+		"approve:  warden run --config "+cfg+" --resume "+file+" --approve --digest "+pauseApproval+" --by NAME\n",
 		"decline:  warden run --config "+cfg+" --resume "+file+" --decline --by NAME --note 'why'\n")
 	if _, err := os.Stat(filepath.Join(dir, "workspace", "log.txt")); !os.IsNotExist(err) {
 		t.Errorf("the paused call ran: %v", err)
@@ -209,11 +213,12 @@ func TestRunPauseResumeInFreshProcess(t *testing.T) {
 	if r.code != exitAsk {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	m := regexp.MustCompile(`(?m)^approve:  warden (run .*) --approve --by NAME$`).FindStringSubmatch(r.stdout)
+	m := regexp.MustCompile(`(?m)^approve:  warden (run .*) --approve --digest (sha256:[0-9a-f]{64}) --by NAME$`).FindStringSubmatch(r.stdout)
 	if m == nil {
 		t.Fatalf("no resume command printed:\n%s", r.stdout)
 	}
-	args := append(strings.Fields(m[1]), "--approve", "--by", "alice")
+	// The printed command, digest included: the person approves what the pause showed.
+	args := append(strings.Fields(m[1]), "--approve", "--digest", m[2], "--by", "alice")
 	file := checkpointLine.FindStringSubmatch(r.stdout)[1]
 	data, err := os.ReadFile(file)
 	if err != nil {
@@ -764,7 +769,7 @@ func TestRunStoreCheckpointAcrossProcesses(t *testing.T) {
 			base := "warden run --config " + runQuote(cfg) + " --store " + runQuote(dsn) + " --resume " + id
 			wantContains(t, "pause stdout", r.stdout,
 				"paused: editor needs a person.\n",
-				"approve:  "+base+" --approve --by NAME\n",
+				"approve:  "+base+" --approve --digest "+pauseApproval+" --by NAME\n",
 				"decline:  "+base+" --decline --by NAME --note 'why'\n")
 			if _, err := os.Stat(filepath.Join(dir, "checkpoints")); !os.IsNotExist(err) {
 				t.Errorf("a checkpoint file was written too: %v", err)
@@ -781,7 +786,7 @@ func TestRunStoreCheckpointAcrossProcesses(t *testing.T) {
 			}
 
 			// The printed command, in a fresh process in another directory.
-			line := regexp.MustCompile(`(?m)^approve:  warden (run .*) --approve --by NAME$`).FindStringSubmatch(r.stdout)
+			line := regexp.MustCompile(`(?m)^approve:  warden (run .*) --approve --digest sha256:[0-9a-f]{64} --by NAME$`).FindStringSubmatch(r.stdout)
 			if line == nil {
 				t.Fatalf("no resume command printed:\n%s", r.stdout)
 			}
