@@ -12,7 +12,8 @@ import (
 	"github.com/wardenhq/warden/policy"
 )
 
-// FINDING: Guard.Offers asks each checker only IsAllowed(tool), which a role policy
+// Found by an attack, and fixed (CapabilityVisibilityChecker, RolePolicy.MayExercise):
+// Guard.Offers asked each checker only IsAllowed(tool), which a role policy
 // answers from the allowlist alone. A role whose capability rule lacks a capability
 // the tool declares is refused every call of that tool ("<r>.capabilities.miss"),
 // yet the tool is offered: what the model sees and what may run come apart inside one

@@ -60,12 +60,53 @@ func (g *Guard) Offers(tool string) bool {
 	if p, ok := g.plans[tool]; !ok || p.unusable != nil {
 		return false // an unknown tool, or one whose schema did not compile, is refused at call time: never offer it
 	}
+	caps := g.plans[tool].tool.Capabilities
 	for _, c := range g.cfg.Checkers {
 		if v, ok := c.(VisibilityChecker); ok && !isAllowed(v, tool) {
 			return false
 		}
+		cv, ok := c.(CapabilityVisibilityChecker)
+		if !ok {
+			continue
+		}
+		for _, cp := range caps {
+			if cp != CapToolCall && governsSafely(c, cp) && !mayExercise(cv, cp) {
+				return false // every call of the tool is refused for this capability
+			}
+		}
 	}
 	return true
+}
+
+// CapabilityVisibilityChecker is implemented by checkers that know, without a call,
+// that they refuse a tool capability to whoever they judge (the policy package's role
+// policy: a role whose capability rule does not list it). [Guard.Offers] hides a tool
+// that declares a capability such a checker governs and refuses: no call of it could
+// run. Like IsAllowed it must answer quickly and without blocking; a panic hides the
+// tool.
+type CapabilityVisibilityChecker interface {
+	MayExercise(c Capability) bool
+}
+
+func mayExercise(v CapabilityVisibilityChecker, c Capability) (ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	return v.MayExercise(c)
+}
+
+// governsSafely is CheckerGoverns with a panic as true: the checker is then asked, and
+// its MayExercise decides (a checker that cannot say what it governs is not trusted to
+// stay out of the way).
+func governsSafely(c Checker, cp Capability) (ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = true
+		}
+	}()
+	return CheckerGoverns(c, cp)
 }
 
 // isAllowed calls IsAllowed; a panic hides the tool (something that did not answer did

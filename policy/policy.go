@@ -122,6 +122,14 @@ func (p *Policy) IsAllowed(tool string) bool {
 
 var _ warden.VisibilityChecker = (*Policy)(nil)
 
+// MayExercise reports whether the role layer (when there is one) lets the active role
+// exercise the tool capability c ([RolePolicy.MayExercise]).
+func (p *Policy) MayExercise(c warden.Capability) bool {
+	return p.roles == nil || p.roles.MayExercise(c)
+}
+
+var _ warden.CapabilityVisibilityChecker = (*Policy)(nil)
+
 // Check evaluates the request against every layer that applies.
 func (p *Policy) Check(ctx context.Context, req warden.Request) (warden.Decision, error) {
 	return p.evaluate(ctx, req, nil), nil

@@ -204,6 +204,17 @@ func (p *RolePolicy) Check(_ context.Context, req warden.Request) (warden.Decisi
 	return p.decide(req.Capability, req.Target), nil
 }
 
+// MayExercise reports whether the active role may exercise the tool capability c: true
+// when the role has no capability rule or its rule lists c. It is the role policy's
+// [warden.CapabilityVisibilityChecker] answer: a tool that declares a capability the role
+// may not exercise is not offered, since every call of it is refused.
+func (p *RolePolicy) MayExercise(c warden.Capability) bool {
+	st := p.active
+	return !c.IsToolCapability() || !st.hasCaps || st.caps[c]
+}
+
+var _ warden.CapabilityVisibilityChecker = (*RolePolicy)(nil)
+
 func (p *RolePolicy) decide(c warden.Capability, target string) warden.Decision {
 	st := p.active
 	switch {

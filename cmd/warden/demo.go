@@ -250,6 +250,12 @@ func (n namedChecker) IsAllowed(tool string) bool {
 	return !ok || v.IsAllowed(tool)
 }
 
+// MayExercise forwards the wrapped checker's capability answer (see IsAllowed).
+func (n namedChecker) MayExercise(c warden.Capability) bool {
+	v, ok := n.Checker.(warden.CapabilityVisibilityChecker)
+	return !ok || v.MayExercise(c)
+}
+
 func (n namedChecker) Synchronous() bool {
 	s, ok := n.Checker.(warden.Synchronous)
 	return ok && s.Synchronous()
