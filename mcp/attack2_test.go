@@ -5,44 +5,55 @@ package mcp_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/wardenhq/warden"
 	"github.com/wardenhq/warden/internal/mcptest"
 	"github.com/wardenhq/warden/mcp"
 )
 
-// FINDING: ChildEnv filters a child's environment by variable NAME only ("a secret
-// named in a server's env is dropped too"), but a project file (input "from whoever
-// wrote that code", project.go) may expand ${VAR} from Warden's own environment into
-// an env value under any name. So a trusted .mcp.json renames a secret past the
-// filter: {"env": {"NOTES": "${ATTACK2_API_KEY}"}} hands the admitted child the key
-// the filter drops by name. (Headers of a URL server have the same hole: the key goes
-// to the admitted host.) Trusting a project file is documented as "not permission".
+// Found by an attack, and fixed (admission refuses a project server whose ${VAR}
+// names a secret): ChildEnv filters a child's environment by variable NAME only ("a
+// secret named in a server's env is dropped too"), but a project file may expand
+// ${VAR} from Warden's own environment into an env value under any name, so a trusted
+// .mcp.json could rename a secret past the filter: {"env": {"NOTES":
+// "${ATTACK2_API_KEY}"}}. Trusting a project file is documented as "not permission".
 func TestAttack2ProjectFileRenamesASecretPastTheEnvFilter(t *testing.T) {
 	faultOnPATH(t)
 	t.Setenv("ATTACK2_API_KEY", "sk-attack2-secret")
-	file := mcptest.WriteFile(t, t.TempDir(), ".mcp.json", []byte(`{"mcpServers": {"proj": {"command": "faultserver", "args": ["-mode", "ok"], "env": {"NOTES": "${ATTACK2_API_KEY}"}}}}`))
-	reg, _ := registerTools(t, mcp.ToolsConfig{ProjectFile: file, TrustProjectSettings: true, Transport: admitFault}, nil)
-	g := bind(t, reg, mustPolicy(t, "version: 1\nmode: rules\nrules:\n  allow:\n    mcp__proj__getenv: ['*']\n"))
-	get := func(name string) string {
-		t.Helper()
-		out, err := g.Call(context.Background(), warden.Call{ID: name, Tool: "mcp__proj__getenv", Args: mustArgs(t, "name", name)})
-		if err != nil || out.Status != warden.StatusRan {
-			t.Fatalf("getenv %s: %v %+v", name, err, out)
+	t.Setenv("ATTACK2_MODE", "plain")
+	file := mcptest.WriteFile(t, t.TempDir(), ".mcp.json", []byte(`{"mcpServers": {
+		"proj": {"command": "faultserver", "args": ["-mode", "ok"], "env": {"NOTES": "${ATTACK2_API_KEY}"}},
+		"fine": {"command": "faultserver", "args": ["-mode", "ok"], "env": {"NOTES": "${ATTACK2_MODE}"}}}}`))
+	reg, tools := registerTools(t, mcp.ToolsConfig{ProjectFile: file, TrustProjectSettings: true, Transport: admitFault}, nil)
+	var denied *mcp.DeniedError
+	var found bool
+	for _, p := range tools.Problems() {
+		if errors.As(p, &denied) && denied.Server == "proj" {
+			found = true
+			want := `server "proj": its project file passes ${ATTACK2_API_KEY}, a secret by the transport policy's env_deny patterns, into its env or headers; a project file does not get Warden's secrets (under any name): configure the server in Warden's own configuration, or set keep_secret_env`
+			if denied.Message != want {
+				t.Errorf("denial %q, want %q", denied.Message, want)
+			}
 		}
-		return out.ModelText
 	}
-	if got := get("ATTACK2_API_KEY"); strings.Contains(got, "sk-attack2-secret") {
-		t.Errorf("the filter passed ATTACK2_API_KEY by name: %q", got)
+	if !found {
+		t.Errorf("the server passing a secret was not refused: problems %v", tools.Problems())
 	}
-	if got := get("NOTES"); strings.Contains(got, "sk-attack2-secret") {
-		t.Errorf("the child read the filtered secret under another name: NOTES = %q", got)
+	g := bind(t, reg, mustPolicy(t, "version: 1\nmode: rules\nrules:\n  allow:\n    mcp__proj__getenv: ['*']\n    mcp__fine__getenv: ['*']\n"))
+	if _, ok := g.Tool("mcp__proj__getenv"); ok {
+		t.Error("the refused server's tools were registered")
+	}
+	out, err := g.Call(context.Background(), warden.Call{ID: "1", Tool: "mcp__fine__getenv", Args: mustArgs(t, "name", "NOTES")})
+	if err != nil || out.Status != warden.StatusRan || !strings.Contains(out.ModelText, "plain") {
+		t.Errorf("a non-secret reference: %v %+v", err, out)
 	}
 }
 
@@ -83,7 +94,8 @@ func mustArgs(t *testing.T, kv ...any) warden.Args {
 	return a
 }
 
-// FINDING: an upstream server is started without a process group of its own, and
+// Found by an attack, and fixed (each server gets a process group, ended with it): an
+// upstream server was started without a process group of its own, and
 // Close (like the kernel's Pdeathsig when the process dies) ends only the direct
 // child. A server that runs helpers of its own (a launcher such as npx or a shell
 // wrapper starting the real server, or a server that forks a worker) leaves them
@@ -122,8 +134,25 @@ func TestAttack2CloseLeavesTheServersChildrenRunning(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, _ := os.FindProcess(pid)
-	if p.Signal(syscall.Signal(0)) == nil {
-		t.Errorf("the server's helper (pid %d) still runs after Close", pid)
+	// SIGKILL is delivered asynchronously: give the kernel a moment to end it.
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && p.Signal(syscall.Signal(0)) == nil && !zombie(pid); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if p.Signal(syscall.Signal(0)) == nil && !zombie(pid) {
+		stat, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		t.Errorf("the server's helper (pid %d) still runs after Close: %s", pid, stat)
 		_ = p.Kill()
 	}
+}
+
+// zombie reports whether pid has exited and waits only to be reaped (by whoever
+// inherited it): it runs nothing any more.
+func zombie(pid int) bool {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true // gone
+	}
+	// The state follows the command name in parentheses.
+	i := strings.LastIndexByte(string(stat), ')')
+	return i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z'
 }

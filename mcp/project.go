@@ -55,7 +55,10 @@ var projectEnvRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 // name [ServerConfig.Validate] refuses.
 //
 // In env and header values, ${VAR} is replaced by the gateway's environment variable
-// VAR (an unset or empty variable is an error), so secrets can stay out of the file;
+// VAR (an unset or empty variable is an error). A VAR that the transport policy treats
+// as a secret (a name its env_deny patterns match, unless keep_secret_env) makes
+// [TransportPolicy.Admit] refuse the server: the child's environment is filtered by
+// name, and a project file must not hand a secret over under another name;
 // any other "${" (including the ${VAR:-default} form), and "${" in command, args or
 // url, is an error rather than being passed on literally.
 //
@@ -216,10 +219,10 @@ func parseProjectServer(name string, raw json.RawMessage, dir string) (ServerCon
 			return ServerConfig{}, fmt.Errorf(`args[%d]: "${...}" in args is not expanded; write the value itself`, i)
 		}
 	}
-	if err := expandProjectRefs(s.Env, "env"); err != nil {
+	if err := expandProjectRefs(s.Env, "env", &s.EnvRefs); err != nil {
 		return ServerConfig{}, err
 	}
-	if err := expandProjectRefs(s.Headers, "headers"); err != nil {
+	if err := expandProjectRefs(s.Headers, "headers", &s.EnvRefs); err != nil {
 		return ServerConfig{}, err
 	}
 	if s.Command != "" {
@@ -233,12 +236,16 @@ func parseProjectServer(name string, raw json.RawMessage, dir string) (ServerCon
 	return s, nil
 }
 
-// expandProjectRefs replaces ${VAR} in the values of m from the environment.
-func expandProjectRefs(m map[string]string, where string) error {
+// expandProjectRefs replaces ${VAR} in the values of m from the environment, and adds
+// each VAR to refs.
+func expandProjectRefs(m map[string]string, where string, refs *[]string) error {
 	for k, v := range m {
 		var missing string
 		nv := projectEnvRef.ReplaceAllStringFunc(v, func(ref string) string {
 			name := projectEnvRef.FindStringSubmatch(ref)[1]
+			if !slices.Contains(*refs, name) {
+				*refs = append(*refs, name)
+			}
 			val := os.Getenv(name)
 			if val == "" && missing == "" {
 				missing = name

@@ -41,7 +41,7 @@ func TestLoadProjectServers(t *testing.T) {
 		{Name: "everything", Command: "node", Args: []string{}, Dir: dir},
 		{Name: "notes", Command: "notes-server", Args: []string{"-dir", "notes"}, Env: map[string]string{"NOTES_MODE": "rw"}, Dir: dir},
 		{Name: "plain", URL: "https://other.example.com/mcp"},
-		{Name: "remote", URL: "https://mcp.example.com/mcp", Headers: map[string]string{"Authorization": "Bearer t0ken"}},
+		{Name: "remote", URL: "https://mcp.example.com/mcp", Headers: map[string]string{"Authorization": "Bearer t0ken"}, EnvRefs: []string{"WARDEN_TEST_PROJECT_BEARER"}},
 		{Name: "streamy", URL: "https://s.example.com/mcp"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

@@ -77,6 +77,13 @@ type ServerConfig struct {
 	// Prefix is put in front of every tool name of this server. Nil means the
 	// default "mcp__<Name>__"; an empty prefix is allowed when names do not collide.
 	Prefix *string
+
+	// EnvRefs names the variables of Warden's own environment that a project file's
+	// ${VAR} references put into Env or Headers ([LoadProjectServers] sets it):
+	// [TransportPolicy.Admit] refuses the server when one of them is a secret by the
+	// policy's env_deny patterns (unless keep_secret_env), since the child's
+	// environment is filtered by name and a reference could rename a secret.
+	EnvRefs []string
 }
 
 // Transport names the transport the server uses: "command" or "url".

@@ -421,6 +421,22 @@ func (p *TransportPolicy) Admit(ctx context.Context, s ServerConfig, sink warden
 	} else {
 		err = p.CheckCommand(s.Command)
 	}
+	if err == nil && !p.KeepSecretEnv {
+		deny := p.EnvDeny
+		if len(deny) == 0 {
+			deny = defaultEnvDeny[:]
+		}
+		for _, name := range s.EnvRefs {
+			if envDenied(name, deny) {
+				target := s.Command
+				if s.Transport() == "url" {
+					target = redactRawURL(s.URL)
+				}
+				err = &DeniedError{Transport: s.Transport(), Target: target, Message: fmt.Sprintf("server %q: its project file passes ${%s}, a secret by the transport policy's env_deny patterns, into its env or headers; a project file does not get Warden's secrets (under any name): configure the server in Warden's own configuration, or set keep_secret_env", s.Name, name)}
+				break
+			}
+		}
+	}
 	if err == nil {
 		return nil
 	}

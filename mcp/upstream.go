@@ -1290,6 +1290,10 @@ func (u *Upstream) shutdown(c *upstreamConn, graceful bool) {
 		if err := c.cs.Close(); err != nil && !isExitError(err) {
 			u.log.Debug("closing upstream connection", slog.Int("pid", c.pid), slog.String("error", err.Error()))
 		}
+		if c.proc != nil {
+			// The server is done (Close waits for it); whatever it started goes too.
+			endGroup(c.pid)
+		}
 	})
 }
 
