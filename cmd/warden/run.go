@@ -97,9 +97,11 @@ only. The servers are stopped when the run ends, and a resumed run starts them a
 When a call needs a person (a policy escalate rule, an ask), the run pauses: it writes
 the checkpoint to <checkpoint_dir>/warden-checkpoint-<id>.json, prints the command
 that resumes it, and exits 4. Resume it, in any process, with --resume FILE and
---approve or --decline, --by NAME and optionally --note TEXT; the call, its arguments
-and their digest are printed before it runs. The checkpoint holds the whole
-conversation; it is written readable by its owner only.
+--approve or --decline, --by NAME and optionally --note TEXT. The pause prints the
+whole call and its approval digest (the tool, the question and the arguments); pass
+that digest with --approve --digest DIGEST and the resume is refused unless the
+pending call is exactly the one shown. The checkpoint holds the whole conversation;
+it is written readable by its owner only.
 
 A checkpoint is sealed (HMAC-SHA256) with the checkpoint key, and a checkpoint whose
 seal does not match (anything in it edited: the call, its arguments, the workspace)
@@ -110,9 +112,12 @@ $WARDEN_CHECKPOINT_KEY_FILE, else <user config dir>/warden/checkpoint.key
 with: on another machine, pass a copy of it. Keep it as private as the right to
 approve.
 
-A checkpoint resumes once. The resume first claims it atomically, before anything
-runs: the claim is warden-checkpoint-<id>.claim.json, created next to the file
-(for a store, the stored checkpoint is swapped for the claim). Of several resumes
+A checkpoint resumes once, and only from where the pause kept it: the seal records
+the file's path (or the store id), so a copy, a link elsewhere or a stored
+checkpoint written to a file is refused. A resume whose tool's definition changed
+since the pause is refused before the claim. The resume first claims it atomically,
+before anything runs: the claim is warden-checkpoint-<id>.claim.json, created next
+to the file (for a store, the stored checkpoint is swapped for the claim). Of several resumes
 started together exactly one proceeds; the others are refused. When the run ends the
 checkpoint file is removed and the claim records who resumed it; resuming it again is
 refused. A resume that was killed after its claim leaves the claim: resuming again is
