@@ -8,11 +8,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/wardenhq/warden"
 	"github.com/wardenhq/warden/internal/mcptest"
@@ -92,67 +89,4 @@ func mustArgs(t *testing.T, kv ...any) warden.Args {
 		t.Fatal(err)
 	}
 	return a
-}
-
-// Found by an attack, and fixed (each server gets a process group, ended with it): an
-// upstream server was started without a process group of its own, and
-// Close (like the kernel's Pdeathsig when the process dies) ends only the direct
-// child. A server that runs helpers of its own (a launcher such as npx or a shell
-// wrapper starting the real server, or a server that forks a worker) leaves them
-// running after Tools.Close, so after `warden run` ends. Here the admitted command is
-// a wrapper that starts one background helper and then execs the fault server; after
-// Close the helper is still alive.
-func TestAttack2CloseLeavesTheServersChildrenRunning(t *testing.T) {
-	faultOnPATH(t)
-	bin := t.TempDir()
-	pidFile := filepath.Join(t.TempDir(), "helper.pid")
-	script := "#!/bin/sh\nsleep 300 </dev/null >/dev/null 2>&1 &\necho $! > " + pidFile + "\nexec faultserver -mode ok\n"
-	if err := os.WriteFile(filepath.Join(bin, "wrapped"), []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
-	reg := &warden.Registry{}
-	tools, err := mcp.RegisterTools(context.Background(), reg, mcp.ToolsConfig{
-		Servers:   []mcp.ServerConfig{{Name: "w", Command: "wrapped"}},
-		Transport: mcp.TransportPolicy{AllowCommands: true, Commands: []string{"wrapped"}},
-	}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(tools.Names()) == 0 {
-		t.Fatalf("no tools: %v", tools.Problems())
-	}
-	if err := tools.Close(); err != nil {
-		t.Fatalf("Close: %v", err)
-	}
-	data, err := os.ReadFile(pidFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, _ := os.FindProcess(pid)
-	// SIGKILL is delivered asynchronously: give the kernel a moment to end it.
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && p.Signal(syscall.Signal(0)) == nil && !zombie(pid); {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if p.Signal(syscall.Signal(0)) == nil && !zombie(pid) {
-		stat, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-		t.Errorf("the server's helper (pid %d) still runs after Close: %s", pid, stat)
-		_ = p.Kill()
-	}
-}
-
-// zombie reports whether pid has exited and waits only to be reaped (by whoever
-// inherited it): it runs nothing any more.
-func zombie(pid int) bool {
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return true // gone
-	}
-	// The state follows the command name in parentheses.
-	i := strings.LastIndexByte(string(stat), ')')
-	return i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z'
 }
