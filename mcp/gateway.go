@@ -64,12 +64,12 @@ type Gateway struct {
 	fronts []*front
 
 	halted sync.Map // MCP session id -> halt text
-	// faulted holds, per MCP session, the tools whose authorization faulted (each list
-	// replaced, never edited, so a call may keep the one it read): the fault text
-	// promises the model that this will not change during the run, so they are
-	// refused for the rest of the session.
+	// faulted maps an MCP session to the tools whose authorization faulted in it
+	// ([]string, replaced under faultMu, never edited, so a call may keep the one it
+	// read): the fault text promises the model that this will not change during the
+	// run, so they are refused for the rest of the session. Reading it takes no lock.
 	faultMu sync.Mutex
-	faulted map[string][]string
+	faulted sync.Map
 	// flight counts calls in flight; once draining is set no call starts, so
 	// Shutdown's wait cannot race a late Add.
 	flightMu sync.Mutex
@@ -709,10 +709,8 @@ func (g *Gateway) callTool(ctx context.Context, f *front, name string, req *sdk.
 	}
 	ctx = context.WithValue(ctx, slotKey{}, slot)
 	call := warden.Call{ID: newID("call"), Tool: name, Args: args, Identity: id, Session: session}
-	if session != "" {
-		g.faultMu.Lock()
-		call.Unauthorized = g.faulted[session]
-		g.faultMu.Unlock()
+	if list, ok := g.faulted.Load(session); ok {
+		call.Unauthorized = list.([]string)
 	}
 	out, err := view.guard.Call(ctx, call)
 	defer g.noteFault(session, req, &out)
@@ -770,21 +768,20 @@ func (g *Gateway) noteFault(session string, req *sdk.CallToolRequest, out *warde
 	}
 	g.faultMu.Lock()
 	defer g.faultMu.Unlock()
-	list, known := g.faulted[session]
+	old, known := g.faulted.Load(session)
+	var list []string
+	if known {
+		list = old.([]string)
+	}
 	if slices.Contains(list, name) {
 		return
 	}
-	if g.faulted == nil {
-		g.faulted = map[string][]string{}
-	}
-	g.faulted[session] = append(slices.Clip(list), name)
+	g.faulted.Store(session, append(slices.Clip(list), name))
 	if !known && req.Session != nil {
 		// Forget the session's faults once it ends.
 		go func(ss *sdk.ServerSession) {
 			ss.Wait()
-			g.faultMu.Lock()
-			delete(g.faulted, session)
-			g.faultMu.Unlock()
+			g.faulted.Delete(session)
 		}(req.Session)
 	}
 }

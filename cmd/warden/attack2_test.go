@@ -70,24 +70,15 @@ func TestAttack2CheckpointResumesOncePerDirectory(t *testing.T) {
 	}
 }
 
-// Found by an attack, and fixed (the checkpoint seals where it was kept): a checkpoint kept in a store is "the same bytes as the file", so whoever
-// read it from the store before its resume (run.go: "Anyone who can read the store
-// can read the checkpoint") writes it to a file and resumes it again after the stored
-// one was claimed and resumed: the approved write runs twice.
+// Found by an attack, and fixed (the checkpoint seals where it was kept): a checkpoint
+// kept in a store is "the same bytes as the file", so whoever read it from the store
+// before its resume (run.go: "Anyone who can read the store can read the checkpoint")
+// wrote it to a file and resumed it again after the stored one was claimed and
+// resumed: the approved write ran twice.
 func TestAttack2StoredCheckpointResumesAgainAsFile(t *testing.T) {
 	for _, k := range testStores() {
 		t.Run(k.name, func(t *testing.T) {
-			dsn := k.dsn(t)
-			dir := runFixture(t)
-			cfg := filepath.Join(dir, "pause.yaml")
-			id := pauseToStore(t, dir, "--store", dsn)
-			data, err := storedCheckpoint(t, dsn, id)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if r := runWarden(t, "run", "--config", cfg, "--store", dsn, "--resume", id, "--approve", "--by", "alice"); r.code != 0 {
-				t.Fatalf("stored resume: exit %d\n%s%s", r.code, r.stdout, r.stderr)
-			}
+			_, dir, cfg, id, data := resumedStoredCheckpoint(t, k)
 			file := filepath.Join(t.TempDir(), "warden-checkpoint-"+strings.TrimPrefix(id, storedCheckpointPrefix)+".json")
 			if err := os.WriteFile(file, data, 0o600); err != nil {
 				t.Fatal(err)
@@ -176,19 +167,10 @@ checkpoint_dir: checkpoints
 func TestAttack2StoredCheckpointCopiedToAnotherID(t *testing.T) {
 	for _, k := range testStores() {
 		t.Run(k.name, func(t *testing.T) {
-			dsn := k.dsn(t)
-			dir := runFixture(t)
-			cfg := filepath.Join(dir, "pause.yaml")
-			id := pauseToStore(t, dir, "--store", dsn)
-			data, err := storedCheckpoint(t, dsn, id)
-			if err != nil {
-				t.Fatal(err)
-			}
+			// The row as it was before its resume, copied under another id.
+			dsn, dir, cfg, _, data := resumedStoredCheckpoint(t, k)
 			const other = "ckpt_000000000000"
 			putStoredCheckpoint(t, dsn, other, data)
-			if r := runWarden(t, "run", "--config", cfg, "--store", dsn, "--resume", id, "--approve", "--by", "alice"); r.code != 0 {
-				t.Fatalf("stored resume: exit %d\n%s%s", r.code, r.stdout, r.stderr)
-			}
 			r := runWarden(t, "run", "--config", cfg, "--store", dsn, "--resume", other, "--approve", "--by", "bob")
 			if r.code != exitUsage {
 				t.Errorf("the checkpoint resumed again under another id: exit %d\n%s%s", r.code, r.stdout, r.stderr)
@@ -207,17 +189,7 @@ func TestAttack2StoredCheckpointCopiedToAnotherID(t *testing.T) {
 func TestAttack2StoredCheckpointPutBackStaysClaimed(t *testing.T) {
 	for _, k := range testStores() {
 		t.Run(k.name, func(t *testing.T) {
-			dsn := k.dsn(t)
-			dir := runFixture(t)
-			cfg := filepath.Join(dir, "pause.yaml")
-			id := pauseToStore(t, dir, "--store", dsn)
-			data, err := storedCheckpoint(t, dsn, id)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if r := runWarden(t, "run", "--config", cfg, "--store", dsn, "--resume", id, "--approve", "--by", "alice"); r.code != 0 {
-				t.Fatalf("stored resume: exit %d\n%s%s", r.code, r.stdout, r.stderr)
-			}
+			dsn, dir, cfg, id, data := resumedStoredCheckpoint(t, k)
 			putStoredCheckpoint(t, dsn, id, data)
 			r := runWarden(t, "run", "--config", cfg, "--store", dsn, "--resume", id, "--approve", "--by", "bob")
 			if r.code != exitUsage || !strings.Contains(r.stderr, "outcome unknown: a resume claimed it") {
@@ -228,4 +200,22 @@ func TestAttack2StoredCheckpointPutBackStaysClaimed(t *testing.T) {
 			}
 		})
 	}
+}
+
+// resumedStoredCheckpoint pauses pause.yaml into the store k, keeps a copy of the stored
+// checkpoint (data), and resumes it once, approved by alice.
+func resumedStoredCheckpoint(t *testing.T, k testStore) (dsn, dir, cfg, id string, data []byte) {
+	t.Helper()
+	dsn = k.dsn(t)
+	dir = runFixture(t)
+	cfg = filepath.Join(dir, "pause.yaml")
+	id = pauseToStore(t, dir, "--store", dsn)
+	data, err := storedCheckpoint(t, dsn, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := runWarden(t, "run", "--config", cfg, "--store", dsn, "--resume", id, "--approve", "--by", "alice"); r.code != 0 {
+		t.Fatalf("stored resume: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	return dsn, dir, cfg, id, data
 }

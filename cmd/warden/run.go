@@ -745,14 +745,11 @@ func (rt *runtime) pause(o runOptions, p *agent.Paused) error {
 // toolDefinition is the digest of what a tool is to the model and the policy: its name,
 // source, description, input schema and declared capabilities.
 func toolDefinition(t warden.Tool) string {
-	b, err := json.Marshal(struct {
-		Name, Source, Description string
-		InputSchema               json.RawMessage
-		Capabilities              []warden.Capability
-	}{t.Name, t.Source, t.Description, json.RawMessage(t.InputSchema), t.Capabilities})
-	if err != nil {
-		b = fmt.Appendf(nil, "%q %q %q %q %q", t.Name, t.Source, t.Description, t.InputSchema, t.Capabilities)
-	}
+	// Strings and string slices only: encoding cannot fail.
+	b, _ := json.Marshal(struct {
+		Name, Source, Description, InputSchema string
+		Capabilities                           []warden.Capability
+	}{t.Name, t.Source, t.Description, string(t.InputSchema), t.Capabilities})
 	sum := sha256.Sum256(b)
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
