@@ -142,11 +142,11 @@ type callState struct {
 	// asks are the questions call-side links asked, in link order: recorded where they
 	// are raised, put to the person at the human stage about the final arguments.
 	asks []MiddlewareAsk
-	// approval is the person's answer a Resume carries: it answers exactly one question,
-	// the one asked about these arguments (digest) by this middleware or stage.
-	approval     *PendingDecision
-	approvalUsed bool
-	cred         *Credential
+	// approval is the decision a Resume's approval answers (checked against the
+	// approval's digest on entry): at the human stage, which runs once per call, it
+	// answers exactly that question about exactly those arguments.
+	approval *PendingDecision
+	cred     *Credential
 	// seq is the copy of the call's sequence lent to synchronous checkers (see
 	// lentSequence); nil until one is needed.
 	seq   []Step
@@ -820,10 +820,9 @@ func (st *callState) fromHuman(ctx context.Context) (*Outcome, error) {
 		return st.fromCredentials(ctx)
 	}
 	p := st.question(esc, checkIn)
-	if a := st.approval; a != nil && !st.approvalUsed {
+	if a := st.approval; a != nil {
 		// a was checked against the approval's digest on entry: it is what the person saw.
 		if p.ApprovalDigest() == a.ApprovalDigest() {
-			st.approvalUsed = true
 			return st.fromCredentials(ctx)
 		}
 		if sameQuestion(a, &p) {
