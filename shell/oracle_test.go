@@ -53,10 +53,11 @@ func (v oracleVerdict) String() string {
 // error: the oracle could not see what ran, which is never a pass.
 func oracleCheck(sb *oracleSandbox, command string) (v oracleVerdict, ran bool, err error) {
 	// strace can lose the parent of a program (a thread of a process that is
-	// exiting, on a loaded machine), and only the git and interpreter
-	// exemptions need the parent: a verdict whose findings all lack one is run
-	// again, up to twice, and a run that names every parent decides. A real
-	// finding reproduces with its parent named, so this never hides one.
+	// exiting, on a loaded machine), and the git and interpreter exemptions
+	// need the whole chain of parents: a verdict with a finding whose chain does
+	// not reach the command's own bash is run again, up to twice, and a run
+	// whose findings all name their whole chain decides. A real finding
+	// reproduces with its chain named, so this never hides one.
 	// Under the same load strace writes lines it cannot decode (an execve whose
 	// tracee memory is gone, "???()", a syscall of a thread that vanished): a run
 	// whose trace could not be read is run again too, up to twice, and a trace
@@ -66,10 +67,21 @@ func oracleCheck(sb *oracleSandbox, command string) (v oracleVerdict, ran bool, 
 		if err != nil && try < 2 {
 			continue
 		}
-		if err != nil || try == 2 || len(v.Unjudged) == 0 || slices.ContainsFunc(v.Unjudged, func(e oracleExec) bool { return len(e.Lineage) > 0 }) {
+		if err != nil || try == 2 || !slices.ContainsFunc(v.Unjudged, func(e oracleExec) bool { return !oracleChainComplete(e, command) }) {
 			return v, ran, err
 		}
 	}
+}
+
+// oracleChainComplete reports whether e's lineage reaches the command's own
+// bash (bash -c COMMAND), so that every program between them is known.
+func oracleChainComplete(e oracleExec, command string) bool {
+	n := len(e.Lineage)
+	if n == 0 {
+		return false
+	}
+	root := e.Lineage[n-1]
+	return baseName(root.Path) == "bash" && len(root.Argv) == 3 && root.Argv[1] == "-c" && root.Argv[2] == command
 }
 
 // oracleCheckOnce is one run of oracleCheck.
