@@ -52,7 +52,7 @@
 //
 // An implementation stores [Entry] values (built with [IntentEntry], [RecordEntry] and
 // [CompletionEntry], numbered and hashed with [Entry.Seal] by one appender at a time),
-// verifies them with a [Verifier], filters with [CallFilter.Match], registers itself with
+// verifies them with a [Verifier], filters with [CallFilter.Matcher], registers itself with
 // [Register], and runs package storetest from its tests.
 //
 // # Clock
@@ -228,9 +228,12 @@ type Completion struct {
 type CallFilter struct {
 	// Since keeps calls recorded at or after this time.
 	Since time.Time
-	// ToolGlob keeps calls whose tool name matches: '*' matches any run of characters,
-	// '?' exactly one, everything else itself, case-insensitively. No escapes, no
-	// character classes.
+	// ToolGlob keeps calls whose tool name matches this glob, in the dialect of a
+	// policy's globs (package policy): Python fnmatch, case-insensitive and anchored;
+	// '*' matches any run of characters, '?' one, "[seq]" and "[!seq]" one character in
+	// (or not in) seq; there are no backslash escapes ('[*]' is a literal star) and
+	// every string is a pattern. Front ends check what a person typed with
+	// [CheckToolGlob] first.
 	ToolGlob string
 	// Principal keeps calls made for this principal (exact match).
 	Principal string

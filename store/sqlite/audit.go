@@ -114,6 +114,7 @@ func (s *Store) QueryCalls(ctx context.Context, f store.CallFilter) ([]store.Cal
 		return nil, fmt.Errorf("sqlite: querying calls: %w", err)
 	}
 	defer rows.Close()
+	match := f.Matcher()
 	var out []store.CallRecord
 	for rows.Next() {
 		var e store.Entry
@@ -126,7 +127,7 @@ func (s *Store) QueryCalls(ctx context.Context, f store.CallFilter) ([]store.Cal
 			ce := c.entry()
 			r.Complete(&ce)
 		}
-		if !f.Match(r) {
+		if !match.Match(r) {
 			continue
 		}
 		out = append(out, r)
