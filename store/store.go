@@ -167,15 +167,6 @@ type Store interface {
 	Close() error
 }
 
-// Tamperer is implemented by stores that let tests damage their own audit log, to prove
-// that [Store.VerifyAudit] notices. It is for tests only: nothing else may call it.
-//
-// op is "edit" (change a field of the entry numbered seq without fixing its hash) or
-// "delete" (remove that entry).
-type Tamperer interface {
-	TamperAuditForTest(ctx context.Context, seq int64, op string) error
-}
-
 // StatusStarted is the status of a call whose intent was recorded and whose completion
 // was not: it was about to run, and its outcome is unknown.
 const StatusStarted warden.Status = "started"

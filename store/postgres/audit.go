@@ -197,33 +197,3 @@ func (s *Store) VerifyAudit(ctx context.Context) (store.VerifyReport, error) {
 	}
 	return rep, nil
 }
-
-// TamperAuditForTest damages the audit log for tests of VerifyAudit (see
-// [store.Tamperer]): op "edit" changes the rationale of entry seq without fixing its
-// hash, op "delete" removes the entry. Never call it outside tests.
-func (s *Store) TamperAuditForTest(ctx context.Context, seq int64, op string) error {
-	var stmt string
-	switch op {
-	case "edit":
-		stmt = `UPDATE warden_audit SET rationale = rationale || ' (edited)' WHERE seq = $1`
-	case "delete":
-		stmt = `DELETE FROM warden_audit WHERE seq = $1`
-	default:
-		return fmt.Errorf("postgres: unknown tamper op %q (want edit or delete)", op)
-	}
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		// Lift the append-only trigger for this transaction only.
-		if _, err := tx.Exec(ctx, `ALTER TABLE warden_audit DISABLE TRIGGER warden_audit_no_change`); err != nil {
-			return err
-		}
-		tag, err := tx.Exec(ctx, stmt, seq)
-		if err != nil {
-			return err
-		}
-		if tag.RowsAffected() != 1 {
-			return notFound("audit entry", seq)
-		}
-		_, err = tx.Exec(ctx, `ALTER TABLE warden_audit ENABLE TRIGGER warden_audit_no_change`)
-		return err
-	})
-}

@@ -77,10 +77,7 @@ type Store struct {
 	listenMu     sync.Mutex         // guards listenCancel/listenDone against Close
 }
 
-var (
-	_ store.Store    = (*Store)(nil)
-	_ store.Tamperer = (*Store)(nil)
-)
+var _ store.Store = (*Store)(nil)
 
 // Open connects to the database named by dsn (a postgres:// URL or key=value string)
 // and applies pending migrations.

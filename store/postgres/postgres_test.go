@@ -4,14 +4,17 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/wardenhq/warden/store"
 	"github.com/wardenhq/warden/store/postgres"
+	"github.com/wardenhq/warden/store/postgres/postgrestest"
 	"github.com/wardenhq/warden/store/storetest"
 )
 
@@ -68,7 +71,12 @@ func withParam(t testing.TB, dsn, key, value string) string {
 
 func openFresh(t testing.TB) *postgres.Store {
 	t.Helper()
-	s, err := postgres.Open(t.Context(), freshSchema(t))
+	return openDSN(t, freshSchema(t))
+}
+
+func openDSN(t testing.TB, dsn string) *postgres.Store {
+	t.Helper()
+	s, err := postgres.Open(t.Context(), dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +91,22 @@ func TestMain(m *testing.M) {
 
 func TestConformance(t *testing.T) {
 	testDSN(t)
-	storetest.Run(t, func(t *testing.T) store.Store { return openFresh(t) })
+	// The tamper function finds the DSN (the schema) of the store it is given.
+	var dsns sync.Map // *postgres.Store => its DSN
+	open := func(t *testing.T) store.Store {
+		dsn := freshSchema(t)
+		s := openDSN(t, dsn)
+		dsns.Store(s, dsn)
+		return s
+	}
+	tamper := func(ctx context.Context, s store.Store, seq int64, op string) error {
+		dsn, ok := dsns.Load(s)
+		if !ok {
+			return fmt.Errorf("tamper: a store this test did not open")
+		}
+		return postgrestest.TamperAudit(ctx, dsn.(string), seq, op)
+	}
+	storetest.Run(t, open, &storetest.Options{Tamper: tamper})
 }
 
 func newDSN(t *testing.T) string { return freshSchema(t) }

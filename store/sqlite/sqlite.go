@@ -135,10 +135,7 @@ type Store struct {
 	closed  atomic.Bool // set by Close; reads check it (writes learn it from w)
 }
 
-var (
-	_ store.Store    = (*Store)(nil)
-	_ store.Tamperer = (*Store)(nil)
-)
+var _ store.Store = (*Store)(nil)
 
 // Open opens (creating when needed) the database file at path and applies pending
 // migrations. opts may be nil.

@@ -1,6 +1,7 @@
 package sqlite_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -8,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/wardenhq/warden/store"
 	"github.com/wardenhq/warden/store/sqlite"
+	"github.com/wardenhq/warden/store/sqlite/sqlitetest"
 	"github.com/wardenhq/warden/store/storetest"
 )
 
@@ -31,7 +33,12 @@ func newDSN(t *testing.T) string {
 }
 
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) store.Store { return openTemp(t) })
+	storetest.Run(t, func(t *testing.T) store.Store { return openTemp(t) }, &storetest.Options{Tamper: tamper})
+}
+
+// tamper damages the audit log of a store openTemp opened, over a connection of its own.
+func tamper(ctx context.Context, s store.Store, seq int64, op string) error {
+	return sqlitetest.TamperAudit(ctx, "sqlite://"+s.(*sqlite.Store).Path(), seq, op)
 }
 
 func TestReplicas(t *testing.T) { storetest.RunReplicas(t, newDSN) }

@@ -10,11 +10,11 @@
 //			}
 //			t.Cleanup(func() { s.Close() })
 //			return s
-//		})
+//		}, &storetest.Options{Tamper: tamper})
 //	}
 //
-// The tamper cases run only when the store implements [store.Tamperer]. With -short the
-// concurrency case runs fewer calls.
+// The tamper cases run only when [Options.Tamper] is set. With -short the concurrency
+// case runs fewer calls.
 //
 // Beyond one store in one process:
 //
@@ -44,9 +44,30 @@ import (
 	"github.com/wardenhq/warden/store"
 )
 
+// Tamper damages the audit log of s, a store the suite got from its open function,
+// without fixing the hash chain: op "edit" changes a field of the entry numbered seq,
+// op "delete" removes that entry. It is how the suite proves that [store.Store.VerifyAudit]
+// notices; implementations supply it from their tests (over a database connection of
+// their own), so no production type carries the hook. Packages sqlitetest and
+// postgrestest hold the implementations of this module.
+type Tamper func(ctx context.Context, s store.Store, seq int64, op string) error
+
+// Options configures [Run]. A nil *Options runs the suite without the cases that need
+// an option.
+type Options struct {
+	// Tamper, when set, runs the cases that damage the log and expect VerifyAudit to
+	// say where; when nil they are skipped.
+	Tamper Tamper
+}
+
 // Run runs the conformance suite. open must return a new, empty store each time it is
-// called, and close it when t ends (t.Cleanup); the suite may close it earlier.
-func Run(t *testing.T, open func(t *testing.T) store.Store) {
+// called, and close it when t ends (t.Cleanup); the suite may close it earlier. opts
+// may be nil.
+func Run(t *testing.T, open func(t *testing.T) store.Store, opts *Options) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
 	cases := []struct {
 		name string
 		fn   func(t *testing.T, s store.Store)
@@ -57,10 +78,10 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Audit/Filters", testFilters},
 		{"Audit/Limit", testLimit},
 		{"Audit/VerifyEmpty", testVerifyEmpty},
-		{"Audit/VerifyDetectsEdit", testVerifyEdit},
-		{"Audit/VerifyDetectsDelete", testVerifyDelete},
-		{"Audit/VerifyDetectsDeletedHead", testVerifyDeleteFirst},
-		{"Audit/VerifyDetectsDeletedTail", testVerifyDeleteLast},
+		{"Audit/VerifyDetectsEdit", o.tampering(testVerifyEdit)},
+		{"Audit/VerifyDetectsDelete", o.tampering(testVerifyDelete)},
+		{"Audit/VerifyDetectsDeletedHead", o.tampering(testVerifyDeleteFirst)},
+		{"Audit/VerifyDetectsDeletedTail", o.tampering(testVerifyDeleteLast)},
 		{"Audit/Concurrent", testConcurrentAudit},
 		{"Audit/CanceledContext", testCanceled},
 		{"Pending/CreateGet", testPendingCreateGet},
@@ -365,14 +386,21 @@ func fiveEntries(t *testing.T, s store.Store) {
 	}
 }
 
-func tamper(t *testing.T, s store.Store, seq int64, op string) {
-	t.Helper()
-	tm, ok := s.(store.Tamperer)
-	if !ok {
-		t.Skip("the store does not implement store.Tamperer")
+// tampering adapts a case that damages the log with tamper: it is skipped when the
+// implementation supplied no [Options.Tamper].
+func (o Options) tampering(fn func(t *testing.T, s store.Store, tamper tamperFunc)) func(t *testing.T, s store.Store) {
+	return func(t *testing.T, s store.Store) {
+		if o.Tamper == nil {
+			t.Skip("no storetest.Options.Tamper: the tamper cases need one")
+		}
+		fn(t, s, func(t *testing.T, seq int64, op string) {
+			t.Helper()
+			check(t, o.Tamper(ctxFor(t), s, seq, op))
+		})
 	}
-	check(t, tm.TamperAuditForTest(ctxFor(t), seq, op))
 }
+
+type tamperFunc func(t *testing.T, seq int64, op string)
 
 func wantBad(t *testing.T, s store.Store, firstBad int64) {
 	t.Helper()
@@ -382,27 +410,27 @@ func wantBad(t *testing.T, s store.Store, firstBad int64) {
 	}
 }
 
-func testVerifyEdit(t *testing.T, s store.Store) {
+func testVerifyEdit(t *testing.T, s store.Store, tamper tamperFunc) {
 	fiveEntries(t, s)
-	tamper(t, s, 3, "edit")
+	tamper(t, 3, "edit")
 	wantBad(t, s, 3)
 }
 
-func testVerifyDelete(t *testing.T, s store.Store) {
+func testVerifyDelete(t *testing.T, s store.Store, tamper tamperFunc) {
 	fiveEntries(t, s)
-	tamper(t, s, 3, "delete")
+	tamper(t, 3, "delete")
 	wantBad(t, s, 3)
 }
 
-func testVerifyDeleteFirst(t *testing.T, s store.Store) {
+func testVerifyDeleteFirst(t *testing.T, s store.Store, tamper tamperFunc) {
 	fiveEntries(t, s)
-	tamper(t, s, 1, "delete")
+	tamper(t, 1, "delete")
 	wantBad(t, s, 1)
 }
 
-func testVerifyDeleteLast(t *testing.T, s store.Store) {
+func testVerifyDeleteLast(t *testing.T, s store.Store, tamper tamperFunc) {
 	fiveEntries(t, s)
-	tamper(t, s, 5, "delete")
+	tamper(t, 5, "delete")
 	wantBad(t, s, 5)
 	// Appending goes on from the recorded head, so the hole stays visible.
 	check(t, s.RecordCall(ctxFor(t), store.CallRecord{Tool: "later", Status: warden.StatusRefused}))
