@@ -74,14 +74,17 @@ type Entry struct {
 }
 
 // IntentEntry returns the (unsealed) intent entry for a call about to run. A zero
-// r.Time becomes now.
-func IntentEntry(r CallRecord) Entry { return callEntry(EntryIntent, r) }
+// r.Time becomes now (the store's clock).
+func IntentEntry(r CallRecord, now time.Time) Entry { return callEntry(EntryIntent, r, now) }
 
 // RecordEntry returns the (unsealed) entry for a call that never reached execution. A
-// zero r.Time becomes now.
-func RecordEntry(r CallRecord) Entry { return callEntry(EntryRecord, r) }
+// zero r.Time becomes now (the store's clock).
+func RecordEntry(r CallRecord, now time.Time) Entry { return callEntry(EntryRecord, r, now) }
 
-func callEntry(kind EntryKind, r CallRecord) Entry {
+func callEntry(kind EntryKind, r CallRecord, now time.Time) Entry {
+	if r.Time.IsZero() {
+		r.Time = now
+	}
 	e := Entry{
 		Kind:         kind,
 		Time:         r.Time,
@@ -113,9 +116,10 @@ func callEntry(kind EntryKind, r CallRecord) Entry {
 }
 
 // CompletionEntry returns the (unsealed) completion entry of the intent numbered ref,
-// timed now.
-func CompletionEntry(ref int64, c Completion) Entry {
+// timed now (the store's clock).
+func CompletionEntry(ref int64, c Completion, now time.Time) Entry {
 	e := Entry{
+		Time:       now,
 		Kind:       EntryComplete,
 		Ref:        ref,
 		Status:     string(c.Status),
@@ -133,12 +137,9 @@ func CompletionEntry(ref int64, c Completion) Entry {
 	return e
 }
 
-// normalize makes e storable exactly: UTC microsecond time (now when zero), clean
-// strings, nil for empty args.
+// normalize makes e storable exactly: UTC microsecond time, clean strings, nil for
+// empty args.
 func (e *Entry) normalize() {
-	if e.Time.IsZero() {
-		e.Time = time.Now()
-	}
 	e.Time = NormalizeTime(e.Time)
 	for _, s := range []*string{&e.CallID, &e.Session, &e.Tool, &e.Tenant, &e.Principal,
 		&e.Conversation, &e.ArgsDigest, &e.Stage, &e.Effect, &e.RuleID, &e.Rationale,

@@ -4,12 +4,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
 	"net/url"
 	"os"
 	"strings"
-	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/wardenhq/warden/store"
@@ -71,12 +70,7 @@ func withParam(t testing.TB, dsn, key, value string) string {
 
 func openFresh(t testing.TB) *postgres.Store {
 	t.Helper()
-	return openDSN(t, freshSchema(t))
-}
-
-func openDSN(t testing.TB, dsn string) *postgres.Store {
-	t.Helper()
-	s, err := postgres.Open(t.Context(), dsn)
+	s, err := postgres.Open(t.Context(), freshSchema(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,34 +85,30 @@ func TestMain(m *testing.M) {
 
 func TestConformance(t *testing.T) {
 	testDSN(t)
-	// The tamper function finds the DSN (the schema) of the store it is given.
-	var dsns sync.Map // *postgres.Store => its DSN
-	open := func(t *testing.T) store.Store {
-		dsn := freshSchema(t)
-		s := openDSN(t, dsn)
-		dsns.Store(s, dsn)
-		return s
-	}
-	tamper := func(ctx context.Context, s store.Store, seq int64, op string) error {
-		dsn, ok := dsns.Load(s)
-		if !ok {
-			return fmt.Errorf("tamper: a store this test did not open")
-		}
-		return postgrestest.TamperAudit(ctx, dsn.(string), seq, op)
-	}
-	storetest.Run(t, open, &storetest.Options{Tamper: tamper})
+	storetest.Run(t, newDSN, open, &storetest.Options{Tamper: postgrestest.TamperAudit})
 }
 
 func newDSN(t *testing.T) string { return freshSchema(t) }
 
+// open is the suites' storetest.Opener: the store of dsn with the clock now.
+func open(t *testing.T, dsn string, now func() time.Time) store.Store {
+	t.Helper()
+	s, err := postgres.Open(t.Context(), dsn, &postgres.Options{Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 func TestReplicas(t *testing.T) {
 	testDSN(t)
-	storetest.RunReplicas(t, newDSN)
+	storetest.RunReplicas(t, newDSN, open)
 }
 
 func TestProcesses(t *testing.T) {
 	testDSN(t)
-	storetest.RunProcesses(t, newDSN)
+	storetest.RunProcesses(t, newDSN, open)
 }
 
 // TestSoak is the long reliability run: 16 goroutines x 10,000 audited calls. It runs

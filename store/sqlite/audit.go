@@ -14,7 +14,7 @@ import (
 
 // BeginCall commits the intent entry of a call about to run.
 func (s *Store) BeginCall(ctx context.Context, r store.CallRecord) (store.CallRef, error) {
-	e := store.IntentEntry(r)
+	e := store.IntentEntry(r, s.now())
 	if err := s.w.do(ctx, func(t *wtx) error { return t.appendEntry(&e) }); err != nil {
 		return store.CallRef{}, err
 	}
@@ -23,7 +23,7 @@ func (s *Store) BeginCall(ctx context.Context, r store.CallRecord) (store.CallRe
 
 // EndCall appends the completion of the call started by ref.
 func (s *Store) EndCall(ctx context.Context, ref store.CallRef, c store.Completion) error {
-	e := store.CompletionEntry(ref.Seq, c)
+	e := store.CompletionEntry(ref.Seq, c, s.now())
 	return s.w.do(ctx, func(t *wtx) error {
 		// The schema refuses a completion of anything but an intent without one (a
 		// trigger and a unique index), so the common case costs one statement. A
@@ -47,7 +47,7 @@ func (s *Store) EndCall(ctx context.Context, ref store.CallRef, c store.Completi
 
 // RecordCall appends a call that never reached execution.
 func (s *Store) RecordCall(ctx context.Context, r store.CallRecord) error {
-	e := store.RecordEntry(r)
+	e := store.RecordEntry(r, s.now())
 	return s.w.do(ctx, func(t *wtx) error { return t.appendEntry(&e) })
 }
 

@@ -55,14 +55,17 @@ func helper(op string) error {
 			return err
 		}
 		fmt.Printf("seq %d\n", ref.Seq)
-		time.Sleep(time.Hour) // "running the tool" until killed
+		// "Running the tool" until the test kills the process (SIGKILL): this blocks,
+		// it waits for nothing the test could observe. (A bare select{} would make the
+		// runtime report a deadlock and exit before the kill.)
+		time.Sleep(time.Hour)
 	case "pending":
 		p, err := s.CreatePending(ctx, samplePending())
 		if err != nil {
 			return err
 		}
 		fmt.Printf("id %s\n", p.ID)
-		time.Sleep(time.Hour) // waiting for a person until killed
+		time.Sleep(time.Hour) // waiting for a person until killed: blocks, as above
 	case "decide":
 		if _, err := s.Decide(ctx, os.Getenv(envID), store.Verdict{Approve: true, By: "process-b"}); err != nil {
 			return err
@@ -122,9 +125,10 @@ func kill9(t *testing.T, cmd *exec.Cmd) {
 // RunProcesses runs the cases that need real OS processes sharing a store: a process
 // killed (SIGKILL) between a call's intent and its completion, a process killed with
 // pending decisions, and a decision made by one process waking a waiter in another.
-// newDSN must return the DSN of a new, empty database each time. The test binary must
-// call [HelperProcess] from TestMain.
-func RunProcesses(t *testing.T, newDSN func(t *testing.T) string) {
+// newDSN must return the DSN of a new, empty database each time; open opens the store
+// of this process (the helper processes use [store.Open], so the implementation must be
+// registered). The test binary must call [HelperProcess] from TestMain.
+func RunProcesses(t *testing.T, newDSN func(t *testing.T) string, open Opener) {
 	t.Run("Processes/KilledAfterIntent", func(t *testing.T) {
 		dsn := newDSN(t)
 		cmd, line := startHelper(t, "begin", dsn)
@@ -133,7 +137,7 @@ func RunProcesses(t *testing.T, newDSN func(t *testing.T) string) {
 			t.Fatalf("helper printed %q", line)
 		}
 		kill9(t, cmd)
-		s := openDSN(t, dsn)
+		s := open(t, dsn, time.Now)
 		recs := query(t, s, store.CallFilter{})
 		if len(recs) != 1 {
 			t.Fatalf("after the crash: %d records, want the started call", len(recs))
@@ -151,7 +155,7 @@ func RunProcesses(t *testing.T, newDSN func(t *testing.T) string) {
 		cmd, line := startHelper(t, "pending", dsn)
 		id := strings.TrimPrefix(line, "id ")
 		kill9(t, cmd)
-		s := openDSN(t, dsn)
+		s := open(t, dsn, time.Now)
 		p, err := s.GetPending(ctxFor(t), id)
 		check(t, err)
 		if p.State != store.StatePending {
@@ -170,9 +174,10 @@ func RunProcesses(t *testing.T, newDSN func(t *testing.T) string) {
 
 	t.Run("Processes/DecisionWakesOtherProcess", func(t *testing.T) {
 		dsn := newDSN(t)
-		s := openDSN(t, dsn)
+		clk := &clock{}
+		s := open(t, dsn, clk.Now)
 		p := newPending(t, s, samplePending())
-		lag := waitWhile(t, s, p.ID, func() {
+		lag := waitWhile(t, s, clk, p.ID, func() {
 			startHelper(t, "decide", dsn, envID+"="+p.ID)
 		}, "process-b")
 		if lag > 1500*time.Millisecond {

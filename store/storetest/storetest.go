@@ -1,20 +1,23 @@
 // Package storetest is the conformance suite every [store.Store] implementation passes,
 // in the manner of testing/slogtest: an implementation's test calls [Run] with a
-// function that opens a new, empty store.
+// function that names a new, empty database and an [Opener] that opens a store on it
+// with the clock the suite gives.
 //
 //	func TestConformance(t *testing.T) {
-//		storetest.Run(t, func(t *testing.T) store.Store {
-//			s, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "w.db"), nil)
+//		storetest.Run(t, newDSN, func(t *testing.T, dsn string, now func() time.Time) store.Store {
+//			path, _, _ := sqlite.ParseDSN(dsn)
+//			s, err := sqlite.Open(t.Context(), path, &sqlite.Options{Now: now})
 //			if err != nil {
 //				t.Fatal(err)
 //			}
 //			t.Cleanup(func() { s.Close() })
 //			return s
-//		}, &storetest.Options{Tamper: tamper})
+//		}, &storetest.Options{Tamper: sqlitetest.TamperAudit})
 //	}
 //
-// The tamper cases run only when [Options.Tamper] is set. With -short the concurrency
-// case runs fewer calls.
+// The suite never waits on the wall clock for a decision to expire: it moves the clock
+// it gave the store. The tamper cases run only when [Options.Tamper] is set. With
+// -short the concurrency case runs fewer calls.
 //
 // Beyond one store in one process:
 //
@@ -44,13 +47,18 @@ import (
 	"github.com/wardenhq/warden/store"
 )
 
-// Tamper damages the audit log of s, a store the suite got from its open function,
-// without fixing the hash chain: op "edit" changes a field of the entry numbered seq,
-// op "delete" removes that entry. It is how the suite proves that [store.Store.VerifyAudit]
-// notices; implementations supply it from their tests (over a database connection of
-// their own), so no production type carries the hook. Packages sqlitetest and
-// postgrestest hold the implementations of this module.
-type Tamper func(ctx context.Context, s store.Store, seq int64, op string) error
+// Opener opens a store on the database named by dsn, with now as its clock (every
+// timestamp and expiry decision of the store must come from it), and closes the store
+// when t ends (t.Cleanup); the suite may close it earlier.
+type Opener func(t *testing.T, dsn string, now func() time.Time) store.Store
+
+// Tamper damages the audit log in the database named by dsn without fixing the hash
+// chain: op "edit" changes a field of the entry numbered seq, op "delete" removes that
+// entry. It is how the suite proves that [store.Store.VerifyAudit] notices;
+// implementations supply it from test-only code that uses a database connection of its
+// own, so no production type carries the hook (sqlitetest.TamperAudit and
+// postgrestest.TamperAudit are this module's).
+type Tamper func(ctx context.Context, dsn string, seq int64, op string) error
 
 // Options configures [Run]. A nil *Options runs the suite without the cases that need
 // an option.
@@ -60,17 +68,17 @@ type Options struct {
 	Tamper Tamper
 }
 
-// Run runs the conformance suite. open must return a new, empty store each time it is
-// called, and close it when t ends (t.Cleanup); the suite may close it earlier. opts
-// may be nil.
-func Run(t *testing.T, open func(t *testing.T) store.Store, opts *Options) {
+// Run runs the conformance suite. newDSN must return the DSN of a new, empty database
+// each time it is called; every case opens its own store on one with open. opts may be
+// nil.
+func Run(t *testing.T, newDSN func(t *testing.T) string, open Opener, opts *Options) {
 	var o Options
 	if opts != nil {
 		o = *opts
 	}
 	cases := []struct {
 		name string
-		fn   func(t *testing.T, s store.Store)
+		fn   func(t *testing.T, s *subject)
 	}{
 		{"Audit/RoundTrip", testAuditRoundTrip},
 		{"Audit/WriteAhead", testWriteAhead},
@@ -109,8 +117,19 @@ func Run(t *testing.T, open func(t *testing.T) store.Store, opts *Options) {
 		{"Closed", testClosed},
 	}
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) { c.fn(t, open(t)) })
+		t.Run(c.name, func(t *testing.T) {
+			dsn := newDSN(t)
+			clk := &clock{}
+			c.fn(t, &subject{Store: open(t, dsn, clk.Now), clock: clk, dsn: dsn})
+		})
 	}
+}
+
+// subject is the store a case tests, with the clock it was given and its database.
+type subject struct {
+	store.Store
+	clock *clock
+	dsn   string
 }
 
 // ---- helpers ----
@@ -167,7 +186,7 @@ func mustVerifyOK(t *testing.T, s store.Store, entries int64) {
 
 // ---- audit ----
 
-func testAuditRoundTrip(t *testing.T, s store.Store) {
+func testAuditRoundTrip(t *testing.T, s *subject) {
 	ctx := ctxFor(t)
 	t0 := time.Date(2025, 3, 1, 12, 0, 0, 123456789, time.FixedZone("X", 3600))
 	args := warden.MustParseArgs(`{"path":"/etc/hosts","n":1}`)
@@ -229,7 +248,7 @@ func testAuditRoundTrip(t *testing.T, s store.Store) {
 	mustVerifyOK(t, s, 4)
 }
 
-func testWriteAhead(t *testing.T, s store.Store) {
+func testWriteAhead(t *testing.T, s *subject) {
 	ctx := ctxFor(t)
 	ref, err := s.BeginCall(ctx, store.CallRecord{Tool: "deploy", Executed: true, Stage: warden.StageExecute})
 	check(t, err)
@@ -254,7 +273,7 @@ func testWriteAhead(t *testing.T, s store.Store) {
 	mustVerifyOK(t, s, 2)
 }
 
-func testEndCallErrors(t *testing.T, s store.Store) {
+func testEndCallErrors(t *testing.T, s *subject) {
 	ctx := ctxFor(t)
 	wantErr(t, "EndCall of an unknown ref", s.EndCall(ctx, store.CallRef{Seq: 999}, store.Completion{Status: warden.StatusRan}), store.ErrNotFound)
 	check(t, s.RecordCall(ctx, store.CallRecord{Tool: "t", Status: warden.StatusRefused}))
@@ -303,7 +322,7 @@ func seed(t *testing.T, s store.Store, t0 time.Time) {
 	}
 }
 
-func testFilters(t *testing.T, s store.Store) {
+func testFilters(t *testing.T, s *subject) {
 	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	seed(t, s, t0)
 	cases := []struct {
@@ -345,7 +364,7 @@ func testFilters(t *testing.T, s store.Store) {
 	}
 }
 
-func testLimit(t *testing.T, s store.Store) {
+func testLimit(t *testing.T, s *subject) {
 	seed(t, s, time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
 	cases := []struct {
 		f    store.CallFilter
@@ -364,7 +383,7 @@ func testLimit(t *testing.T, s store.Store) {
 	}
 }
 
-func testVerifyEmpty(t *testing.T, s store.Store) {
+func testVerifyEmpty(t *testing.T, s *subject) {
 	rep := verify(t, s)
 	if diff := cmp.Diff(store.VerifyReport{OK: true}, rep); diff != "" {
 		t.Errorf("VerifyAudit of an empty log (-want +got):\n%s", diff)
@@ -388,14 +407,14 @@ func fiveEntries(t *testing.T, s store.Store) {
 
 // tampering adapts a case that damages the log with tamper: it is skipped when the
 // implementation supplied no [Options.Tamper].
-func (o Options) tampering(fn func(t *testing.T, s store.Store, tamper tamperFunc)) func(t *testing.T, s store.Store) {
-	return func(t *testing.T, s store.Store) {
+func (o Options) tampering(fn func(t *testing.T, s *subject, tamper tamperFunc)) func(t *testing.T, s *subject) {
+	return func(t *testing.T, s *subject) {
 		if o.Tamper == nil {
 			t.Skip("no storetest.Options.Tamper: the tamper cases need one")
 		}
 		fn(t, s, func(t *testing.T, seq int64, op string) {
 			t.Helper()
-			check(t, o.Tamper(ctxFor(t), s, seq, op))
+			check(t, o.Tamper(ctxFor(t), s.dsn, seq, op))
 		})
 	}
 }
@@ -410,25 +429,25 @@ func wantBad(t *testing.T, s store.Store, firstBad int64) {
 	}
 }
 
-func testVerifyEdit(t *testing.T, s store.Store, tamper tamperFunc) {
+func testVerifyEdit(t *testing.T, s *subject, tamper tamperFunc) {
 	fiveEntries(t, s)
 	tamper(t, 3, "edit")
 	wantBad(t, s, 3)
 }
 
-func testVerifyDelete(t *testing.T, s store.Store, tamper tamperFunc) {
+func testVerifyDelete(t *testing.T, s *subject, tamper tamperFunc) {
 	fiveEntries(t, s)
 	tamper(t, 3, "delete")
 	wantBad(t, s, 3)
 }
 
-func testVerifyDeleteFirst(t *testing.T, s store.Store, tamper tamperFunc) {
+func testVerifyDeleteFirst(t *testing.T, s *subject, tamper tamperFunc) {
 	fiveEntries(t, s)
 	tamper(t, 1, "delete")
 	wantBad(t, s, 1)
 }
 
-func testVerifyDeleteLast(t *testing.T, s store.Store, tamper tamperFunc) {
+func testVerifyDeleteLast(t *testing.T, s *subject, tamper tamperFunc) {
 	fiveEntries(t, s)
 	tamper(t, 5, "delete")
 	wantBad(t, s, 5)
@@ -437,7 +456,7 @@ func testVerifyDeleteLast(t *testing.T, s store.Store, tamper tamperFunc) {
 	wantBad(t, s, 5)
 }
 
-func testConcurrentAudit(t *testing.T, s store.Store) {
+func testConcurrentAudit(t *testing.T, s *subject) {
 	perWorker := 500
 	if testing.Short() {
 		perWorker = 50
@@ -488,7 +507,7 @@ func Soak(t *testing.T, s store.Store, workers, perWorker int) {
 	mustVerifyOK(t, s, int64(2*workers*perWorker))
 }
 
-func testCanceled(t *testing.T, s store.Store) {
+func testCanceled(t *testing.T, s *subject) {
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	if _, err := s.BeginCall(ctx, store.CallRecord{Tool: "t"}); !errors.Is(err, context.Canceled) {
@@ -531,7 +550,7 @@ func samplePending() store.Pending {
 	}
 }
 
-func testPendingCreateGet(t *testing.T, s store.Store) {
+func testPendingCreateGet(t *testing.T, s *subject) {
 	ctx := ctxFor(t)
 	in := samplePending()
 	before := time.Now().Add(-time.Second)
@@ -574,7 +593,7 @@ func testPendingCreateGet(t *testing.T, s store.Store) {
 
 // A plain ask has no evidence, and a caller may store no args or resume state: such a
 // decision must read back, list, and wait like any other.
-func testPendingEmptyFields(t *testing.T, s store.Store) {
+func testPendingEmptyFields(t *testing.T, s *subject) {
 	ctx := ctxFor(t)
 	p := newPending(t, s, store.Pending{Tool: "t", Digest: "sha256:empty"})
 	got, err := s.GetPending(ctx, p.ID)
@@ -596,7 +615,7 @@ func testPendingEmptyFields(t *testing.T, s store.Store) {
 }
 
 // Arguments may be left out of the log (redaction): the record still reads back.
-func testRedactedArgs(t *testing.T, s store.Store) {
+func testRedactedArgs(t *testing.T, s *subject) {
 	ctx := ctxFor(t)
 	check(t, s.RecordCall(ctx, store.CallRecord{CallID: "r1", Tool: "t", ArgsDigest: "sha256:x", Status: warden.StatusRefused}))
 	ref, err := s.BeginCall(ctx, store.CallRecord{CallID: "r2", Tool: "t", ArgsDigest: "sha256:y", Executed: true})
@@ -609,7 +628,7 @@ func testRedactedArgs(t *testing.T, s store.Store) {
 	mustVerifyOK(t, s, 3)
 }
 
-func testPendingCreateRejects(t *testing.T, s store.Store) {
+func testPendingCreateRejects(t *testing.T, s *subject) {
 	ctx := ctxFor(t)
 	bad := []store.Pending{
 		{State: store.StateApproved, Question: "decided already"},
@@ -635,7 +654,7 @@ func ids(ps []store.Pending) string {
 	return strings.Join(out, ",")
 }
 
-func testPendingList(t *testing.T, s store.Store) {
+func testPendingList(t *testing.T, s *subject) {
 	ctx := ctxFor(t)
 	t0 := time.Now().Add(-time.Hour)
 	mk := func(id, session string, created time.Time, expires time.Time) {
@@ -673,7 +692,7 @@ func testPendingList(t *testing.T, s store.Store) {
 	}
 }
 
-func testDecideOnce(t *testing.T, s store.Store) {
+func testDecideOnce(t *testing.T, s *subject) {
 	ctx := ctxFor(t)
 	p := newPending(t, s, samplePending())
 	before := time.Now().Add(-time.Second)
@@ -708,7 +727,7 @@ func testDecideOnce(t *testing.T, s store.Store) {
 	wantErr(t, "approving a declined decision", err, store.ErrAlreadyDecided)
 }
 
-func testDecideConcurrent(t *testing.T, s store.Store) {
+func testDecideConcurrent(t *testing.T, s *subject) {
 	ctx := ctxFor(t)
 	p := newPending(t, s, samplePending())
 	var wins atomic.Int32
@@ -730,15 +749,16 @@ func testDecideConcurrent(t *testing.T, s store.Store) {
 	}
 }
 
-func testDecideExpired(t *testing.T, s store.Store) {
+func testDecideExpired(t *testing.T, s *subject) {
 	p := samplePending()
-	p.Expires = time.Now().Add(-time.Millisecond)
+	p.Expires = s.clock.Now().Add(time.Hour)
 	p = newPending(t, s, p)
+	s.clock.Advance(time.Hour + time.Millisecond)
 	_, err := s.Decide(ctxFor(t), p.ID, store.Verdict{Approve: true, By: "bob"})
 	wantErr(t, "Decide after expiry", err, store.ErrExpired)
 }
 
-func testDecideInvalid(t *testing.T, s store.Store) {
+func testDecideInvalid(t *testing.T, s *subject) {
 	ctx := ctxFor(t)
 	p := newPending(t, s, samplePending())
 	_, err := s.Decide(ctx, p.ID, store.Verdict{Approve: true, Scope: "forever"})
@@ -757,7 +777,7 @@ func testDecideInvalid(t *testing.T, s store.Store) {
 	}
 }
 
-func testWaitWakes(t *testing.T, s store.Store) {
+func testWaitWakes(t *testing.T, s *subject) {
 	ctx := ctxFor(t)
 	p := newPending(t, s, samplePending())
 	type result struct {
@@ -766,11 +786,14 @@ func testWaitWakes(t *testing.T, s store.Store) {
 		at  time.Time
 	}
 	done := make(chan result, 1)
+	read := s.clock.nextRead()
 	go func() {
 		got, err := s.WaitDecision(ctx, p.ID)
 		done <- result{got, err, time.Now()}
 	}()
-	time.Sleep(150 * time.Millisecond)
+	// The waiter has read the decision (and registered for its wake-up) once it read the
+	// clock: the decision below is made while it waits.
+	awaitRead(t, read, "WaitDecision")
 	select {
 	case r := <-done:
 		t.Fatalf("WaitDecision returned before the decision: %+v", r)
@@ -792,7 +815,7 @@ func testWaitWakes(t *testing.T, s store.Store) {
 	}
 }
 
-func testWaitDecided(t *testing.T, s store.Store) {
+func testWaitDecided(t *testing.T, s *subject) {
 	ctx := ctxFor(t)
 	p := newPending(t, s, samplePending())
 	if _, err := s.Decide(ctx, p.ID, store.Verdict{By: "bob"}); err != nil {
@@ -807,19 +830,41 @@ func testWaitDecided(t *testing.T, s store.Store) {
 	wantErr(t, "WaitDecision of an unknown ID", err, store.ErrNotFound)
 }
 
-func testWaitExpires(t *testing.T, s store.Store) {
+func testWaitExpires(t *testing.T, s *subject) {
+	// Expired before the wait: WaitDecision says so at once.
 	p := samplePending()
-	p.Expires = time.Now().Add(300 * time.Millisecond)
+	p.Expires = s.clock.Now().Add(time.Hour)
 	p = newPending(t, s, p)
-	start := time.Now()
+	s.clock.Advance(time.Hour + time.Second)
 	_, err := s.WaitDecision(ctxFor(t), p.ID)
 	wantErr(t, "WaitDecision past expiry", err, store.ErrExpired)
+
+	// Expiring during the wait: the waiter notices on its own.
+	q := samplePending()
+	q.Expires = s.clock.Now().Add(time.Hour)
+	q = newPending(t, s, q)
+	done := make(chan error, 1)
+	read := s.clock.nextRead()
+	ctx := ctxFor(t)
+	go func() {
+		_, err := s.WaitDecision(ctx, q.ID)
+		done <- err
+	}()
+	awaitRead(t, read, "WaitDecision")
+	s.clock.Advance(time.Hour + time.Second)
+	start := time.Now()
+	select {
+	case err := <-done:
+		wantErr(t, "WaitDecision across expiry", err, store.ErrExpired)
+	case <-time.After(10 * time.Second):
+		t.Fatal("WaitDecision did not notice that the decision expired while it waited")
+	}
 	if took := time.Since(start); took > 3*time.Second {
 		t.Errorf("WaitDecision took %v to notice expiry", took)
 	}
 }
 
-func testWaitContext(t *testing.T, s store.Store) {
+func testWaitContext(t *testing.T, s *subject) {
 	p := newPending(t, s, samplePending())
 	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
 	defer cancel()
@@ -836,7 +881,7 @@ func consume(t *testing.T, s store.Store, digest, session string) (store.Pending
 	return p, ok
 }
 
-func testConsumeOnce(t *testing.T, s store.Store) {
+func testConsumeOnce(t *testing.T, s *subject) {
 	p := newPending(t, s, samplePending())
 	if _, ok := consume(t, s, p.Digest, p.Session); ok {
 		t.Fatal("an undecided decision authorized a call")
@@ -856,7 +901,7 @@ func testConsumeOnce(t *testing.T, s store.Store) {
 	}
 }
 
-func testConsumeConcurrent(t *testing.T, s store.Store) {
+func testConsumeConcurrent(t *testing.T, s *subject) {
 	p := newPending(t, s, samplePending())
 	approve(t, s, p.ID, store.Verdict{By: "bob"})
 	ctx := ctxFor(t)
@@ -882,18 +927,18 @@ func testConsumeConcurrent(t *testing.T, s store.Store) {
 	}
 }
 
-func testOnceExpires(t *testing.T, s store.Store) {
+func testOnceExpires(t *testing.T, s *subject) {
 	p := samplePending()
-	p.Expires = time.Now().Add(400 * time.Millisecond)
+	p.Expires = s.clock.Now().Add(time.Hour)
 	p = newPending(t, s, p)
 	approve(t, s, p.ID, store.Verdict{By: "bob"})
-	time.Sleep(time.Until(p.Expires) + 50*time.Millisecond)
+	s.clock.Advance(time.Hour + time.Millisecond)
 	if _, ok := consume(t, s, p.Digest, p.Session); ok {
 		t.Error("an expired once approval authorized a call")
 	}
 }
 
-func testNeverAuthorizes(t *testing.T, s store.Store) {
+func testNeverAuthorizes(t *testing.T, s *subject) {
 	approved := newPending(t, s, samplePending())
 	approve(t, s, approved.ID, store.Verdict{By: "bob", Scope: store.ScopeSession})
 	otherDigest := warden.MustParseArgs(`{"to":"ops@example.com","body":"hi!"}`).Digest()
@@ -923,9 +968,9 @@ func testNeverAuthorizes(t *testing.T, s store.Store) {
 	}
 }
 
-func testSessionScope(t *testing.T, s store.Store) {
+func testSessionScope(t *testing.T, s *subject) {
 	p := newPending(t, s, samplePending())
-	const ttl = 800 * time.Millisecond
+	const ttl = time.Hour
 	d := approve(t, s, p.ID, store.Verdict{By: "bob", Scope: store.ScopeSession, SessionTTL: ttl})
 	if d.Scope != store.ScopeSession || d.SessionTTL != ttl {
 		t.Fatalf("decided %+v, want scope session with TTL %v", d, ttl)
@@ -942,12 +987,14 @@ func testSessionScope(t *testing.T, s store.Store) {
 	if _, ok := consume(t, s, p.Digest, ""); ok {
 		t.Error("a session approval authorized a call without a session")
 	}
-	time.Sleep(time.Until(d.DecidedAt.Add(ttl)) + 50*time.Millisecond)
+	s.clock.Advance(d.DecidedAt.Add(ttl).Sub(s.clock.Now()) + time.Millisecond)
 	if _, ok := consume(t, s, p.Digest, p.Session); ok {
 		t.Error("a session approval authorized a call after its TTL")
 	}
 
-	q := newPending(t, s, samplePending())
+	qp := samplePending()
+	qp.Expires = s.clock.Now().Add(time.Hour) // the clock moved past samplePending's
+	q := newPending(t, s, qp)
 	d = approve(t, s, q.ID, store.Verdict{By: "bob", Scope: store.ScopeSession})
 	if d.SessionTTL != store.DefaultSessionTTL {
 		t.Errorf("session approval without a TTL got %v, want the default %v", d.SessionTTL, store.DefaultSessionTTL)
@@ -956,7 +1003,7 @@ func testSessionScope(t *testing.T, s store.Store) {
 
 // ---- checkpoints and pins ----
 
-func testCheckpoints(t *testing.T, s store.Store) {
+func testCheckpoints(t *testing.T, s *subject) {
 	ctx := ctxFor(t)
 	_, err := s.GetCheckpoint(ctx, "run-1")
 	wantErr(t, "GetCheckpoint of an unknown ID", err, store.ErrNotFound)
@@ -992,7 +1039,7 @@ func testCheckpoints(t *testing.T, s store.Store) {
 // Issue 13: "Resuming claims the checkpoint atomically before anything runs (a store
 // compare-and-swap ...): of any number of concurrent resumes exactly one proceeds, the
 // others are refused".
-func testClaimCheckpoint(t *testing.T, s store.Store) {
+func testClaimCheckpoint(t *testing.T, s *subject) {
 	ctx := ctxFor(t)
 	_, err := s.ClaimCheckpoint(ctx, "run-1", []byte("claim"))
 	wantErr(t, "ClaimCheckpoint of an unknown ID", err, store.ErrNotFound)
@@ -1049,7 +1096,7 @@ func testClaimCheckpoint(t *testing.T, s store.Store) {
 	}
 }
 
-func testClaimConcurrent(t *testing.T, s store.Store) {
+func testClaimConcurrent(t *testing.T, s *subject) {
 	ctx := ctxFor(t)
 	rounds, claimers := 30, 16
 	if testing.Short() {
@@ -1086,7 +1133,7 @@ func testClaimConcurrent(t *testing.T, s store.Store) {
 	}
 }
 
-func testPins(t *testing.T, s store.Store) {
+func testPins(t *testing.T, s *subject) {
 	ctx := ctxFor(t)
 	_, err := s.GetPin(ctx, "search")
 	wantErr(t, "GetPin of an unknown name", err, store.ErrNotFound)
@@ -1123,15 +1170,16 @@ func testPins(t *testing.T, s store.Store) {
 	}
 }
 
-func testClosed(t *testing.T, s store.Store) {
+func testClosed(t *testing.T, s *subject) {
 	ctx := ctxFor(t)
 	p := newPending(t, s, samplePending())
 	waited := make(chan error, 1)
+	read := s.clock.nextRead()
 	go func() {
 		_, err := s.WaitDecision(ctx, p.ID)
 		waited <- err
 	}()
-	time.Sleep(100 * time.Millisecond)
+	awaitRead(t, read, "WaitDecision") // it is waiting when the store closes
 	check(t, s.Close())
 	select {
 	case err := <-waited:
