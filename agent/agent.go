@@ -14,7 +14,7 @@ import (
 	"github.com/wardenhq/warden"
 )
 
-// DefaultMaxIterations is the iteration limit when [Config.MaxIterations] is 0.
+// DefaultMaxIterations is the iteration limit when [Options.MaxIterations] is 0.
 const DefaultMaxIterations = 10
 
 // Why a run stopped ([Result.Stopped]).
@@ -41,16 +41,12 @@ const NotRunText = "Not run: the run was halted by policy before this call."
 // because an earlier call of the same turn halted the run.
 const StatusNotRun warden.Status = "not_run"
 
-// Config configures an [Agent]. Only Provider and Guard are required.
-type Config struct {
-	// Provider is the model. Required.
-	Provider Provider
-	// Guard runs every tool call through the pipeline. Required. The tools offered to
-	// the model are the Guard's bound tools ([warden.Guard.Tools]) that the Guard's own
-	// checkers let it offer ([warden.Guard.Offers]), so what the model sees and what may
-	// run come from the same checkers; a call to any other name is refused by the
-	// Guard as an unknown tool.
-	Guard *warden.Guard
+// Options tunes an [Agent]; [New] takes the two things an Agent cannot do without
+// (the model and the Guard) as arguments. A nil *Options means the defaults, and the
+// zero value of every field is the strictest setting: the Guard's checkers decide
+// what the model is offered, the default iteration bound, no message middleware, no
+// skills, and a random checkpoint key of the Agent's own.
+type Options struct {
 	// Visible, when set, overrides the Guard's answer about which bound tools are
 	// offered to the model each iteration: only the tools it reports true for are. It
 	// is visibility only: every call, offered or not, is still checked by the Guard. A
@@ -115,25 +111,38 @@ type Config struct {
 // Agent is a governed ReAct loop. It is safe for concurrent use: every [Agent.Run] and
 // [Agent.Resume] has its own state.
 type Agent struct {
-	cfg       Config
+	provider  Provider
+	guard     *warden.Guard
+	cfg       Options
 	max       int
 	skills    []Skill
 	readSkill bool   // read_skill is bound and skills are configured
-	key       []byte // seals checkpoints: Config.CheckpointKey, or random
+	key       []byte // seals checkpoints: Options.CheckpointKey, or random
 	randomKey bool   // key is this Agent's own random key
 }
 
-// New checks cfg and returns an agent. It fails when Provider or Guard is nil,
-// MaxIterations, MaxTokens or SkillCheckTimeout is negative, a message middleware is nil or unnamed, a skill has an
-// empty or duplicate id or no Body, Skills is set and the Guard has no read_skill
-// tool built from the same catalogue, or CheckpointKey is set and shorter than
-// [MinCheckpointKeyLen] or one byte repeated.
-func New(cfg Config) (*Agent, error) {
-	if cfg.Provider == nil {
-		return nil, errors.New("agent: Config.Provider is required")
+// New checks its arguments and returns an agent that asks provider for model turns and
+// runs every tool call through guard. The tools offered to the model are the Guard's
+// bound tools ([warden.Guard.Tools]) that the Guard's own checkers let it offer
+// ([warden.Guard.Offers]), so what the model sees and what may run come from the same
+// checkers; a call to any other name is refused by the Guard as an unknown tool. opts
+// may be nil.
+//
+// New fails when provider or guard is nil, MaxIterations, MaxTokens or
+// SkillCheckTimeout is negative, a message middleware is nil or unnamed, a skill has an
+// empty or duplicate id or no Body, Skills is set and the Guard has no read_skill tool
+// built from the same catalogue, or CheckpointKey is set and shorter than
+// [MinCheckpointKeyLen] or one byte repeated. It does no I/O.
+func New(provider Provider, guard *warden.Guard, opts *Options) (*Agent, error) {
+	if provider == nil {
+		return nil, errors.New("agent: a Provider is required")
 	}
-	if cfg.Guard == nil {
-		return nil, errors.New("agent: Config.Guard is required")
+	if guard == nil {
+		return nil, errors.New("agent: a Guard is required")
+	}
+	var cfg Options
+	if opts != nil {
+		cfg = *opts
 	}
 	max := cfg.MaxIterations
 	switch {
@@ -163,17 +172,17 @@ func New(cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &Agent{cfg: cfg, max: max, skills: slices.Clone(cfg.Skills), key: key, randomKey: random}
+	a := &Agent{provider: provider, guard: guard, cfg: cfg, max: max, skills: slices.Clone(cfg.Skills), key: key, randomKey: random}
 	a.cfg.CheckpointKey = nil // a.key is the Agent's own copy
 	a.cfg.MessageMiddleware = slices.Clone(cfg.MessageMiddleware)
 	a.cfg.Skills = a.skills
 	if len(a.skills) > 0 {
-		t, ok := cfg.Guard.Tool(warden.ReadSkillTool)
+		t, ok := guard.Tool(warden.ReadSkillTool)
 		if !ok {
-			return nil, fmt.Errorf("agent: Config.Skills is set but the Guard has no %q tool; register agent.ReadSkillTool(skills) before Bind", warden.ReadSkillTool)
+			return nil, fmt.Errorf("agent: Options.Skills is set but the Guard has no %q tool; register agent.ReadSkillTool(skills) before Bind", warden.ReadSkillTool)
 		}
 		if !sameJSON(t.InputSchema, ReadSkillSchema(a.skills)) {
-			return nil, fmt.Errorf("agent: the Guard's %q tool was not built from Config.Skills (its input schema differs); register agent.ReadSkillTool with the same catalogue", warden.ReadSkillTool)
+			return nil, fmt.Errorf("agent: the Guard's %q tool was not built from Options.Skills (its input schema differs); register agent.ReadSkillTool with the same catalogue", warden.ReadSkillTool)
 		}
 		a.readSkill = true
 	}
@@ -224,7 +233,7 @@ type CallRecord struct {
 // question, for showing to the person. The checkpoint holds the whole conversation:
 // store it as carefully as the conversation itself.
 //
-// The checkpoint is sealed under the Agent's [Config.CheckpointKey]:
+// The checkpoint is sealed under the Agent's [Options.CheckpointKey]:
 //
 //	{"format": "warden.agent.checkpoint/v2", "key_id": "<16 hex digits>",
 //	 "mac": "hmac-sha256:<64 hex digits>", "body": {...the run's state...}}
@@ -357,7 +366,7 @@ func (a *Agent) loop(ctx context.Context, st *run) (Result, error) {
 			return a.result(st), err
 		}
 		st.iteration++
-		resp, err := a.cfg.Provider.Complete(ctx, a.request(ctx, st))
+		resp, err := a.provider.Complete(ctx, a.request(ctx, st))
 		if err != nil {
 			if cerr := ctx.Err(); cerr != nil {
 				return a.result(st), cerr
@@ -443,7 +452,7 @@ var emptyObjectSchema = []byte(`{"type":"object","properties":{}}`)
 // and the tools this identity may see now.
 func (a *Agent) request(ctx context.Context, st *run) ModelRequest {
 	req := ModelRequest{System: a.systemPrompt(), Messages: slices.Clone(st.messages), MaxTokens: a.cfg.MaxTokens}
-	for _, t := range a.cfg.Guard.Tools() {
+	for _, t := range a.guard.Tools() {
 		if t.Name == warden.ReadSkillTool && !a.readSkill {
 			continue
 		}
@@ -469,11 +478,11 @@ func (a *Agent) request(ctx context.Context, st *run) ModelRequest {
 	return req
 }
 
-// visible reports whether tool is offered: Config.Visible when set (a panic hides the
+// visible reports whether tool is offered: Options.Visible when set (a panic hides the
 // tool), else the Guard's own checkers.
 func (a *Agent) visible(tool string) (ok bool) {
 	if a.cfg.Visible == nil {
-		return a.cfg.Guard.Offers(tool)
+		return a.guard.Offers(tool)
 	}
 	defer func() {
 		if recover() != nil {
@@ -506,10 +515,10 @@ func (a *Agent) call(ctx context.Context, st *run, tc ToolCall) (warden.Outcome,
 		return warden.Outcome{
 			CallID: tc.ID, Tool: tc.Name, Status: warden.StatusRefused, Stage: warden.StageValidation,
 			RuleID: "json", Decision: warden.Decision{Effect: warden.Deny, RuleID: "json", Rationale: "arguments are not a JSON object"},
-			ModelText: text, IsError: true, Revision: a.cfg.Guard.Revision(),
+			ModelText: text, IsError: true, Revision: a.guard.Revision(),
 		}, errInvalidJSON
 	}
-	return a.cfg.Guard.Call(ctx, warden.Call{
+	return a.guard.Call(ctx, warden.Call{
 		ID:        tc.ID,
 		Tool:      tc.Name,
 		Args:      args,
@@ -593,7 +602,7 @@ func (a *Agent) settle(ctx context.Context, st *run, tc ToolCall, out warden.Out
 			Session:     st.session,
 			Identity:    st.identity,
 			Iteration:   st.iteration,
-			Revision:    a.cfg.Guard.Revision(),
+			Revision:    a.guard.Revision(),
 			Messages:    st.messages,
 			Results:     *results,
 			PendingCall: tc,
@@ -688,7 +697,7 @@ func recentContext(msgs []Message) []string {
 // the checkpoint stays usable. The checkpoint's seal is checked before anything in it
 // is read: a checkpoint edited after the pause, or without a seal, is refused with an
 // error wrapping [ErrCheckpointTampered]; one sealed under another key (see
-// [Config.CheckpointKey]) with [ErrCheckpointKey]; one that does not decode or is
+// [Options.CheckpointKey]) with [ErrCheckpointKey]; one that does not decode or is
 // inconsistent with [ErrMalformedCheckpoint]. Nothing runs for any of them.
 //
 // Resume does not remember checkpoints: resuming the same checkpoint twice runs the
@@ -702,7 +711,7 @@ func recentContext(msgs []Message) []string {
 // declined text; an approved one runs if the policy still lets it. Then the rest of the
 // paused turn's calls run, and the loop continues under this agent's configuration until
 // the model answers, the limit is reached, or the run pauses or stops again. The run
-// keeps the checkpoint's session and identity unless this agent's Config sets them, and
+// keeps the checkpoint's session and identity unless this agent's Options set them, and
 // its iteration count: MaxIterations covers the whole run.
 func (a *Agent) Resume(ctx context.Context, checkpoint []byte, answer warden.Answer) (Result, error) {
 	if err := requireDecision(answer); err != nil {
@@ -730,9 +739,9 @@ func (a *Agent) Resume(ctx context.Context, checkpoint []byte, answer warden.Ans
 	if a.cfg.Identity != (warden.Identity{}) {
 		st.identity = a.cfg.Identity
 	}
-	rev := a.cfg.Guard.Revision()
+	rev := a.guard.Revision()
 	st.resumed = &Resumed{CheckpointRevision: cp.Revision, Revision: rev, RevisionChanged: cp.Revision != rev}
-	out, err := a.cfg.Guard.ResumeAs(ctx, cp.Pending, answer, warden.Caller{Identity: st.identity, Session: st.session, Sequence: st.sequence, Unauthorized: slices.Clip(st.unauthorized)})
+	out, err := a.guard.ResumeAs(ctx, cp.Pending, answer, warden.Caller{Identity: st.identity, Session: st.session, Sequence: st.sequence, Unauthorized: slices.Clip(st.unauthorized)})
 	var dre *warden.DecisionRequiredError
 	if errors.As(err, &dre) {
 		return Result{}, err
