@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strconv"
@@ -55,17 +56,14 @@ func helper(op string) error {
 			return err
 		}
 		fmt.Printf("seq %d\n", ref.Seq)
-		// "Running the tool" until the test kills the process (SIGKILL): this blocks,
-		// it waits for nothing the test could observe. (A bare select{} would make the
-		// runtime report a deadlock and exit before the kill.)
-		time.Sleep(time.Hour)
+		blockUntilKilled() // "running the tool"
 	case "pending":
 		p, err := s.CreatePending(ctx, samplePending())
 		if err != nil {
 			return err
 		}
 		fmt.Printf("id %s\n", p.ID)
-		time.Sleep(time.Hour) // waiting for a person until killed: blocks, as above
+		blockUntilKilled() // waiting for a person
 	case "decide":
 		if _, err := s.Decide(ctx, os.Getenv(envID), store.Verdict{Approve: true, By: "process-b"}); err != nil {
 			return err
@@ -74,6 +72,13 @@ func helper(op string) error {
 		return s.Close()
 	}
 	return fmt.Errorf("unknown helper op %q", op)
+}
+
+// blockUntilKilled blocks the helper until the test kills it: it reads its stdin, which
+// the test keeps open (see startHelper), so the read ends only with the process. Should
+// the test end without killing it, the pipe closes and the helper exits.
+func blockUntilKilled() {
+	_, _ = io.Copy(io.Discard, os.Stdin)
 }
 
 // startHelper starts the test binary as a helper doing op on dsn and returns it with
@@ -88,12 +93,19 @@ func startHelper(t *testing.T, op, dsn string, env ...string) (*exec.Cmd, string
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Kept open while the helper lives: a helper that must wait to be killed blocks
+	// reading it.
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		cmd.Process.Kill()
 		cmd.Wait()
+		stdin.Close()
 	})
 	line := make(chan string, 1)
 	go func() {
@@ -120,6 +132,9 @@ func kill9(t *testing.T, cmd *exec.Cmd) {
 		t.Fatal(err)
 	}
 	cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != -1 {
+		t.Fatalf("the helper exited (code %d) before it was killed", code)
+	}
 }
 
 // RunProcesses runs the cases that need real OS processes sharing a store: a process
