@@ -57,8 +57,11 @@
 //
 // # Clock
 //
-// Times are stored with microsecond precision (PostgreSQL's), in UTC. Expiry is judged
-// with the clock of the process that asks, so replicas should keep their clocks in sync.
+// Times are stored with microsecond precision (PostgreSQL's), in UTC. Every timestamp a
+// store writes and every expiry it judges comes from one clock, its Options.Now
+// (time.Now unless a test injects another); the database's clock is never asked. Expiry
+// is therefore judged with the clock of the process that asks, so replicas should keep
+// their clocks in sync.
 package store
 
 import (
