@@ -24,10 +24,10 @@ var ErrCheckpointTampered = errors.New("agent: checkpoint failed its integrity c
 
 // ErrCheckpointKey is wrapped by the error [Agent.Resume] and [Agent.VerifyCheckpoint]
 // return for a checkpoint sealed under another key than the Agent's
-// [Config.CheckpointKey] (or, without one, by another Agent). Nothing ran.
+// [Options.CheckpointKey] (or, without one, by another Agent). Nothing ran.
 var ErrCheckpointKey = errors.New("agent: checkpoint sealed under another key")
 
-// MinCheckpointKeyLen is the shortest [Config.CheckpointKey] New accepts.
+// MinCheckpointKeyLen is the shortest [Options.CheckpointKey] New accepts.
 const MinCheckpointKeyLen = seal.MinKeyLen
 
 // checkpointFormat names the checkpoint format and its version, on the sealed document
@@ -39,12 +39,12 @@ const unsealedFormat = "warden.agent.checkpoint/v1"
 
 // The sealed document is described on [Paused].
 
-// checkpointKey returns the Agent's sealing key: Config.CheckpointKey, or a random key
+// checkpointKey returns the Agent's sealing key: Options.CheckpointKey, or a random key
 // of this Agent's own.
-func checkpointKey(cfg Config) ([]byte, bool, error) {
+func checkpointKey(cfg Options) ([]byte, bool, error) {
 	if len(cfg.CheckpointKey) > 0 {
 		if err := seal.CheckKey(cfg.CheckpointKey); err != nil {
-			return nil, false, fmt.Errorf("agent: Config.CheckpointKey: %v", err)
+			return nil, false, fmt.Errorf("agent: Options.CheckpointKey: %v", err)
 		}
 		return bytes.Clone(cfg.CheckpointKey), false, nil
 	}
@@ -79,9 +79,9 @@ func (a *Agent) openCheckpoint(data []byte) (*checkpoint, error) {
 	case errors.As(err, &fe):
 		return nil, fmt.Errorf("%w: %v", ErrMalformedCheckpoint, fe)
 	case errors.As(err, &ke) && a.randomKey:
-		return nil, fmt.Errorf("%w: another Agent paused it, and this Agent has no Config.CheckpointKey (without one an Agent seals its checkpoints with a random key of its own, so they resume only in that Agent); set the same Config.CheckpointKey in the Agent that pauses and the one that resumes", ErrCheckpointKey)
+		return nil, fmt.Errorf("%w: another Agent paused it, and this Agent has no Options.CheckpointKey (without one an Agent seals its checkpoints with a random key of its own, so they resume only in that Agent); set the same Options.CheckpointKey in the Agent that pauses and the one that resumes", ErrCheckpointKey)
 	case errors.As(err, &ke):
-		return nil, fmt.Errorf("%w (%v): resume it with the Config.CheckpointKey it was paused with", ErrCheckpointKey, ke)
+		return nil, fmt.Errorf("%w (%v): resume it with the Options.CheckpointKey it was paused with", ErrCheckpointKey, ke)
 	case errors.Is(err, seal.ErrMismatch):
 		return nil, fmt.Errorf("%w: its seal does not match its content: it was changed after the pause, and is not resumed", ErrCheckpointTampered)
 	case err != nil:

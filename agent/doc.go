@@ -32,7 +32,7 @@
 // [warden.Guard.OffersSkill] says so (every checker that governs skill_read allows the
 // question the skill gate would ask, within the Guard's CheckTimeout).
 //
-// [Config.Visible] and [Config.SkillChecker] are overrides, for a front end that must
+// [Options.Visible] and [Options.SkillChecker] are overrides, for a front end that must
 // show the model something else than the Guard's checkers say; when set, each replaces
 // the Guard's answer for its surface.
 //
@@ -71,7 +71,7 @@
 // conversation, the paused turn's results so far and its remaining calls, the pending
 // decision, the call records, the iteration, the policy revision, the executed
 // sequence and the tools and skills whose authorization faulted, sealed with an HMAC
-// under [Config.CheckpointKey]. [Agent.Resume] continues it in any process, given an
+// under [Options.CheckpointKey]. [Agent.Resume] continues it in any process, given an
 // Agent and Guard built the same way and the same key (an edited checkpoint, or one
 // without a seal, is refused with [ErrCheckpointTampered] before anything in it is
 // read; without a configured key an Agent seals with a random key of its own, so its
@@ -83,9 +83,9 @@
 //
 // # Skills
 //
-// With [Config.Skills], register [ReadSkillTool] for the same catalogue before Bind.
+// With [Options.Skills], register [ReadSkillTool] for the same catalogue before Bind.
 // Each iteration, read_skill's description lists only the skills the Guard's skill gate
-// would let run (or [Config.SkillChecker], when set, allows: capability skill_read,
+// would let run (or [Options.SkillChecker], when set, allows: capability skill_read,
 // target skill:<id>); a skill whose check refuses, asks, errors, panics or times out is
 // hidden and named nowhere. read_skill is offered when it may be offered itself; with
 // no skill left its description is [NoSkillsText] (REFERENCE section 4). A role
@@ -96,6 +96,6 @@
 //
 // # Directives
 //
-// [Config.Directives] is guidance text for the model (package directives renders it).
+// [Options.Directives] is guidance text for the model (package directives renders it).
 // It enforces nothing: what may run is decided by the Guard's policy alone.
 package agent

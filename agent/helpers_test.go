@@ -158,9 +158,9 @@ func bind(t *testing.T, cfg warden.Config, tools ...warden.Executable) *warden.G
 	return g
 }
 
-func newAgent(t *testing.T, cfg agent.Config) *agent.Agent {
+func newAgent(t *testing.T, p agent.Provider, g *warden.Guard, opts *agent.Options) *agent.Agent {
 	t.Helper()
-	a, err := agent.New(cfg)
+	a, err := agent.New(p, g, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

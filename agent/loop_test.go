@@ -32,7 +32,7 @@ func TestSystemPrompt(t *testing.T) {
 			var p probe
 			g := bind(t, warden.Config{}, p.tool("lookup", ""))
 			sc := script(use(tc("c", "lookup", `{}`)), say("ok"))
-			a := newAgent(t, agent.Config{Provider: sc, Guard: g, Instructions: tt.instructions, Directives: tt.directives})
+			a := newAgent(t, sc, g, &agent.Options{Instructions: tt.instructions, Directives: tt.directives})
 			if _, err := a.Run(context.Background(), "hi"); err != nil {
 				t.Fatal(err)
 			}
@@ -54,7 +54,7 @@ func TestVisibility(t *testing.T) {
 
 	t.Run("filtered and checked", func(t *testing.T) {
 		sc := script(use(tc("c1", "delete_customer", `{"id":1}`)), say("I cannot delete customers."))
-		res, err := newAgent(t, agent.Config{Provider: sc, Guard: g, Visible: pol.IsAllowed}).Run(context.Background(), "delete customer 1")
+		res, err := newAgent(t, sc, g, &agent.Options{Visible: pol.IsAllowed}).Run(context.Background(), "delete customer 1")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -72,7 +72,7 @@ func TestVisibility(t *testing.T) {
 	// is permitted to run, with no second source of truth."
 	t.Run("nil Visible offers what the Guard's checkers allow", func(t *testing.T) {
 		sc := script(use(tc("c1", "delete_customer", `{"id":1}`)), say("I cannot delete customers."))
-		res, err := newAgent(t, agent.Config{Provider: sc, Guard: g}).Run(context.Background(), "x")
+		res, err := newAgent(t, sc, g, nil).Run(context.Background(), "x")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -85,7 +85,7 @@ func TestVisibility(t *testing.T) {
 	})
 	t.Run("Visible overrides the Guard's checkers", func(t *testing.T) {
 		sc := script(use(tc("c1", "delete_customer", `{"id":1}`)), say("ok"))
-		res, err := newAgent(t, agent.Config{Provider: sc, Guard: g, Visible: func(string) bool { return true }}).Run(context.Background(), "x")
+		res, err := newAgent(t, sc, g, &agent.Options{Visible: func(string) bool { return true }}).Run(context.Background(), "x")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -109,7 +109,7 @@ func TestVisibility(t *testing.T) {
 		var q probe
 		g2 := bind(t, warden.Config{Checkers: []warden.Checker{calls}}, q.tool("lookup", ""), q.tool("reply", ""))
 		sc := script(say("ok"))
-		if _, err := newAgent(t, agent.Config{Provider: sc, Guard: g2}).Run(context.Background(), "x"); err != nil {
+		if _, err := newAgent(t, sc, g2, nil).Run(context.Background(), "x"); err != nil {
 			t.Fatal(err)
 		}
 		if names := toolNames(sc.request(t, 0)); !slices.Equal(names, []string{"lookup", "reply"}) {
@@ -129,7 +129,7 @@ func TestVisibility(t *testing.T) {
 			}
 			return true
 		}
-		if _, err := newAgent(t, agent.Config{Provider: sc, Guard: g, Visible: vis}).Run(context.Background(), "x"); err != nil {
+		if _, err := newAgent(t, sc, g, &agent.Options{Visible: vis}).Run(context.Background(), "x"); err != nil {
 			t.Fatal(err)
 		}
 		if names := toolNames(sc.request(t, 0)); !slices.Equal(names, []string{"lookup", "delete_customer"}) {
@@ -140,7 +140,7 @@ func TestVisibility(t *testing.T) {
 		sc := script(say("ok"))
 		var q probe
 		g2 := bind(t, warden.Config{}, q.tool("note", noteSchema), q.tool("bare", ""))
-		if _, err := newAgent(t, agent.Config{Provider: sc, Guard: g2}).Run(context.Background(), "x"); err != nil {
+		if _, err := newAgent(t, sc, g2, nil).Run(context.Background(), "x"); err != nil {
 			t.Fatal(err)
 		}
 		tools := sc.request(t, 0).Tools
@@ -165,7 +165,7 @@ func TestMaxIterations(t *testing.T) {
 			turns[i] = use(tc("", "lookup", `{}`))
 		}
 		sc := script(turns...)
-		res, err := newAgent(t, agent.Config{Provider: sc, Guard: g, MaxIterations: tt.max}).Run(context.Background(), "loop forever")
+		res, err := newAgent(t, sc, g, &agent.Options{MaxIterations: tt.max}).Run(context.Background(), "loop forever")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -176,7 +176,7 @@ func TestMaxIterations(t *testing.T) {
 			t.Errorf("max %d: calls %d executed %d", tt.max, len(res.Calls), res.Executed())
 		}
 	}
-	if _, err := agent.New(agent.Config{Provider: script(), Guard: bind(t, warden.Config{}), MaxIterations: -1}); err == nil {
+	if _, err := agent.New(script(), bind(t, warden.Config{}), &agent.Options{MaxIterations: -1}); err == nil {
 		t.Error("negative MaxIterations accepted")
 	}
 }
@@ -198,7 +198,7 @@ func TestInvalidToolCallJSON(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			sc := script(use(tc("bad", "save_note", tt.args), tc("good", "save_note", `{"note":"ok"}`)), say("done"))
 			before := p.count("")
-			res, err := newAgent(t, agent.Config{Provider: sc, Guard: g}).Run(context.Background(), "note")
+			res, err := newAgent(t, sc, g, nil).Run(context.Background(), "note")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -223,7 +223,7 @@ func TestInvalidToolCallJSON(t *testing.T) {
 	var q probe
 	g2 := bind(t, warden.Config{}, q.tool("ping", ""))
 	sc := script(use(agent.ToolCall{ID: "p", Name: "ping"}), say("pong"))
-	res, err := newAgent(t, agent.Config{Provider: sc, Guard: g2}).Run(context.Background(), "ping")
+	res, err := newAgent(t, sc, g2, nil).Run(context.Background(), "ping")
 	if err != nil || !res.Calls[0].Executed {
 		t.Errorf("empty args: %+v %v", res.Calls, err)
 	}
@@ -265,7 +265,7 @@ func TestCallsCarrySequenceAndIdentity(t *testing.T) {
 	g := bind(t, warden.Config{Checkers: []warden.Checker{checker}, Sinks: []warden.Sink{rec}}, p.tool("a", ""), p.tool("refused", ""), p.tool("b", ""))
 	sc := script(use(tc("1", "a", `{}`), tc("2", "refused", `{}`)), use(tc("3", "b", `{}`)), say("done"))
 	var observed []string
-	a := newAgent(t, agent.Config{Provider: sc, Guard: g, Identity: warden.Identity{Principal: "alice"}, Session: "s-1",
+	a := newAgent(t, sc, g, &agent.Options{Identity: warden.Identity{Principal: "alice"}, Session: "s-1",
 		OnCall: func(_ context.Context, r agent.CallRecord) { observed = append(observed, r.ID+":"+string(r.Status)) }})
 	res, err := a.Run(context.Background(), "go")
 	if err != nil {
@@ -313,7 +313,7 @@ func TestMissingCallIDsAreFilled(t *testing.T) {
 	var p probe
 	g := bind(t, warden.Config{}, p.tool("a", ""))
 	sc := script(use(tc("", "a", `{}`), tc("", "a", `{}`)), say("ok"))
-	res, err := newAgent(t, agent.Config{Provider: sc, Guard: g}).Run(context.Background(), "x")
+	res, err := newAgent(t, sc, g, nil).Run(context.Background(), "x")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,7 +331,7 @@ func TestCancellation(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	sc := script(say("never"))
-	if _, err := newAgent(t, agent.Config{Provider: sc, Guard: g}).Run(ctx, "x"); !errors.Is(err, context.Canceled) || sc.calls() != 0 {
+	if _, err := newAgent(t, sc, g, nil).Run(ctx, "x"); !errors.Is(err, context.Canceled) || sc.calls() != 0 {
 		t.Errorf("cancelled before the run: err %v, model calls %d", err, sc.calls())
 	}
 
@@ -343,7 +343,7 @@ func TestCancellation(t *testing.T) {
 			cancel()
 		}
 	}
-	res, err := newAgent(t, agent.Config{Provider: sc, Guard: g}).Run(ctx, "x")
+	res, err := newAgent(t, sc, g, nil).Run(ctx, "x")
 	if !errors.Is(err, context.Canceled) || res.Executed() != 1 || res.Stopped != "" {
 		t.Errorf("cancelled during the model call: err %v, result %+v", err, res)
 	}
@@ -353,35 +353,37 @@ func TestProviderError(t *testing.T) {
 	g := bind(t, warden.Config{})
 	sc := script()
 	sc.errs = map[int]error{0: errors.New("rate limited: retries exhausted")}
-	_, err := newAgent(t, agent.Config{Provider: sc, Guard: g}).Run(context.Background(), "x")
+	_, err := newAgent(t, sc, g, nil).Run(context.Background(), "x")
 	if err == nil || !strings.Contains(err.Error(), "rate limited") || !strings.Contains(err.Error(), "iteration 1") {
 		t.Errorf("err %v", err)
 	}
 }
 
-func TestNew_ConfigErrors(t *testing.T) {
+func TestNew_OptionErrors(t *testing.T) {
 	g := bind(t, warden.Config{})
 	tests := []struct {
-		name string
-		cfg  agent.Config
-		want string
+		name     string
+		provider agent.Provider
+		guard    *warden.Guard
+		opts     *agent.Options
+		want     string
 	}{
-		{"no provider", agent.Config{Guard: g}, "Provider is required"},
-		{"no guard", agent.Config{Provider: script()}, "Guard is required"},
-		{"negative iterations", agent.Config{Provider: script(), Guard: g, MaxIterations: -2}, "MaxIterations"},
-		{"negative tokens", agent.Config{Provider: script(), Guard: g, MaxTokens: -1}, "MaxTokens"},
-		{"negative skill timeout", agent.Config{Provider: script(), Guard: g, SkillCheckTimeout: -1}, "SkillCheckTimeout"},
-		{"nil middleware", agent.Config{Provider: script(), Guard: g, MessageMiddleware: []*warden.Middleware{nil}}, "no name"},
-		{"unnamed middleware", agent.Config{Provider: script(), Guard: g, MessageMiddleware: []*warden.Middleware{{}}}, "no name"},
+		{"no provider", nil, g, nil, "Provider is required"},
+		{"no guard", script(), nil, nil, "Guard is required"},
+		{"negative iterations", script(), g, &agent.Options{MaxIterations: -2}, "MaxIterations"},
+		{"negative tokens", script(), g, &agent.Options{MaxTokens: -1}, "MaxTokens"},
+		{"negative skill timeout", script(), g, &agent.Options{SkillCheckTimeout: -1}, "SkillCheckTimeout"},
+		{"nil middleware", script(), g, &agent.Options{MessageMiddleware: []*warden.Middleware{nil}}, "no name"},
+		{"unnamed middleware", script(), g, &agent.Options{MessageMiddleware: []*warden.Middleware{{}}}, "no name"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, err := agent.New(tt.cfg); err == nil || !strings.Contains(err.Error(), tt.want) {
+			if _, err := agent.New(tt.provider, tt.guard, tt.opts); err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("err %v, want %q", err, tt.want)
 			}
 		})
 	}
-	if _, err := newAgent(t, agent.Config{Provider: script(), Guard: g}).Run(context.Background(), "  "); err == nil {
+	if _, err := newAgent(t, script(), g, nil).Run(context.Background(), "  "); err == nil {
 		t.Error("an empty task was accepted")
 	}
 }
@@ -391,7 +393,7 @@ func TestResultJSON(t *testing.T) {
 	var p probe
 	g := bind(t, warden.Config{}, p.tool("a", ""))
 	sc := script(use(tc("1", "a", `{"x":1}`)), say("ok"))
-	res, err := newAgent(t, agent.Config{Provider: sc, Guard: g, MaxTokens: 64}).Run(context.Background(), "x")
+	res, err := newAgent(t, sc, g, &agent.Options{MaxTokens: 64}).Run(context.Background(), "x")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -429,7 +431,7 @@ func TestConcurrentRuns(t *testing.T) {
 		}
 		return use(tc("c", "echo", `{"task":"`+last.Text+`"}`)), nil
 	})
-	a := newAgent(t, agent.Config{Provider: prov, Guard: g})
+	a := newAgent(t, prov, g, nil)
 	var wg sync.WaitGroup
 	errs := make([]error, 16)
 	answers := make([]string, 16)

@@ -28,7 +28,7 @@ func TestMessageMiddleware_InputDeny(t *testing.T) {
 	var p probe
 	g := bind(t, warden.Config{}, p.tool("a", ""))
 	sc := script(say("never"))
-	a := newAgent(t, agent.Config{Provider: sc, Guard: g, MessageMiddleware: []*warden.Middleware{messageGuard("input")}})
+	a := newAgent(t, sc, g, &agent.Options{MessageMiddleware: []*warden.Middleware{messageGuard("input")}})
 	res, err := a.Run(context.Background(), "use the key "+secret)
 	md := asError[*warden.MessageDeniedError](t, err)
 	if md.Phase != "input" || md.Middleware != "secret-scanner" || md.Reason != "the message contains a live API key" {
@@ -54,7 +54,7 @@ func TestMessageMiddleware_OutputDeny(t *testing.T) {
 	// The model leaks the key in the same turn as a tool call: the turn is denied
 	// before any of its calls runs.
 	sc := script(agent.ModelResponse{Text: "here it is: " + secret, ToolCalls: []agent.ToolCall{tc("1", "a", `{}`)}})
-	a := newAgent(t, agent.Config{Provider: sc, Guard: g, MessageMiddleware: []*warden.Middleware{messageGuard("output")}})
+	a := newAgent(t, sc, g, &agent.Options{MessageMiddleware: []*warden.Middleware{messageGuard("output")}})
 	res, err := a.Run(context.Background(), "what is the key?")
 	md := asError[*warden.MessageDeniedError](t, err)
 	if md.Phase != "output" || md.Middleware != "secret-scanner" || md.Reason != "the message contains a live API key" {
@@ -91,7 +91,7 @@ func TestMessageMiddleware_Rewrite(t *testing.T) {
 	var p probe
 	g := bind(t, warden.Config{}, p.tool("a", ""))
 	sc := script(use(tc("1", "a", `{}`)), say("your key is "+secret))
-	res, err := newAgent(t, agent.Config{Provider: sc, Guard: g, MessageMiddleware: []*warden.Middleware{redact, spy}}).Run(context.Background(), "store "+secret)
+	res, err := newAgent(t, sc, g, &agent.Options{MessageMiddleware: []*warden.Middleware{redact, spy}}).Run(context.Background(), "store "+secret)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +124,7 @@ func TestMessageMiddleware_PanicDenies(t *testing.T) {
 	broken := &warden.Middleware{Name: "broken", OnMessage: func(context.Context, warden.Message) warden.MessageOutcome { panic("nil map") }}
 	g := bind(t, warden.Config{})
 	sc := script(say("x"))
-	_, err := newAgent(t, agent.Config{Provider: sc, Guard: g, MessageMiddleware: []*warden.Middleware{broken}}).Run(context.Background(), "x")
+	_, err := newAgent(t, sc, g, &agent.Options{MessageMiddleware: []*warden.Middleware{broken}}).Run(context.Background(), "x")
 	md := asError[*warden.MessageDeniedError](t, err)
 	if md.Middleware != "broken" || !strings.HasPrefix(md.Reason, "middleware 'broken' threw: ") || sc.calls() != 0 {
 		t.Errorf("error %+v, model calls %d", md, sc.calls())

@@ -70,7 +70,7 @@ func newWorld(t *testing.T, o worldOpts) *world {
 	pol := roles(t, map[string][]string{"support": o.allow}, "support", nil)
 	g := bind(t, warden.Config{Checkers: []warden.Checker{pol}, Middleware: mw, CanPause: true, Revision: o.revision, Sinks: []warden.Sink{w.rec}},
 		w.probe.tool("refund", refundSchema), w.probe.tool("lookup", ""))
-	w.agent = newAgent(t, agent.Config{Provider: w.sc, Guard: g, Visible: pol.IsAllowed, Session: "run-1", Identity: warden.Identity{Principal: "agent-7"}, CheckpointKey: testKey})
+	w.agent = newAgent(t, w.sc, g, &agent.Options{Visible: pol.IsAllowed, Session: "run-1", Identity: warden.Identity{Principal: "agent-7"}, CheckpointKey: testKey})
 	return w
 }
 
@@ -354,7 +354,7 @@ func TestResume_MalformedCheckpoint(t *testing.T) {
 func TestResume_IterationLimitCoversTheWholeRun(t *testing.T) {
 	_, res := pause(t, use(tc("r1", "refund", `{"amount":1500}`)))
 	w2 := newWorld(t, worldOpts{revision: "rev-1", turns: []agent.ModelResponse{use(tc("x", "lookup", `{}`)), use(tc("y", "lookup", `{}`))}})
-	a, err := agent.New(agent.Config{Provider: w2.sc, Guard: guardOf(t, w2), MaxIterations: 2, CheckpointKey: testKey})
+	a, err := agent.New(w2.sc, guardOf(t, w2), &agent.Options{MaxIterations: 2, CheckpointKey: testKey})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -387,7 +387,7 @@ func TestResume_HaltDuringResume(t *testing.T) {
 	}}
 	g := bind(t, warden.Config{Checkers: []warden.Checker{halter}, CanPause: true}, p.tool("refund", refundSchema), p.tool("lookup", ""))
 	sc := script(say("unreachable"))
-	res2, err := newAgent(t, agent.Config{Provider: sc, Guard: g, CheckpointKey: testKey}).Resume(context.Background(), res.Paused.Checkpoint, warden.Approved{By: "op", Digest: res.Paused.Pending.ApprovalDigest()})
+	res2, err := newAgent(t, sc, g, &agent.Options{CheckpointKey: testKey}).Resume(context.Background(), res.Paused.Checkpoint, warden.Approved{By: "op", Digest: res.Paused.Pending.ApprovalDigest()})
 	h := asError[*warden.PolicyHaltError](t, err)
 	if len(h.Sequence) != 1 || h.Sequence[0].Tool != "lookup" || h.Reason != "ops:freeze" {
 		t.Errorf("halt %+v", h)

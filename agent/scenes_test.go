@@ -102,7 +102,7 @@ func TestSaveNoteScenes(t *testing.T) {
 			rec := &warden.Recorder{}
 			g := bind(t, warden.Config{Checkers: []warden.Checker{tt.checker}, Sinks: []warden.Sink{rec}}, p.tool("save_note", noteSchema, warden.CapMemoryWrite, warden.CapUserData))
 			sc := script(use(tc("c1", "save_note", `{"note":"customer called"}`)), say(tt.answer))
-			a := newAgent(t, agent.Config{Provider: sc, Guard: g})
+			a := newAgent(t, sc, g, nil)
 			res, err := a.Run(context.Background(), "save a note that the customer called")
 
 			if got := p.count("save_note"); got != tt.executed {
@@ -192,7 +192,7 @@ func TestHalt_RemainingCallsOfTheTurnAreNotRun(t *testing.T) {
 		use(tc("b", "export", `{"all":true}`), tc("c", "save_note", `{"note":"x"}`), tc("d", "lookup", `{"id":8}`)),
 		say("unreachable"),
 	)
-	res, err := newAgent(t, agent.Config{Provider: sc, Guard: g}).Run(context.Background(), "export everything")
+	res, err := newAgent(t, sc, g, nil).Run(context.Background(), "export everything")
 	h := asError[*warden.PolicyHaltError](t, err)
 	if h.TellLLM != "Tool 'export' is not available in this context." || h.Iteration != 2 {
 		t.Errorf("halt %+v", h)
@@ -253,7 +253,7 @@ func TestDoubleCheck_TransformIsJudgedAgain(t *testing.T) {
 			g := bind(t, warden.Config{Checkers: []warden.Checker{rules}, Middleware: []*warden.Middleware{rewrite}},
 				p.tool(tool, `{"type":"object","properties":{"command":{"type":"string"}},"required":["command"]}`))
 			sc := script(use(tc("c1", tool, `{"command":"echo ok"}`)), say("The command was refused."))
-			res, err := newAgent(t, agent.Config{Provider: sc, Guard: g}).Run(context.Background(), "say ok")
+			res, err := newAgent(t, sc, g, nil).Run(context.Background(), "say ok")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -269,7 +269,7 @@ func TestCheckpoint_UnsealedFormatIsRefused(t *testing.T) {
 	}
 }
 
-// Without Config.CheckpointKey an Agent seals with a random key of its own: its
+// Without Options.CheckpointKey an Agent seals with a random key of its own: its
 // checkpoints resume in it, and in no other Agent.
 func TestCheckpoint_DefaultKeyIsTheAgentsOwn(t *testing.T) {
 	var p probe
@@ -280,7 +280,7 @@ func TestCheckpoint_DefaultKeyIsTheAgentsOwn(t *testing.T) {
 		}}
 		g := bind(t, warden.Config{Checkers: []warden.Checker{pol}, Middleware: []*warden.Middleware{ask}, CanPause: true}, p.tool("refund", refundSchema))
 		sc := script(turns...)
-		return newAgent(t, agent.Config{Provider: sc, Guard: g}), sc
+		return newAgent(t, sc, g, nil), sc
 	}
 	a1, _ := build(use(tc("r1", "refund", `{"amount":5}`)), say("done"))
 	res, err := a1.Run(context.Background(), "refund")
@@ -291,7 +291,7 @@ func TestCheckpoint_DefaultKeyIsTheAgentsOwn(t *testing.T) {
 
 	a2, sc2 := build(say("done"))
 	_, err = a2.Resume(context.Background(), res.Paused.Checkpoint, approve)
-	const want = "agent: checkpoint sealed under another key: another Agent paused it, and this Agent has no Config.CheckpointKey (without one an Agent seals its checkpoints with a random key of its own, so they resume only in that Agent); set the same Config.CheckpointKey in the Agent that pauses and the one that resumes"
+	const want = "agent: checkpoint sealed under another key: another Agent paused it, and this Agent has no Options.CheckpointKey (without one an Agent seals its checkpoints with a random key of its own, so they resume only in that Agent); set the same Options.CheckpointKey in the Agent that pauses and the one that resumes"
 	if !errors.Is(err, agent.ErrCheckpointKey) || err.Error() != want {
 		t.Errorf("err %v\nwant %s", err, want)
 	}
@@ -312,9 +312,9 @@ func TestCheckpoint_OtherConfiguredKey(t *testing.T) {
 	pol := roles(t, map[string][]string{"support": {"refund", "lookup"}}, "support", nil)
 	var p probe
 	g := bind(t, warden.Config{Checkers: []warden.Checker{pol}, CanPause: true, Revision: "rev-1"}, p.tool("refund", refundSchema), p.tool("lookup", ""))
-	a := newAgent(t, agent.Config{Provider: script(say("x")), Guard: g, CheckpointKey: other})
+	a := newAgent(t, script(say("x")), g, &agent.Options{CheckpointKey: other})
 	_, err := a.Resume(context.Background(), res.Paused.Checkpoint, warden.Approved{By: "op", Digest: res.Paused.Pending.ApprovalDigest()})
-	if !errors.Is(err, agent.ErrCheckpointKey) || !regexp.MustCompile(`^agent: checkpoint sealed under another key \(sealed under key id [0-9a-f]{16}, this key's id is [0-9a-f]{16}\): resume it with the Config.CheckpointKey it was paused with$`).MatchString(err.Error()) {
+	if !errors.Is(err, agent.ErrCheckpointKey) || !regexp.MustCompile(`^agent: checkpoint sealed under another key \(sealed under key id [0-9a-f]{16}, this key's id is [0-9a-f]{16}\): resume it with the Options.CheckpointKey it was paused with$`).MatchString(err.Error()) {
 		t.Errorf("err %v", err)
 	}
 	if p.count("") != 0 {
@@ -328,21 +328,21 @@ func TestCheckpoint_KeyChecksAtNew(t *testing.T) {
 		key  []byte
 		want string
 	}{
-		{[]byte("short"), "agent: Config.CheckpointKey: the key is 5 bytes, want at least 32"},
-		{make([]byte, 32), "agent: Config.CheckpointKey: the key is 32 copies of the byte 0x00; fill it from a random source (crypto/rand)"},
-		{bytes.Repeat([]byte{'a'}, 64), "agent: Config.CheckpointKey: the key is 64 copies of the byte 0x61; fill it from a random source (crypto/rand)"},
+		{[]byte("short"), "agent: Options.CheckpointKey: the key is 5 bytes, want at least 32"},
+		{make([]byte, 32), "agent: Options.CheckpointKey: the key is 32 copies of the byte 0x00; fill it from a random source (crypto/rand)"},
+		{bytes.Repeat([]byte{'a'}, 64), "agent: Options.CheckpointKey: the key is 64 copies of the byte 0x61; fill it from a random source (crypto/rand)"},
 	} {
-		if _, err := agent.New(agent.Config{Provider: script(), Guard: g, CheckpointKey: tt.key}); err == nil || err.Error() != tt.want {
+		if _, err := agent.New(script(), g, &agent.Options{CheckpointKey: tt.key}); err == nil || err.Error() != tt.want {
 			t.Errorf("key %q: err %v, want %s", tt.key, err, tt.want)
 		}
 	}
-	if _, err := agent.New(agent.Config{Provider: script(), Guard: g, CheckpointKey: testKey}); err != nil {
+	if _, err := agent.New(script(), g, &agent.Options{CheckpointKey: testKey}); err != nil {
 		t.Errorf("a 32-byte key: %v", err)
 	}
 	// The Agent keeps its own copy: changing the caller's slice afterwards changes
 	// nothing.
 	key := bytes.Clone(testKey)
-	a := newAgent(t, agent.Config{Provider: script(), Guard: g, CheckpointKey: key})
+	a := newAgent(t, script(), g, &agent.Options{CheckpointKey: key})
 	copy(key, "changed after New changed after New")
 	_, res := pause(t, use(tc("r1", "refund", `{"amount":1500}`)))
 	if _, err := a.VerifyCheckpoint(res.Paused.Checkpoint); err != nil {

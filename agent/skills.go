@@ -77,7 +77,7 @@ func ReadSkillSchema(skills []Skill) json.RawMessage {
 // Registry before Bind (the agent does not register tools itself). Its Run returns the
 // body of the skill named by the "id" argument. The Guard's skill gate (when a checker
 // governs [warden.CapSkillRead]) judges the id before Run, so a refused skill's Body is
-// never called. The catalogue is copied; give [Config.Skills] the same catalogue.
+// never called. The catalogue is copied; give [Options.Skills] the same catalogue.
 func ReadSkillTool(skills []Skill) warden.Executable {
 	cat := make(map[string]Skill, len(skills))
 	for _, s := range skills {
@@ -152,14 +152,14 @@ func (a *Agent) skillMenu(ctx context.Context, st *run) (string, bool) {
 	return b.String(), n > 0
 }
 
-// skillVisible reports whether one skill is listed: Config.SkillChecker's answer when it
+// skillVisible reports whether one skill is listed: Options.SkillChecker's answer when it
 // is set, else the Guard's own skill gate's. Only an allow shows it: a refusal, an ask,
 // an error, a panic, an invalid effect or no answer in time hides it.
 func (a *Agent) skillVisible(ctx context.Context, id string, v warden.Viewer) bool {
 	if c := a.cfg.SkillChecker; c != nil {
 		return warden.SkillOffered(ctx, c, id, v, a.cfg.SkillCheckTimeout)
 	}
-	return a.cfg.Guard.OffersSkill(ctx, id, v)
+	return a.guard.OffersSkill(ctx, id, v)
 }
 
 // sameJSON reports whether two JSON documents have the same meaning.

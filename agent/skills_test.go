@@ -58,7 +58,7 @@ func skillWorld(t *testing.T, cat *catalogue, skillRules map[string][]string, sk
 		skillChecker = pol
 	}
 	sc := script(turns...)
-	return newAgent(t, agent.Config{Provider: sc, Guard: g, Visible: pol.IsAllowed, Skills: cat.skills, SkillChecker: skillChecker, SkillCheckTimeout: 50 * time.Millisecond}), sc
+	return newAgent(t, sc, g, &agent.Options{Visible: pol.IsAllowed, Skills: cat.skills, SkillChecker: skillChecker, SkillCheckTimeout: 50 * time.Millisecond}), sc
 }
 
 func readSkillSpec(t *testing.T, req agent.ModelRequest) agent.ToolSpec {
@@ -296,7 +296,7 @@ func TestSkills_ReadSkillFilteredByVisibility(t *testing.T) {
 	var p probe
 	g := bind(t, warden.Config{Checkers: []warden.Checker{pol}}, agent.ReadSkillTool(cat.skills), p.tool("refunds", ""))
 	sc := script(say("ok"))
-	a := newAgent(t, agent.Config{Provider: sc, Guard: g, Visible: pol.IsAllowed, Skills: cat.skills})
+	a := newAgent(t, sc, g, &agent.Options{Visible: pol.IsAllowed, Skills: cat.skills})
 	if _, err := a.Run(context.Background(), "help"); err != nil {
 		t.Fatal(err)
 	}
@@ -318,14 +318,14 @@ func TestSkills_ConfigErrors(t *testing.T) {
 		want   string
 	}{
 		{"read_skill not registered", without, cat.skills, "has no \"read_skill\" tool"},
-		{"different catalogue", withTool, cat.skills[:2], "not built from Config.Skills"},
+		{"different catalogue", withTool, cat.skills[:2], "not built from Options.Skills"},
 		{"empty id", withTool, []agent.Skill{{ID: " ", Body: body}}, "has no id"},
 		{"duplicate id", withTool, []agent.Skill{{ID: "a", Body: body}, {ID: "a", Body: body}}, "listed twice"},
 		{"no body", withTool, []agent.Skill{{ID: "a"}}, "has no Body"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := agent.New(agent.Config{Provider: script(), Guard: tt.guard, Skills: tt.skills})
+			_, err := agent.New(script(), tt.guard, &agent.Options{Skills: tt.skills})
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("err %v, want %q", err, tt.want)
 			}
@@ -333,7 +333,7 @@ func TestSkills_ConfigErrors(t *testing.T) {
 	}
 	// No skills configured: a bound read_skill is not offered (there is nothing to read).
 	sc := script(say("ok"))
-	if _, err := newAgent(t, agent.Config{Provider: sc, Guard: withTool}).Run(context.Background(), "x"); err != nil {
+	if _, err := newAgent(t, sc, withTool, nil).Run(context.Background(), "x"); err != nil {
 		t.Fatal(err)
 	}
 	if names := toolNames(sc.request(t, 0)); len(names) != 0 {

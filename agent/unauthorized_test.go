@@ -81,7 +81,7 @@ func TestUnauthorized_FaultIsFinalForTheRun(t *testing.T) {
 				use(tc("c2", "lookup", `{"q":"order 7"}`), tc("c3", "reply", `{}`)),
 				use(tc("c4", "lookup", `{"q":"order 8"}`)),
 				say("I could not look the order up."))
-			res, err := newAgent(t, agent.Config{Provider: sc, Guard: g}).Run(context.Background(), "where is order 7?")
+			res, err := newAgent(t, sc, g, nil).Run(context.Background(), "where is order 7?")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -137,7 +137,7 @@ func TestUnauthorized_SkillGateFault(t *testing.T) {
 		use(tc("s1", "read_skill", `{"id":"payroll"}`)),
 		use(tc("s2", "read_skill", `{"id":"payroll"}`), tc("s3", "read_skill", `{"id":"refunds"}`)),
 		say("done"))
-	res, err := newAgent(t, agent.Config{Provider: sc, Guard: g, Skills: cat.skills}).Run(context.Background(), "pay the staff")
+	res, err := newAgent(t, sc, g, &agent.Options{Skills: cat.skills}).Run(context.Background(), "pay the staff")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +197,7 @@ func TestUnauthorized_SurvivesPauseAndResume(t *testing.T) {
 		}}
 		g := bind(t, warden.Config{Checkers: []warden.Checker{f}, Middleware: []*warden.Middleware{ask}, CanPause: true}, p.tool("lookup", ""), p.tool("refund", ""))
 		sc := script(turns...)
-		return newAgent(t, agent.Config{Provider: sc, Guard: g, Session: "run-1", CheckpointKey: testKey}), sc, &p
+		return newAgent(t, sc, g, &agent.Options{Session: "run-1", CheckpointKey: testKey}), sc, &p
 	}
 	fail := func(context.Context) (warden.Decision, error) { return warden.Decision{}, errors.New("authz down") }
 	f1 := &flaky{target: "lookup", fail: fail}
@@ -268,7 +268,7 @@ func TestUnauthorized_EscalationFaultIsNotRemembered(t *testing.T) {
 	var p probe
 	g := bind(t, warden.Config{Checkers: []warden.Checker{rules}}, p.tool("deploy", ""))
 	sc := script(use(tc("d1", "deploy", `{}`)), use(tc("d2", "deploy", `{}`)), say("ok"))
-	res, err := newAgent(t, agent.Config{Provider: sc, Guard: g}).Run(context.Background(), "deploy")
+	res, err := newAgent(t, sc, g, nil).Run(context.Background(), "deploy")
 	if err != nil {
 		t.Fatal(err)
 	}

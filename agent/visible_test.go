@@ -33,7 +33,7 @@ func defaultSkillWorld(t *testing.T, cat *catalogue, tools map[string][]string, 
 	var p probe
 	g := bind(t, cfg, agent.ReadSkillTool(cat.skills), p.tool("refunds", ""), p.tool("payroll_export", ""))
 	sc := script(turns...)
-	return newAgent(t, agent.Config{Provider: sc, Guard: g, Skills: cat.skills}), sc
+	return newAgent(t, sc, g, &agent.Options{Skills: cat.skills}), sc
 }
 
 // The issue: "leave out SkillChecker and a hidden skill is named in the menu (the gate
@@ -192,7 +192,7 @@ func TestVisible_SkillCheckerOverrides(t *testing.T) {
 	cat := newCatalogue()
 	g := bind(t, warden.Config{Checkers: []warden.Checker{pol}}, agent.ReadSkillTool(cat.skills))
 	sc := script(say("ok"))
-	if _, err := newAgent(t, agent.Config{Provider: sc, Guard: g, Skills: cat.skills, SkillChecker: only}).Run(context.Background(), "x"); err != nil {
+	if _, err := newAgent(t, sc, g, &agent.Options{Skills: cat.skills, SkillChecker: only}).Run(context.Background(), "x"); err != nil {
 		t.Fatal(err)
 	}
 	if d := readSkillSpec(t, sc.request(t, 0)).Description; !strings.HasSuffix(d, ":\n- payroll: How to run payroll.") {

@@ -4,7 +4,6 @@ package audit
 
 import (
 	"context"
-	"time"
 
 	"github.com/wardenhq/warden"
 	"github.com/wardenhq/warden/store"
@@ -65,8 +64,8 @@ func (j *Journal) Record(ctx context.Context, c warden.Call, o warden.Outcome) e
 }
 
 func (j *Journal) record(c warden.Call, o warden.Outcome) store.CallRecord {
+	// Time stays zero: the store times the record with its own (injectable) clock.
 	r := store.CallRecord{
-		Time:       time.Now().UTC(),
 		CallID:     c.ID,
 		Session:    c.Session,
 		Tool:       o.Tool,

@@ -228,9 +228,11 @@ func TestCrossProcessWake(t *testing.T) {
 			t.Fatalf("crashprog printed %q, want waiting ID", l)
 		}
 		s := openStore(t, dsn)
-		// Decide once the waiter has settled into waiting, just after a SQLite poll
-		// (they come 50ms, 150ms, 350ms, 750ms, 1550ms, 2550ms, ... after it starts):
-		// the slowest case for a store that polls, about 1s.
+		// Decide just after a SQLite poll of the waiting process (they come 50ms,
+		// 150ms, 350ms, 750ms, 1550ms, 2550ms, ... after it starts): the slowest case
+		// for a store that polls, about 1s. This sleep places the decision in the other
+		// process's poll schedule on purpose; it waits for nothing this test could
+		// observe (the waiter said "waiting" above), so it is not a wait-for-condition.
 		time.Sleep(1600 * time.Millisecond)
 		decided := time.Now()
 		if _, err := s.Decide(context.Background(), id, store.Verdict{Approve: true, By: "bob"}); err != nil {
@@ -355,9 +357,10 @@ func storeDown(t *testing.T, s store.Store, down, up func()) {
 		t.Logf("refused in %v: %s", took.Round(time.Millisecond), o.Decision.Rationale)
 	}
 
-	up()
+	up() // the store is reachable again when it returns
 	// The first calls after the store returns may still meet connections broken by
-	// the outage; they are refused like any other. Within seconds calls run again.
+	// the outage; each such call fails at once, is refused like any other, and uses up
+	// the broken connection, so the next call is tried without a pause.
 	deadline := time.Now().Add(20 * time.Second)
 	refusedAfter := 0
 	for i := 0; ; i++ {
@@ -369,7 +372,6 @@ func storeDown(t *testing.T, s store.Store, down, up func()) {
 		if time.Now().After(deadline) {
 			t.Fatalf("calls still refused 20s after the store came back: %s", o.ModelText)
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
 	if refusedAfter > 0 {
 		t.Logf("%d calls were refused after the store came back, before one ran", refusedAfter)

@@ -45,10 +45,7 @@ func ExampleRegisterTools() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	a, err := agent.New(agent.Config{
-		Provider: scripted.New(scripted.Call("c1", "mcp__notes__list_notes", `{}`), scripted.Text("Listed.")),
-		Guard:    guard,
-	})
+	a, err := agent.New(scripted.New(scripted.Call("c1", "mcp__notes__list_notes", `{}`), scripted.Text("Listed.")), guard, nil)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -100,7 +100,7 @@ func bind(t *testing.T, reg *warden.Registry, pol *policy.Policy, sinks ...warde
 func runAgent(t *testing.T, g *warden.Guard, replies ...agent.ModelResponse) (*scripted.Provider, agent.Result) {
 	t.Helper()
 	p := scripted.New(replies...)
-	a, err := agent.New(agent.Config{Provider: p, Guard: g})
+	a, err := agent.New(p, g, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

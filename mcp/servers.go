@@ -45,7 +45,7 @@
 //	if err != nil { ... }
 //	defer tools.Close() // stops the servers
 //	guard, err := reg.Bind(warden.Config{Checkers: []warden.Checker{pol}, Schemas: schema.Compiler{}})
-//	a, err := agent.New(agent.Config{Provider: model, Guard: guard})
+//	a, err := agent.New(model, guard, nil)
 //
 // A server the transport policy denies registers nothing and is reported in
 // [Tools.Problems]; a policy in deny_all mode denies the discovered tools like the

@@ -74,14 +74,17 @@ type Entry struct {
 }
 
 // IntentEntry returns the (unsealed) intent entry for a call about to run. A zero
-// r.Time becomes now.
-func IntentEntry(r CallRecord) Entry { return callEntry(EntryIntent, r) }
+// r.Time becomes now (the store's clock).
+func IntentEntry(r CallRecord, now time.Time) Entry { return callEntry(EntryIntent, r, now) }
 
 // RecordEntry returns the (unsealed) entry for a call that never reached execution. A
-// zero r.Time becomes now.
-func RecordEntry(r CallRecord) Entry { return callEntry(EntryRecord, r) }
+// zero r.Time becomes now (the store's clock).
+func RecordEntry(r CallRecord, now time.Time) Entry { return callEntry(EntryRecord, r, now) }
 
-func callEntry(kind EntryKind, r CallRecord) Entry {
+func callEntry(kind EntryKind, r CallRecord, now time.Time) Entry {
+	if r.Time.IsZero() {
+		r.Time = now
+	}
 	e := Entry{
 		Kind:         kind,
 		Time:         r.Time,
@@ -113,9 +116,10 @@ func callEntry(kind EntryKind, r CallRecord) Entry {
 }
 
 // CompletionEntry returns the (unsealed) completion entry of the intent numbered ref,
-// timed now.
-func CompletionEntry(ref int64, c Completion) Entry {
+// timed now (the store's clock).
+func CompletionEntry(ref int64, c Completion, now time.Time) Entry {
 	e := Entry{
+		Time:       now,
 		Kind:       EntryComplete,
 		Ref:        ref,
 		Status:     string(c.Status),
@@ -133,12 +137,9 @@ func CompletionEntry(ref int64, c Completion) Entry {
 	return e
 }
 
-// normalize makes e storable exactly: UTC microsecond time (now when zero), clean
-// strings, nil for empty args.
+// normalize makes e storable exactly: UTC microsecond time, clean strings, nil for
+// empty args.
 func (e *Entry) normalize() {
-	if e.Time.IsZero() {
-		e.Time = time.Now()
-	}
 	e.Time = NormalizeTime(e.Time)
 	for _, s := range []*string{&e.CallID, &e.Session, &e.Tool, &e.Tenant, &e.Principal,
 		&e.Conversation, &e.ArgsDigest, &e.Stage, &e.Effect, &e.RuleID, &e.Rationale,
@@ -320,70 +321,6 @@ func (r *CallRecord) Complete(c *Entry) {
 	set(&r.Rationale, c.Rationale)
 	set(&r.Reason, c.Reason)
 	set(&r.ApprovedBy, c.ApprovedBy)
-}
-
-// Match reports whether r passes every condition of f (Limit aside).
-func (f CallFilter) Match(r CallRecord) bool {
-	if !f.Since.IsZero() && r.Time.Before(NormalizeTime(f.Since)) {
-		return false
-	}
-	if f.Principal != "" && r.Identity.Principal != f.Principal {
-		return false
-	}
-	if f.CallID != "" && r.CallID != f.CallID {
-		return false
-	}
-	if f.Status != "" && r.Status != f.Status {
-		return false
-	}
-	if f.ToolGlob != "" && !matchGlob(f.ToolGlob, r.Tool) {
-		return false
-	}
-	return true
-}
-
-// matchGlob reports whether name matches pattern, where '*' matches any run of
-// characters (including none), '?' exactly one character, and every other character
-// itself, compared case-insensitively (Unicode simple folding).
-//
-// It is the classic two-pointer algorithm with backtracking to the last '*': linear
-// space, O(len(pattern)*len(name)) time in the worst case, no recursion.
-func matchGlob(pattern, name string) bool {
-	p, n := []rune(pattern), []rune(name)
-	pi, ni := 0, 0
-	star, mark := -1, 0 // index of the last '*' in p, and where in n it started matching
-	for ni < len(n) {
-		switch {
-		case pi < len(p) && p[pi] == '*':
-			star, mark = pi, ni
-			pi++
-		case pi < len(p) && (p[pi] == '?' || foldEqual(p[pi], n[ni])):
-			pi++
-			ni++
-		case star >= 0:
-			// Let the last '*' swallow one more character and retry after it.
-			mark++
-			pi, ni = star+1, mark
-		default:
-			return false
-		}
-	}
-	for pi < len(p) && p[pi] == '*' {
-		pi++
-	}
-	return pi == len(p)
-}
-
-func foldEqual(a, b rune) bool {
-	if a == b {
-		return true
-	}
-	for f := unicode.SimpleFold(a); f != a; f = unicode.SimpleFold(f) {
-		if f == b {
-			return true
-		}
-	}
-	return false
 }
 
 // Verifier checks a chain one entry at a time, in seq order; implementations of

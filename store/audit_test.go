@@ -24,10 +24,10 @@ func chain(t *testing.T) []store.Entry {
 		e.Seal(int64(len(es)+1), prev)
 		es = append(es, e)
 	}
-	add(store.IntentEntry(store.CallRecord{Time: t0, Tool: "shell", Args: json.RawMessage(`{"c":"ls"}`), Executed: true}))
-	add(store.CompletionEntry(1, store.Completion{Status: warden.StatusRan, Duration: time.Second}))
-	add(store.RecordEntry(store.CallRecord{Time: t0, Tool: "rm", Status: warden.StatusRefused, Rationale: "no"}))
-	add(store.IntentEntry(store.CallRecord{Time: t0, Tool: "deploy", Executed: true}))
+	add(store.IntentEntry(store.CallRecord{Time: t0, Tool: "shell", Args: json.RawMessage(`{"c":"ls"}`), Executed: true}, t0))
+	add(store.CompletionEntry(1, store.Completion{Status: warden.StatusRan, Duration: time.Second}, t0))
+	add(store.RecordEntry(store.CallRecord{Time: t0, Tool: "rm", Status: warden.StatusRefused, Rationale: "no"}, t0))
+	add(store.IntentEntry(store.CallRecord{Time: t0, Tool: "deploy", Executed: true}, t0))
 	return es
 }
 
@@ -122,7 +122,7 @@ func TestCanonicalContentIsStable(t *testing.T) {
 		ArgsDigest: "sha256:00", Args: json.RawMessage(`{"a":1}`), Stage: warden.StageExecute,
 		Effect: "allow", RuleID: "r", Rationale: "why", Reason: "tag", Revision: "rev",
 		Executed: true, Duration: 5, ResultSize: 7, ApprovedBy: "bob",
-	})
+	}, time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)) // r.Time is set: now is not used
 	e.Seal(42, "abc")
 	want := `{"v":1,"kind":"intent","ref":0,"time_us":1735787045000006,"call_id":"c1","session":"s","tool":"tool\u003c\u0026\u003e","tenant":"t","principal":"p","conversation":"cv","args_digest":"sha256:00","args":"eyJhIjoxfQ==","stage":"execute","effect":"allow","rule_id":"r","rationale":"why","reason":"tag","revision":"rev","executed":true,"status":"","duration_ns":5,"result_size":7,"approved_by":"bob","seq":42}`
 	if diff := cmp.Diff(want, string(e.CanonicalContent())); diff != "" {
@@ -141,7 +141,7 @@ func TestEntryNormalizes(t *testing.T) {
 	e := store.RecordEntry(store.CallRecord{
 		Time: time.Date(2025, 1, 1, 0, 0, 0, 999, time.FixedZone("Z1", 3600)),
 		Tool: "bad\xffname\x00", Args: json.RawMessage{},
-	})
+	}, time.Now())
 	if e.Tool != "bad\uFFFDname\uFFFD" {
 		t.Errorf("tool %q: invalid UTF-8 and NUL not replaced", e.Tool)
 	}
@@ -154,12 +154,19 @@ func TestEntryNormalizes(t *testing.T) {
 }
 
 func TestCompleteFolds(t *testing.T) {
-	in := store.IntentEntry(store.CallRecord{Tool: "t", Stage: warden.StageExecute, RuleID: "r1", Effect: "allow", Executed: true})
+	now := time.Date(2025, 6, 1, 12, 0, 0, 1500, time.FixedZone("Z2", 7200))
+	in := store.IntentEntry(store.CallRecord{Tool: "t", Stage: warden.StageExecute, RuleID: "r1", Effect: "allow", Executed: true}, now)
+	if want := store.NormalizeTime(now); !in.Time.Equal(want) || in.Time.Location() != time.UTC {
+		t.Errorf("intent without a time is timed %v, want the given now %v (UTC, microseconds)", in.Time, want)
+	}
 	r := in.CallRecord()
 	if r.Status != store.StatusStarted || !r.Unknown {
 		t.Fatalf("intent reads %+v", r)
 	}
-	c := store.CompletionEntry(1, store.Completion{Status: warden.StatusFailed, Reason: "boom", Duration: 3, ResultSize: 0})
+	c := store.CompletionEntry(1, store.Completion{Status: warden.StatusFailed, Reason: "boom", Duration: 3, ResultSize: 0}, now.Add(time.Second))
+	if want := store.NormalizeTime(now.Add(time.Second)); !c.Time.Equal(want) {
+		t.Errorf("completion timed %v, want the given now %v", c.Time, want)
+	}
 	r.Complete(&c)
 	if r.Status != warden.StatusFailed || r.Unknown || r.Reason != "boom" || r.RuleID != "r1" || r.Stage != warden.StageExecute || r.Duration != 3 {
 		t.Errorf("completed record %+v", r)

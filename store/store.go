@@ -52,13 +52,16 @@
 //
 // An implementation stores [Entry] values (built with [IntentEntry], [RecordEntry] and
 // [CompletionEntry], numbered and hashed with [Entry.Seal] by one appender at a time),
-// verifies them with a [Verifier], filters with [CallFilter.Match], registers itself with
+// verifies them with a [Verifier], filters with [CallFilter.Matcher], registers itself with
 // [Register], and runs package storetest from its tests.
 //
 // # Clock
 //
-// Times are stored with microsecond precision (PostgreSQL's), in UTC. Expiry is judged
-// with the clock of the process that asks, so replicas should keep their clocks in sync.
+// Times are stored with microsecond precision (PostgreSQL's), in UTC. Every timestamp a
+// store writes and every expiry it judges comes from one clock, its Options.Now
+// (time.Now unless a test injects another); the database's clock is never asked. Expiry
+// is therefore judged with the clock of the process that asks, so replicas should keep
+// their clocks in sync.
 package store
 
 import (
@@ -167,15 +170,6 @@ type Store interface {
 	Close() error
 }
 
-// Tamperer is implemented by stores that let tests damage their own audit log, to prove
-// that [Store.VerifyAudit] notices. It is for tests only: nothing else may call it.
-//
-// op is "edit" (change a field of the entry numbered seq without fixing its hash) or
-// "delete" (remove that entry).
-type Tamperer interface {
-	TamperAuditForTest(ctx context.Context, seq int64, op string) error
-}
-
 // StatusStarted is the status of a call whose intent was recorded and whose completion
 // was not: it was about to run, and its outcome is unknown.
 const StatusStarted warden.Status = "started"
@@ -228,9 +222,12 @@ type Completion struct {
 type CallFilter struct {
 	// Since keeps calls recorded at or after this time.
 	Since time.Time
-	// ToolGlob keeps calls whose tool name matches: '*' matches any run of characters,
-	// '?' exactly one, everything else itself, case-insensitively. No escapes, no
-	// character classes.
+	// ToolGlob keeps calls whose tool name matches this glob, in the dialect of a
+	// policy's globs (package policy): Python fnmatch, case-insensitive and anchored;
+	// '*' matches any run of characters, '?' one, "[seq]" and "[!seq]" one character in
+	// (or not in) seq; there are no backslash escapes ('[*]' is a literal star) and
+	// every string is a pattern. Front ends check what a person typed with
+	// [CheckToolGlob] first.
 	ToolGlob string
 	// Principal keeps calls made for this principal (exact match).
 	Principal string

@@ -46,7 +46,9 @@ tool was about to run when the process stopped recording (it crashed, or was kil
 its outcome is unknown, so find out from the tool's side what happened.
 
 Status is one of ran, refused, halted, pending, failed, or started (outcome unknown).
---tool takes a glob: * matches any run of characters, ? one character; case-insensitive.
+--tool takes a glob in the dialect of a policy's rules: * matches any run of characters,
+? one character, [abc] and [!abc] one character in (or not in) the set, case-insensitive;
+there are no backslash escapes (write [*] for a literal *).
 --since takes a duration such as 90m, 24h or 7d.
 
 Exit codes: 0 success, 2 bad usage or a store that cannot be opened, 1 an internal
@@ -116,6 +118,9 @@ var auditStatuses = []warden.Status{warden.StatusRan, warden.StatusRefused, ward
 // auditFilter turns the flags into a store filter.
 func (o auditOptions) filter(at time.Time) (store.CallFilter, error) {
 	f := store.CallFilter{ToolGlob: o.tool, Principal: o.principal, Limit: o.limit}
+	if err := store.CheckToolGlob(o.tool); err != nil {
+		return f, usageErrorf("invalid --tool: %v", err)
+	}
 	if o.since != "" {
 		d, err := parseSince(o.since)
 		if err != nil {

@@ -279,12 +279,12 @@ func (f funcChecker) Check(ctx context.Context, req warden.Request) (warden.Deci
 func (funcChecker) Governs(warden.Capability) bool { return false }
 
 // demoWorld is one agent ready to run: the tools, the Guard configuration and the agent
-// configuration (Provider and Guard are filled in by build).
+// options (the Provider and the Guard are given to agent.New by build).
 type demoWorld struct {
 	counter *demoCounter
 	tools   []warden.Executable
 	guard   warden.Config
-	agent   agent.Config
+	agent   agent.Options
 }
 
 // build binds the tools and returns an agent that talks to p and reports every settled
@@ -306,7 +306,6 @@ func (w demoWorld) build(sc *demoScene, p agent.Provider) (*agent.Agent, error) 
 		return nil, errors.Join(probs...)
 	}
 	ac := w.agent
-	ac.Provider, ac.Guard = p, g
 	ac.OnCall = func(_ context.Context, rec agent.CallRecord) {
 		sc.lines = append(sc.lines, demoLine{call: &rec})
 		for _, k := range rec.Checks {
@@ -316,7 +315,7 @@ func (w demoWorld) build(sc *demoScene, p agent.Provider) (*agent.Agent, error) 
 			})
 		}
 	}
-	return agent.New(ac)
+	return agent.New(p, g, &ac)
 }
 
 func (sc *demoScene) note(format string, args ...any) {
@@ -629,7 +628,7 @@ func sceneSkills(ctx context.Context, sc *demoScene) error {
 	w := demoWorld{counter: c, tools: []warden.Executable{agent.ReadSkillTool(skills)}}
 	w.guard.Checkers = []warden.Checker{namedChecker{Checker: pol, name: "role-policy"}}
 	// What the model is offered comes from the Guard's own checker: no second source.
-	w.agent = agent.Config{Skills: skills}
+	w.agent = agent.Options{Skills: skills}
 	sc.task = "A customer asks about payroll and about a refund."
 	p := scripted.New(
 		scripted.Call("call_1", warden.ReadSkillTool, `{"id":"payroll"}`),

@@ -483,9 +483,7 @@ func newRuntime(cfg *runConfig, saved *runCheckpoint, key []byte, w io.Writer) (
 		instructions = defaultInstructions
 	}
 	rt.guard = g
-	rt.agent, err = agent.New(agent.Config{
-		Provider:      prov,
-		Guard:         g,
+	rt.agent, err = agent.New(prov, g, &agent.Options{
 		Instructions:  instructions,
 		Directives:    prompt,
 		MaxIterations: cfg.maxIterations,
@@ -1667,9 +1665,9 @@ func (d *runDecoder) decodeCalls(n *yaml.Node, where string) []agent.ToolCall {
 func (p providerConfig) build() (agent.Provider, error) {
 	switch p.name {
 	case "anthropic":
-		return anthropic.New(anthropic.Options{Model: p.model, BaseURL: p.baseURL, MaxTokens: p.maxTokens})
+		return anthropic.New(p.model, &anthropic.Options{BaseURL: p.baseURL, MaxTokens: p.maxTokens})
 	case "openai":
-		return openai.New(openai.Options{Model: p.model, BaseURL: p.baseURL, MaxTokens: p.maxTokens})
+		return openai.New(p.model, &openai.Options{BaseURL: p.baseURL, MaxTokens: p.maxTokens})
 	case "scripted":
 		replies := p.replies
 		// The reply for a request is picked by the number of model turns in the

@@ -101,7 +101,7 @@ func scene(title string, checker warden.Checker, answer string) {
 	if answer != "" {
 		replies = append(replies, scripted.Text(answer))
 	}
-	a, err := agent.New(agent.Config{Provider: scripted.New(replies...), Guard: guard})
+	a, err := agent.New(scripted.New(replies...), guard, nil)
 	check(err)
 	res, err := a.Run(context.Background(), "Note that the customer called.")
 

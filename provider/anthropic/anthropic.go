@@ -36,10 +36,8 @@ const (
 // SDK's *anthropic.Error.
 type APIError = retry.APIError
 
-// Options configure a [Provider].
+// Options configure a [Provider]. A nil *Options means the defaults.
 type Options struct {
-	// Model is the model name, e.g. "claude-sonnet-4-5". Required.
-	Model string
 	// APIKey authenticates the requests. Empty: the ANTHROPIC_API_KEY environment
 	// variable; New fails when both are empty.
 	APIKey string
@@ -69,9 +67,16 @@ type Provider struct {
 
 var _ agent.Provider = (*Provider)(nil)
 
-// New returns a provider for opts. It fails when the model or the API key is missing.
-func New(opts Options) (*Provider, error) {
-	if err := common.CheckModel("anthropic", opts.Model, "claude-sonnet-4-5"); err != nil {
+// New returns a provider that talks to model (a model name such as
+// "claude-sonnet-4-5"). opts may be nil. It fails when the model or the API key is
+// missing; it does no I/O.
+func New(model string, opts *Options) (*Provider, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	opts = &o
+	if err := common.CheckModel("anthropic", model, "claude-sonnet-4-5"); err != nil {
 		return nil, err
 	}
 	key := common.APIKey(opts.APIKey, EnvAPIKey)
@@ -102,7 +107,7 @@ func New(opts Options) (*Provider, error) {
 	}
 	return &Provider{
 		client:    sdk.NewClient(ropts...),
-		model:     opts.Model,
+		model:     model,
 		maxTokens: maxTokens,
 		apiKey:    key,
 		policy:    retry.FromOptions(opts.MaxRetries, opts.RetryBaseDelay),

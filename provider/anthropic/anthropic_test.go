@@ -52,7 +52,6 @@ const (
 func newProvider(t *testing.T, srv *fakeapi.Server, mod func(*anthropic.Options)) *anthropic.Provider {
 	t.Helper()
 	opts := anthropic.Options{
-		Model:          "claude-sonnet-4-5",
 		APIKey:         testKey,
 		BaseURL:        srv.URL,
 		RetryBaseDelay: time.Millisecond,
@@ -60,7 +59,7 @@ func newProvider(t *testing.T, srv *fakeapi.Server, mod func(*anthropic.Options)
 	if mod != nil {
 		mod(&opts)
 	}
-	p, err := anthropic.New(opts)
+	p, err := anthropic.New("claude-sonnet-4-5", &opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -423,7 +422,7 @@ func TestDeadlineBeforeRetry(t *testing.T) {
 
 func TestMissingAPIKey(t *testing.T) {
 	t.Setenv("ANTHROPIC_API_KEY", "")
-	_, err := anthropic.New(anthropic.Options{Model: "claude-sonnet-4-5"})
+	_, err := anthropic.New("claude-sonnet-4-5", nil)
 	if err == nil || !strings.Contains(err.Error(), "ANTHROPIC_API_KEY") {
 		t.Fatalf("err = %v, want it to name ANTHROPIC_API_KEY", err)
 	}
@@ -432,7 +431,7 @@ func TestMissingAPIKey(t *testing.T) {
 func TestAPIKeyFromEnvironment(t *testing.T) {
 	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-from-env")
 	srv := fakeapi.New(t, fakeapi.Response{Body: textReply})
-	p, err := anthropic.New(anthropic.Options{Model: "claude-sonnet-4-5", BaseURL: srv.URL})
+	p, err := anthropic.New("claude-sonnet-4-5", &anthropic.Options{BaseURL: srv.URL})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -445,8 +444,8 @@ func TestAPIKeyFromEnvironment(t *testing.T) {
 }
 
 func TestMissingModel(t *testing.T) {
-	_, err := anthropic.New(anthropic.Options{APIKey: testKey})
-	if err == nil || !strings.Contains(err.Error(), "Model is required") {
+	_, err := anthropic.New("", &anthropic.Options{APIKey: testKey})
+	if err == nil || !strings.Contains(err.Error(), "model is required") {
 		t.Fatalf("err = %v", err)
 	}
 }

@@ -1,7 +1,7 @@
 // Package anthropic is a model provider for the Anthropic Messages API, built on
 // github.com/anthropics/anthropic-sdk-go/v2.
 //
-//	p, err := anthropic.New(anthropic.Options{Model: "claude-sonnet-4-5"}) // key from ANTHROPIC_API_KEY
+//	p, err := anthropic.New("claude-sonnet-4-5", nil) // key from ANTHROPIC_API_KEY
 //
 // # Mapping
 //

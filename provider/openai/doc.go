@@ -2,8 +2,8 @@
 // OpenAI-compatible servers that speak it (Ollama, vLLM, llama.cpp, gateways), built on
 // github.com/openai/openai-go/v3.
 //
-//	p, err := openai.New(openai.Options{Model: "gpt-4.1"}) // key from OPENAI_API_KEY
-//	p, err := openai.New(openai.Options{Model: "llama3.1", BaseURL: "http://localhost:11434/v1"})
+//	p, err := openai.New("gpt-4.1", nil) // key from OPENAI_API_KEY
+//	p, err := openai.New("llama3.1", &openai.Options{BaseURL: "http://localhost:11434/v1"})
 //
 // # Mapping
 //

@@ -44,11 +44,8 @@ const InvalidArgumentsKey = jsonargs.InvalidKey
 // SDK's *openai.Error.
 type APIError = retry.APIError
 
-// Options configure a [Provider].
+// Options configure a [Provider]. A nil *Options means the defaults.
 type Options struct {
-	// Model is the model name, e.g. "gpt-4.1" or, on a local server, "llama3.1".
-	// Required.
-	Model string
 	// APIKey is sent as "Authorization: Bearer <key>". Empty: the OPENAI_API_KEY
 	// environment variable. New fails when both are empty, unless BaseURL is set: a
 	// local OpenAI-compatible server (Ollama, vLLM, llama.cpp) may need no key, and then
@@ -86,10 +83,16 @@ type Provider struct {
 
 var _ agent.Provider = (*Provider)(nil)
 
-// New returns a provider for opts. It fails when the model is missing, or the API key
-// is missing and BaseURL is not set.
-func New(opts Options) (*Provider, error) {
-	if err := common.CheckModel("openai", opts.Model, "gpt-4.1"); err != nil {
+// New returns a provider that talks to model (a model name such as "gpt-4.1" or, on a
+// local server, "llama3.1"). opts may be nil. It fails when the model is missing, or
+// the API key is missing and BaseURL is not set; it does no I/O.
+func New(model string, opts *Options) (*Provider, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	opts = &o
+	if err := common.CheckModel("openai", model, "gpt-4.1"); err != nil {
 		return nil, err
 	}
 	key := common.APIKey(opts.APIKey, EnvAPIKey)
@@ -121,7 +124,7 @@ func New(opts Options) (*Provider, error) {
 	}
 	return &Provider{
 		chat:        sdk.NewChatCompletionService(ropts...),
-		model:       opts.Model,
+		model:       model,
 		maxTokens:   opts.MaxTokens,
 		legacyLimit: opts.BaseURL != "",
 		apiKey:      key,

@@ -63,7 +63,6 @@ const (
 func newProvider(t *testing.T, srv *fakeapi.Server, mod func(*openai.Options)) *openai.Provider {
 	t.Helper()
 	opts := openai.Options{
-		Model:          "gpt-4.1",
 		APIKey:         testKey,
 		BaseURL:        srv.URL + "/v1",
 		RetryBaseDelay: time.Millisecond,
@@ -71,7 +70,7 @@ func newProvider(t *testing.T, srv *fakeapi.Server, mod func(*openai.Options)) *
 	if mod != nil {
 		mod(&opts)
 	}
-	p, err := openai.New(opts)
+	p, err := openai.New("gpt-4.1", &opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,8 +210,8 @@ func (r redirect) RoundTrip(req *http.Request) (*http.Response, error) {
 
 func TestOpenAIDefaultsMaxCompletionTokens(t *testing.T) {
 	srv := fakeapi.New(t, fakeapi.Response{Body: textReply})
-	p, err := openai.New(openai.Options{
-		Model: "gpt-4.1", APIKey: testKey, MaxTokens: 500,
+	p, err := openai.New("gpt-4.1", &openai.Options{
+		APIKey: testKey, MaxTokens: 500,
 		HTTPClient: &http.Client{Transport: redirect{srv.URL}},
 	})
 	if err != nil {
@@ -406,7 +405,7 @@ func TestContextCancelledWhileWaitingToRetry(t *testing.T) {
 
 func TestMissingAPIKey(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "")
-	_, err := openai.New(openai.Options{Model: "gpt-4.1"})
+	_, err := openai.New("gpt-4.1", nil)
 	if err == nil || !strings.Contains(err.Error(), "OPENAI_API_KEY") {
 		t.Fatalf("err = %v, want it to name OPENAI_API_KEY", err)
 	}
@@ -415,7 +414,7 @@ func TestMissingAPIKey(t *testing.T) {
 func TestCompatibleServerWithoutKey(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "")
 	srv := fakeapi.New(t, fakeapi.Response{Body: textReply})
-	p, err := openai.New(openai.Options{Model: "llama3.1", BaseURL: srv.URL + "/v1"})
+	p, err := openai.New("llama3.1", &openai.Options{BaseURL: srv.URL + "/v1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -434,7 +433,7 @@ func TestCompatibleServerWithoutKey(t *testing.T) {
 func TestAPIKeyFromEnvironment(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "sk-from-env")
 	srv := fakeapi.New(t, fakeapi.Response{Body: textReply})
-	p, err := openai.New(openai.Options{Model: "gpt-4.1", BaseURL: srv.URL + "/v1"})
+	p, err := openai.New("gpt-4.1", &openai.Options{BaseURL: srv.URL + "/v1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -447,7 +446,7 @@ func TestAPIKeyFromEnvironment(t *testing.T) {
 }
 
 func TestMissingModel(t *testing.T) {
-	if _, err := openai.New(openai.Options{APIKey: testKey}); err == nil || !strings.Contains(err.Error(), "Model is required") {
+	if _, err := openai.New("", &openai.Options{APIKey: testKey}); err == nil || !strings.Contains(err.Error(), "model is required") {
 		t.Fatalf("err = %v", err)
 	}
 }

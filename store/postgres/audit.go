@@ -14,7 +14,7 @@ import (
 
 // BeginCall commits the intent entry of a call about to run.
 func (s *Store) BeginCall(ctx context.Context, r store.CallRecord) (store.CallRef, error) {
-	e := store.IntentEntry(r)
+	e := store.IntentEntry(r, s.now())
 	if err := s.app.append(ctx, &e); err != nil {
 		return store.CallRef{}, err
 	}
@@ -23,13 +23,13 @@ func (s *Store) BeginCall(ctx context.Context, r store.CallRecord) (store.CallRe
 
 // EndCall appends the completion of the call started by ref.
 func (s *Store) EndCall(ctx context.Context, ref store.CallRef, c store.Completion) error {
-	e := store.CompletionEntry(ref.Seq, c)
+	e := store.CompletionEntry(ref.Seq, c, s.now())
 	return s.app.append(ctx, &e)
 }
 
 // RecordCall appends a call that never reached execution.
 func (s *Store) RecordCall(ctx context.Context, r store.CallRecord) error {
-	e := store.RecordEntry(r)
+	e := store.RecordEntry(r, s.now())
 	return s.app.append(ctx, &e)
 }
 
@@ -127,6 +127,7 @@ func (s *Store) QueryCalls(ctx context.Context, f store.CallFilter) ([]store.Cal
 		return nil, fmt.Errorf("postgres: querying calls: %w", err)
 	}
 	defer rows.Close()
+	match := f.Matcher()
 	var out []store.CallRecord
 	for rows.Next() {
 		var e store.Entry
@@ -141,7 +142,7 @@ func (s *Store) QueryCalls(ctx context.Context, f store.CallFilter) ([]store.Cal
 			ce := c.entry()
 			r.Complete(&ce)
 		}
-		if !f.Match(r) {
+		if !match.Match(r) {
 			continue
 		}
 		out = append(out, r)
@@ -195,34 +196,4 @@ func (s *Store) VerifyAudit(ctx context.Context) (store.VerifyReport, error) {
 		return store.VerifyReport{}, fmt.Errorf("postgres: reading the audit log: %w", err)
 	}
 	return rep, nil
-}
-
-// TamperAuditForTest damages the audit log for tests of VerifyAudit (see
-// [store.Tamperer]): op "edit" changes the rationale of entry seq without fixing its
-// hash, op "delete" removes the entry. Never call it outside tests.
-func (s *Store) TamperAuditForTest(ctx context.Context, seq int64, op string) error {
-	var stmt string
-	switch op {
-	case "edit":
-		stmt = `UPDATE warden_audit SET rationale = rationale || ' (edited)' WHERE seq = $1`
-	case "delete":
-		stmt = `DELETE FROM warden_audit WHERE seq = $1`
-	default:
-		return fmt.Errorf("postgres: unknown tamper op %q (want edit or delete)", op)
-	}
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		// Lift the append-only trigger for this transaction only.
-		if _, err := tx.Exec(ctx, `ALTER TABLE warden_audit DISABLE TRIGGER warden_audit_no_change`); err != nil {
-			return err
-		}
-		tag, err := tx.Exec(ctx, stmt, seq)
-		if err != nil {
-			return err
-		}
-		if tag.RowsAffected() != 1 {
-			return notFound("audit entry", seq)
-		}
-		_, err = tx.Exec(ctx, `ALTER TABLE warden_audit ENABLE TRIGGER warden_audit_no_change`)
-		return err
-	})
 }

@@ -48,7 +48,7 @@ import (
 )
 
 func init() {
-	opener := func(ctx context.Context, dsn string) (store.Store, error) { return Open(ctx, dsn) }
+	opener := func(ctx context.Context, dsn string) (store.Store, error) { return Open(ctx, dsn, nil) }
 	store.Register("postgres", opener)
 	store.Register("postgresql", opener)
 }
@@ -77,14 +77,27 @@ type Store struct {
 	listenMu     sync.Mutex         // guards listenCancel/listenDone against Close
 }
 
-var (
-	_ store.Store    = (*Store)(nil)
-	_ store.Tamperer = (*Store)(nil)
-)
+var _ store.Store = (*Store)(nil)
+
+// Options tunes a Store. A nil *Options means the defaults.
+type Options struct {
+	// Now is the store's clock: it times audit entries, pending decisions, verdicts,
+	// claims and pins, and judges every expiry (the database's clock is never asked).
+	// nil means time.Now. Tests inject a clock they move, so expiry is tested without
+	// waiting.
+	Now func() time.Time
+}
 
 // Open connects to the database named by dsn (a postgres:// URL or key=value string)
-// and applies pending migrations.
-func Open(ctx context.Context, dsn string) (*Store, error) {
+// and applies pending migrations. opts may be nil.
+func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
@@ -93,11 +106,11 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	if err := migrate(ctx, pool); err != nil {
+	if err := migrate(ctx, pool, o.Now); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	s := &Store{pool: pool, now: time.Now}
+	s := &Store{pool: pool, now: o.Now}
 	s.app = newAppender(pool)
 	return s, nil
 }
@@ -121,7 +134,7 @@ func (s *Store) Close() error {
 	return nil
 }
 
-func migrate(ctx context.Context, pool *pgxpool.Pool) error {
+func migrate(ctx context.Context, pool *pgxpool.Pool, now func() time.Time) error {
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		return err
@@ -142,11 +155,11 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 		return fmt.Errorf("creating warden_schema_migrations: %w", err)
 	}
 	return core.EachMigration(migrations, func(version int, name, body string) error {
-		return applyMigration(ctx, conn.Conn(), version, name, body)
+		return applyMigration(ctx, conn.Conn(), version, name, body, now())
 	})
 }
 
-func applyMigration(ctx context.Context, conn *pgx.Conn, version int, name, body string) error {
+func applyMigration(ctx context.Context, conn *pgx.Conn, version int, name, body string, now time.Time) error {
 	var n int
 	if err := conn.QueryRow(ctx, `SELECT count(*) FROM warden_schema_migrations WHERE version = $1`, version).Scan(&n); err != nil {
 		return err
@@ -158,7 +171,7 @@ func applyMigration(ctx context.Context, conn *pgx.Conn, version int, name, body
 		if _, err := tx.Exec(ctx, body); err != nil { // no arguments: simple protocol, several statements
 			return err
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO warden_schema_migrations (version, name) VALUES ($1, $2)`, version, name)
+		_, err := tx.Exec(ctx, `INSERT INTO warden_schema_migrations (version, name, applied) VALUES ($1, $2, $3)`, version, name, store.NormalizeTime(now))
 		return err
 	})
 }

@@ -8,10 +8,12 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/wardenhq/warden/store"
 	"github.com/wardenhq/warden/store/postgres"
+	"github.com/wardenhq/warden/store/postgres/postgrestest"
 	"github.com/wardenhq/warden/store/storetest"
 )
 
@@ -68,7 +70,7 @@ func withParam(t testing.TB, dsn, key, value string) string {
 
 func openFresh(t testing.TB) *postgres.Store {
 	t.Helper()
-	s, err := postgres.Open(t.Context(), freshSchema(t))
+	s, err := postgres.Open(t.Context(), freshSchema(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,19 +85,30 @@ func TestMain(m *testing.M) {
 
 func TestConformance(t *testing.T) {
 	testDSN(t)
-	storetest.Run(t, func(t *testing.T) store.Store { return openFresh(t) })
+	storetest.Run(t, newDSN, open, &storetest.Options{Tamper: postgrestest.TamperAudit})
 }
 
 func newDSN(t *testing.T) string { return freshSchema(t) }
 
+// open is the suites' storetest.Opener: the store of dsn with the clock now.
+func open(t *testing.T, dsn string, now func() time.Time) store.Store {
+	t.Helper()
+	s, err := postgres.Open(t.Context(), dsn, &postgres.Options{Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 func TestReplicas(t *testing.T) {
 	testDSN(t)
-	storetest.RunReplicas(t, newDSN)
+	storetest.RunReplicas(t, newDSN, open)
 }
 
 func TestProcesses(t *testing.T) {
 	testDSN(t)
-	storetest.RunProcesses(t, newDSN)
+	storetest.RunProcesses(t, newDSN, open)
 }
 
 // TestSoak is the long reliability run: 16 goroutines x 10,000 audited calls. It runs

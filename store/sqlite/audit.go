@@ -14,7 +14,7 @@ import (
 
 // BeginCall commits the intent entry of a call about to run.
 func (s *Store) BeginCall(ctx context.Context, r store.CallRecord) (store.CallRef, error) {
-	e := store.IntentEntry(r)
+	e := store.IntentEntry(r, s.now())
 	if err := s.w.do(ctx, func(t *wtx) error { return t.appendEntry(&e) }); err != nil {
 		return store.CallRef{}, err
 	}
@@ -23,7 +23,7 @@ func (s *Store) BeginCall(ctx context.Context, r store.CallRecord) (store.CallRe
 
 // EndCall appends the completion of the call started by ref.
 func (s *Store) EndCall(ctx context.Context, ref store.CallRef, c store.Completion) error {
-	e := store.CompletionEntry(ref.Seq, c)
+	e := store.CompletionEntry(ref.Seq, c, s.now())
 	return s.w.do(ctx, func(t *wtx) error {
 		// The schema refuses a completion of anything but an intent without one (a
 		// trigger and a unique index), so the common case costs one statement. A
@@ -47,7 +47,7 @@ func (s *Store) EndCall(ctx context.Context, ref store.CallRef, c store.Completi
 
 // RecordCall appends a call that never reached execution.
 func (s *Store) RecordCall(ctx context.Context, r store.CallRecord) error {
-	e := store.RecordEntry(r)
+	e := store.RecordEntry(r, s.now())
 	return s.w.do(ctx, func(t *wtx) error { return t.appendEntry(&e) })
 }
 
@@ -114,6 +114,7 @@ func (s *Store) QueryCalls(ctx context.Context, f store.CallFilter) ([]store.Cal
 		return nil, fmt.Errorf("sqlite: querying calls: %w", err)
 	}
 	defer rows.Close()
+	match := f.Matcher()
 	var out []store.CallRecord
 	for rows.Next() {
 		var e store.Entry
@@ -126,7 +127,7 @@ func (s *Store) QueryCalls(ctx context.Context, f store.CallFilter) ([]store.Cal
 			ce := c.entry()
 			r.Complete(&ce)
 		}
-		if !f.Match(r) {
+		if !match.Match(r) {
 			continue
 		}
 		out = append(out, r)
@@ -205,57 +206,4 @@ func (s *Store) VerifyAudit(ctx context.Context) (store.VerifyReport, error) {
 	}
 	v.CheckHead(headSeq, headHash)
 	return v.Report(), nil
-}
-
-// TamperAuditForTest damages the audit log for tests of VerifyAudit (see
-// [store.Tamperer]): op "edit" changes the rationale of entry seq without fixing its
-// hash, op "delete" removes the entry. Never call it outside tests.
-func (s *Store) TamperAuditForTest(ctx context.Context, seq int64, op string) error {
-	var stmt string
-	switch op {
-	case "edit":
-		stmt = `UPDATE audit SET rationale = rationale || ' (edited)' WHERE seq = ?`
-	case "delete":
-		stmt = `DELETE FROM audit WHERE seq = ?`
-	default:
-		return fmt.Errorf("sqlite: unknown tamper op %q (want edit or delete)", op)
-	}
-	return s.w.do(ctx, func(t *wtx) error {
-		var n int
-		if err := t.queryRow(`SELECT count(*) FROM audit WHERE seq = ?`, seq).Scan(&n); err != nil {
-			return err
-		}
-		if n != 1 {
-			return fmt.Errorf("%w: audit entry %d", store.ErrNotFound, seq)
-		}
-		// Lift the append-only triggers for this one statement, then put them back.
-		rows, err := t.tx.QueryContext(t.ctx, `SELECT name, sql FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = 'audit'`)
-		if err != nil {
-			return err
-		}
-		var names, defs []string
-		for rows.Next() {
-			var n, d string
-			if err := rows.Scan(&n, &d); err != nil {
-				rows.Close()
-				return err
-			}
-			names, defs = append(names, n), append(defs, d)
-		}
-		rows.Close()
-		for _, n := range names {
-			if _, err := t.exec(`DROP TRIGGER "` + n + `"`); err != nil {
-				return err
-			}
-		}
-		if _, err := t.exec(stmt, seq); err != nil {
-			return err
-		}
-		for _, d := range defs {
-			if _, err := t.exec(d); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
 }

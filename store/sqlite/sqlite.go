@@ -79,6 +79,10 @@ type Options struct {
 	// process crashes, but the newest commits, audit entries included, can be lost
 	// when the machine loses power or the OS crashes.
 	AllowLossOnPowerFailure bool
+	// Now is the store's clock: it times audit entries, pending decisions, verdicts,
+	// claims and pins, and judges every expiry. nil means time.Now. Tests inject a
+	// clock they move, so expiry is tested without waiting.
+	Now func() time.Time
 }
 
 // ParseDSN splits a "sqlite://PATH?OPTIONS" DSN into its path and options.
@@ -135,10 +139,7 @@ type Store struct {
 	closed  atomic.Bool // set by Close; reads check it (writes learn it from w)
 }
 
-var (
-	_ store.Store    = (*Store)(nil)
-	_ store.Tamperer = (*Store)(nil)
-)
+var _ store.Store = (*Store)(nil)
 
 // Open opens (creating when needed) the database file at path and applies pending
 // migrations. opts may be nil.
@@ -149,6 +150,9 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 	}
 	if o.BusyTimeout <= 0 {
 		o.BusyTimeout = 10 * time.Second
+	}
+	if o.Now == nil {
+		o.Now = time.Now
 	}
 	if path == "" {
 		path = DefaultPath
@@ -176,7 +180,7 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 	wdb.SetMaxIdleConns(1)
 	wdb.SetConnMaxLifetime(0)
 	wdb.SetConnMaxIdleTime(0)
-	if err := migrate(ctx, wdb); err != nil {
+	if err := migrate(ctx, wdb, o.Now); err != nil {
 		wdb.Close()
 		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
 	}
@@ -198,7 +202,7 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 		wdb.Close()
 		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
 	}
-	return &Store{path: path, read: rdb, w: w, now: time.Now}, nil
+	return &Store{path: path, read: rdb, w: w, now: o.Now}, nil
 }
 
 func cloneValues(v url.Values) url.Values {
@@ -224,7 +228,7 @@ func (s *Store) Path() string { return s.path }
 // migrate applies the embedded migrations that are not applied yet, in order, each in
 // its own IMMEDIATE transaction, so concurrent processes opening a new file apply each
 // migration once.
-func migrate(ctx context.Context, db *sql.DB) error {
+func migrate(ctx context.Context, db *sql.DB, now func() time.Time) error {
 	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 		version INTEGER PRIMARY KEY,
 		name    TEXT    NOT NULL,
@@ -233,11 +237,11 @@ func migrate(ctx context.Context, db *sql.DB) error {
 		return fmt.Errorf("creating schema_migrations: %w", err)
 	}
 	return core.EachMigration(migrations, func(version int, name, body string) error {
-		return applyMigration(ctx, db, version, name, body)
+		return applyMigration(ctx, db, version, name, body, now())
 	})
 }
 
-func applyMigration(ctx context.Context, db *sql.DB, version int, name, body string) error {
+func applyMigration(ctx context.Context, db *sql.DB, version int, name, body string, now time.Time) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -254,7 +258,7 @@ func applyMigration(ctx context.Context, db *sql.DB, version int, name, body str
 		return err
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied) VALUES (?, ?, ?)`,
-		version, name, time.Now().UnixMicro()); err != nil {
+		version, name, now.UnixMicro()); err != nil {
 		return err
 	}
 	return tx.Commit()

@@ -4,10 +4,12 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/wardenhq/warden/store"
 	"github.com/wardenhq/warden/store/sqlite"
+	"github.com/wardenhq/warden/store/sqlite/sqlitetest"
 	"github.com/wardenhq/warden/store/storetest"
 )
 
@@ -30,13 +32,29 @@ func newDSN(t *testing.T) string {
 	return "sqlite://" + filepath.Join(t.TempDir(), "warden.db")
 }
 
-func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) store.Store { return openTemp(t) })
+// open is the suites' storetest.Opener: the store of dsn with the clock now.
+func open(t *testing.T, dsn string, now func() time.Time) store.Store {
+	t.Helper()
+	path, opts, err := sqlite.ParseDSN(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Now = now
+	s, err := sqlite.Open(t.Context(), path, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
 }
 
-func TestReplicas(t *testing.T) { storetest.RunReplicas(t, newDSN) }
+func TestConformance(t *testing.T) {
+	storetest.Run(t, newDSN, open, &storetest.Options{Tamper: sqlitetest.TamperAudit})
+}
 
-func TestProcesses(t *testing.T) { storetest.RunProcesses(t, newDSN) }
+func TestReplicas(t *testing.T) { storetest.RunReplicas(t, newDSN, open) }
+
+func TestProcesses(t *testing.T) { storetest.RunProcesses(t, newDSN, open) }
 
 // TestSoak is the long reliability run: 16 goroutines x 10,000 audited calls. It runs
 // only when WARDEN_STORE_SOAK is set.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/wardenhq/warden/store"
 )
@@ -20,11 +21,11 @@ func TestBatchFailureIsolation(t *testing.T) {
 	ctx := context.Background()
 	errBoom := errors.New("boom")
 	appendOp := func(tool string) *op {
-		e := store.RecordEntry(store.CallRecord{Tool: tool})
+		e := store.RecordEntry(store.CallRecord{Tool: tool}, time.Now())
 		return &op{Ctx: ctx, Done: make(chan error, 1), Arg: func(t *wtx) error { return t.appendEntry(&e) }}
 	}
 	failing := &op{Ctx: ctx, Done: make(chan error, 1), Arg: func(t *wtx) error {
-		e := store.RecordEntry(store.CallRecord{Tool: "half-written"})
+		e := store.RecordEntry(store.CallRecord{Tool: "half-written"}, time.Now())
 		if err := t.appendEntry(&e); err != nil {
 			return err
 		}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strconv"
@@ -55,14 +56,14 @@ func helper(op string) error {
 			return err
 		}
 		fmt.Printf("seq %d\n", ref.Seq)
-		time.Sleep(time.Hour) // "running the tool" until killed
+		blockUntilKilled() // "running the tool"
 	case "pending":
 		p, err := s.CreatePending(ctx, samplePending())
 		if err != nil {
 			return err
 		}
 		fmt.Printf("id %s\n", p.ID)
-		time.Sleep(time.Hour) // waiting for a person until killed
+		blockUntilKilled() // waiting for a person
 	case "decide":
 		if _, err := s.Decide(ctx, os.Getenv(envID), store.Verdict{Approve: true, By: "process-b"}); err != nil {
 			return err
@@ -71,6 +72,13 @@ func helper(op string) error {
 		return s.Close()
 	}
 	return fmt.Errorf("unknown helper op %q", op)
+}
+
+// blockUntilKilled blocks the helper until the test kills it: it reads its stdin, which
+// the test keeps open (see startHelper), so the read ends only with the process. Should
+// the test end without killing it, the pipe closes and the helper exits.
+func blockUntilKilled() {
+	_, _ = io.Copy(io.Discard, os.Stdin)
 }
 
 // startHelper starts the test binary as a helper doing op on dsn and returns it with
@@ -85,12 +93,19 @@ func startHelper(t *testing.T, op, dsn string, env ...string) (*exec.Cmd, string
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Kept open while the helper lives: a helper that must wait to be killed blocks
+	// reading it.
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		cmd.Process.Kill()
 		cmd.Wait()
+		stdin.Close()
 	})
 	line := make(chan string, 1)
 	go func() {
@@ -117,14 +132,18 @@ func kill9(t *testing.T, cmd *exec.Cmd) {
 		t.Fatal(err)
 	}
 	cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != -1 {
+		t.Fatalf("the helper exited (code %d) before it was killed", code)
+	}
 }
 
 // RunProcesses runs the cases that need real OS processes sharing a store: a process
 // killed (SIGKILL) between a call's intent and its completion, a process killed with
 // pending decisions, and a decision made by one process waking a waiter in another.
-// newDSN must return the DSN of a new, empty database each time. The test binary must
-// call [HelperProcess] from TestMain.
-func RunProcesses(t *testing.T, newDSN func(t *testing.T) string) {
+// newDSN must return the DSN of a new, empty database each time; open opens the store
+// of this process (the helper processes use [store.Open], so the implementation must be
+// registered). The test binary must call [HelperProcess] from TestMain.
+func RunProcesses(t *testing.T, newDSN func(t *testing.T) string, open Opener) {
 	t.Run("Processes/KilledAfterIntent", func(t *testing.T) {
 		dsn := newDSN(t)
 		cmd, line := startHelper(t, "begin", dsn)
@@ -133,7 +152,7 @@ func RunProcesses(t *testing.T, newDSN func(t *testing.T) string) {
 			t.Fatalf("helper printed %q", line)
 		}
 		kill9(t, cmd)
-		s := openDSN(t, dsn)
+		s := open(t, dsn, time.Now)
 		recs := query(t, s, store.CallFilter{})
 		if len(recs) != 1 {
 			t.Fatalf("after the crash: %d records, want the started call", len(recs))
@@ -151,7 +170,7 @@ func RunProcesses(t *testing.T, newDSN func(t *testing.T) string) {
 		cmd, line := startHelper(t, "pending", dsn)
 		id := strings.TrimPrefix(line, "id ")
 		kill9(t, cmd)
-		s := openDSN(t, dsn)
+		s := open(t, dsn, time.Now)
 		p, err := s.GetPending(ctxFor(t), id)
 		check(t, err)
 		if p.State != store.StatePending {
@@ -170,9 +189,10 @@ func RunProcesses(t *testing.T, newDSN func(t *testing.T) string) {
 
 	t.Run("Processes/DecisionWakesOtherProcess", func(t *testing.T) {
 		dsn := newDSN(t)
-		s := openDSN(t, dsn)
+		clk := &clock{}
+		s := open(t, dsn, clk.Now)
 		p := newPending(t, s, samplePending())
-		lag := waitWhile(t, s, p.ID, func() {
+		lag := waitWhile(t, s, clk, p.ID, func() {
 			startHelper(t, "decide", dsn, envID+"="+p.ID)
 		}, "process-b")
 		if lag > 1500*time.Millisecond {

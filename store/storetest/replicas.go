@@ -13,24 +13,15 @@ import (
 	"github.com/wardenhq/warden/store"
 )
 
-// openDSN opens dsn with store.Open and closes the store when t ends.
-func openDSN(t *testing.T, dsn string) store.Store {
-	t.Helper()
-	s, err := store.Open(t.Context(), dsn)
-	if err != nil {
-		t.Fatalf("store.Open: %v", err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
-}
-
 // RunReplicas runs the cases in which two stores (as two replicas would) share one
-// database. newDSN must return the DSN of a new, empty database each time; the stores
-// are opened with [store.Open], so the implementation must be registered.
-func RunReplicas(t *testing.T, newDSN func(t *testing.T) string) {
+// database. newDSN must return the DSN of a new, empty database each time; open opens
+// each replica's store on it (both replicas read one clock, as replicas whose clocks are
+// in sync do).
+func RunReplicas(t *testing.T, newDSN func(t *testing.T) string, open Opener) {
 	t.Run("Replicas/Audit", func(t *testing.T) {
 		dsn := newDSN(t)
-		a, b := openDSN(t, dsn), openDSN(t, dsn)
+		clk := &clock{}
+		a, b := open(t, dsn, clk.Now), open(t, dsn, clk.Now)
 		const workers, perWorker = 8, 100
 		ctx := ctxFor(t)
 		var wg sync.WaitGroup
@@ -64,9 +55,10 @@ func RunReplicas(t *testing.T, newDSN func(t *testing.T) string) {
 
 	t.Run("Replicas/WaitWakesOnOtherReplica", func(t *testing.T) {
 		dsn := newDSN(t)
-		a, b := openDSN(t, dsn), openDSN(t, dsn)
+		clk := &clock{}
+		a, b := open(t, dsn, clk.Now), open(t, dsn, clk.Now)
 		p := newPending(t, a, samplePending())
-		lag := waitWhile(t, a, p.ID, func() { approve(t, b, p.ID, store.Verdict{By: "replica-b"}) }, "replica-b")
+		lag := waitWhile(t, a, clk, p.ID, func() { approve(t, b, p.ID, store.Verdict{By: "replica-b"}) }, "replica-b")
 		if lag > 1500*time.Millisecond {
 			t.Errorf("the waiter woke %v after the other replica decided, want within about a second", lag)
 		}
@@ -74,7 +66,8 @@ func RunReplicas(t *testing.T, newDSN func(t *testing.T) string) {
 
 	t.Run("Replicas/ConsumeOnce", func(t *testing.T) {
 		dsn := newDSN(t)
-		a, b := openDSN(t, dsn), openDSN(t, dsn)
+		clk := &clock{}
+		a, b := open(t, dsn, clk.Now), open(t, dsn, clk.Now)
 		p := newPending(t, a, samplePending())
 		approve(t, b, p.ID, store.Verdict{By: "bob"})
 		ctx := ctxFor(t)
@@ -103,7 +96,8 @@ func RunReplicas(t *testing.T, newDSN func(t *testing.T) string) {
 
 	t.Run("Replicas/ClaimCheckpointOnce", func(t *testing.T) {
 		dsn := newDSN(t)
-		a, b := openDSN(t, dsn), openDSN(t, dsn)
+		clk := &clock{}
+		a, b := open(t, dsn, clk.Now), open(t, dsn, clk.Now)
 		ctx := ctxFor(t)
 		for round := range 20 {
 			id := fmt.Sprintf("ckpt-%d", round)
@@ -135,9 +129,9 @@ func RunReplicas(t *testing.T, newDSN func(t *testing.T) string) {
 	})
 }
 
-// waitWhile waits for decision id on s while decide runs, checks who decided, and
-// returns how long after decide returned the waiter woke.
-func waitWhile(t *testing.T, s store.Store, id string, decide func(), by string) time.Duration {
+// waitWhile waits for decision id on s (whose clock is clk) while decide runs, checks
+// who decided, and returns how long after decide returned the waiter woke.
+func waitWhile(t *testing.T, s store.Store, clk *clock, id string, decide func(), by string) time.Duration {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
@@ -147,11 +141,14 @@ func waitWhile(t *testing.T, s store.Store, id string, decide func(), by string)
 		at  time.Time
 	}
 	done := make(chan result, 1)
+	read := clk.nextRead()
 	go func() {
 		p, err := s.WaitDecision(ctx, id)
 		done <- result{p, err, time.Now()}
 	}()
-	time.Sleep(200 * time.Millisecond) // let the waiter settle into waiting
+	// The waiter reads the clock once it has read the decision: from then on it waits,
+	// and the decision must wake it.
+	awaitRead(t, read, "WaitDecision")
 	decide()
 	decided := time.Now()
 	r := <-done

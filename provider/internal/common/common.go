@@ -13,7 +13,7 @@ import (
 // CheckModel fails when model is blank; example is a model name the error suggests.
 func CheckModel(provider, model, example string) error {
 	if strings.TrimSpace(model) == "" {
-		return errors.New(provider + ": Options.Model is required (a model name such as \"" + example + "\")")
+		return errors.New(provider + ": the model is required (a model name such as \"" + example + "\")")
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/wardenhq/warden/store"
@@ -81,15 +82,19 @@ func TestDecide(t *testing.T) {
 	}
 }
 
+// TestWaitRespectsExpiry runs in a synctest bubble (fake time): a decision that expires
+// while Wait sleeps is reported at its expiry exactly, not at the next 1s poll.
 func TestWaitRespectsExpiry(t *testing.T) {
-	p := store.Pending{ID: "apv_x", State: store.StatePending, Expires: time.Now().Add(50 * time.Millisecond)}
-	get := func(context.Context, string) (store.Pending, error) { return View(p, time.Now()), nil }
-	start := time.Now()
-	_, err := Wait(context.Background(), p.ID, get, nil, WaitOptions{Min: time.Second, Max: time.Second, Now: time.Now})
-	if !errors.Is(err, store.ErrExpired) {
-		t.Fatalf("Wait = %v, want ErrExpired", err)
-	}
-	if took := time.Since(start); took > 500*time.Millisecond {
-		t.Errorf("Wait noticed expiry after %v, want soon after Expires despite a 1s poll", took)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		p := store.Pending{ID: "apv_x", State: store.StatePending, Expires: time.Now().Add(50 * time.Millisecond)}
+		get := func(context.Context, string) (store.Pending, error) { return View(p, time.Now()), nil }
+		start := time.Now()
+		_, err := Wait(context.Background(), p.ID, get, nil, WaitOptions{Min: time.Second, Max: time.Second, Now: time.Now})
+		if !errors.Is(err, store.ErrExpired) {
+			t.Fatalf("Wait = %v, want ErrExpired", err)
+		}
+		if took := time.Since(start); took != 50*time.Millisecond {
+			t.Errorf("Wait noticed expiry after %v, want at Expires (50ms) despite a 1s poll", took)
+		}
+	})
 }

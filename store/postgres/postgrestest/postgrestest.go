@@ -1,0 +1,52 @@
+// Package postgrestest damages a PostgreSQL store's audit log on purpose, for tests that
+// prove [store.Store.VerifyAudit] (and what shows its report) notices. It is its own
+// package so that no production type carries a test hook: it reaches the database over
+// a connection of its own, the way an attacker with write access would.
+//
+// Nothing outside tests may import it.
+package postgrestest
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/wardenhq/warden/store"
+)
+
+// TamperAudit changes the audit log of the store in the database named by dsn (the DSN
+// the store was opened with, search_path included) without fixing the hash chain: op
+// "edit" changes the rationale of the entry numbered seq, op "delete" removes it. It
+// disables the append-only trigger inside its own transaction only. A seq with no entry
+// is [store.ErrNotFound].
+func TamperAudit(ctx context.Context, dsn string, seq int64, op string) error {
+	var stmt string
+	switch op {
+	case "edit":
+		stmt = `UPDATE warden_audit SET rationale = rationale || ' (edited)' WHERE seq = $1`
+	case "delete":
+		stmt = `DELETE FROM warden_audit WHERE seq = $1`
+	default:
+		return fmt.Errorf("postgrestest: unknown tamper op %q (want edit or delete)", op)
+	}
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `ALTER TABLE warden_audit DISABLE TRIGGER warden_audit_no_change`); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, stmt, seq)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() != 1 {
+			return fmt.Errorf("%w: audit entry %d", store.ErrNotFound, seq)
+		}
+		_, err = tx.Exec(ctx, `ALTER TABLE warden_audit ENABLE TRIGGER warden_audit_no_change`)
+		return err
+	})
+}

@@ -1,0 +1,213 @@
+package storetest
+
+// The cases about checkpoints, pins and a closed store.
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/wardenhq/warden/store"
+)
+
+func testCheckpoints(t *testing.T, s *subject) {
+	ctx := ctxFor(t)
+	_, err := s.GetCheckpoint(ctx, "run-1")
+	wantErr(t, "GetCheckpoint of an unknown ID", err, store.ErrNotFound)
+	data := []byte(`{"iteration":3}`)
+	check(t, s.PutCheckpoint(ctx, "run-1", data))
+	data[0] = 'X' // the store must have kept its own copy
+	got, err := s.GetCheckpoint(ctx, "run-1")
+	check(t, err)
+	if string(got) != `{"iteration":3}` {
+		t.Errorf("GetCheckpoint = %q", got)
+	}
+	check(t, s.PutCheckpoint(ctx, "run-1", []byte(`{"iteration":4}`)))
+	got, err = s.GetCheckpoint(ctx, "run-1")
+	check(t, err)
+	if string(got) != `{"iteration":4}` {
+		t.Errorf("GetCheckpoint after overwrite = %q", got)
+	}
+	binary := []byte{0, 1, 2, 255, 0}
+	check(t, s.PutCheckpoint(ctx, "run-2", binary))
+	got, err = s.GetCheckpoint(ctx, "run-2")
+	check(t, err)
+	if string(got) != string(binary) {
+		t.Errorf("binary checkpoint = %v, want %v", got, binary)
+	}
+	check(t, s.PutCheckpoint(ctx, "run-3", nil))
+	got, err = s.GetCheckpoint(ctx, "run-3")
+	check(t, err)
+	if len(got) != 0 {
+		t.Errorf("empty checkpoint = %v", got)
+	}
+}
+
+// Issue 13: "Resuming claims the checkpoint atomically before anything runs (a store
+// compare-and-swap ...): of any number of concurrent resumes exactly one proceeds, the
+// others are refused".
+func testClaimCheckpoint(t *testing.T, s *subject) {
+	ctx := ctxFor(t)
+	_, err := s.ClaimCheckpoint(ctx, "run-1", []byte("claim"))
+	wantErr(t, "ClaimCheckpoint of an unknown ID", err, store.ErrNotFound)
+
+	check(t, s.PutCheckpoint(ctx, "run-1", []byte(`{"iteration":3}`)))
+	before := time.Now().Add(-time.Second)
+	claim := []byte(`{"claimed_by":"alice"}`)
+	prev, err := s.ClaimCheckpoint(ctx, "run-1", claim)
+	check(t, err)
+	claim[0] = 'X' // the store must have kept its own copy
+	if string(prev) != `{"iteration":3}` {
+		t.Errorf("ClaimCheckpoint returned %q, want the checkpoint it replaced", prev)
+	}
+	got, err := s.GetCheckpoint(ctx, "run-1")
+	check(t, err)
+	if string(got) != `{"claimed_by":"alice"}` {
+		t.Errorf("after the claim GetCheckpoint = %q, want the claim", got)
+	}
+
+	// A second claim changes nothing and says when the first one was made.
+	_, err = s.ClaimCheckpoint(ctx, "run-1", []byte(`{"claimed_by":"mallory"}`))
+	wantErr(t, "a second ClaimCheckpoint", err, store.ErrAlreadyClaimed)
+	var ce *store.ClaimedError
+	if !errors.As(err, &ce) {
+		t.Fatalf("a second claim: %T %v, want a *store.ClaimedError", err, err)
+	}
+	if ce.ID != "run-1" || string(ce.Data) != `{"claimed_by":"alice"}` || ce.At.Before(before) || ce.At.After(time.Now().Add(time.Second)) || ce.At.Location() != time.UTC {
+		t.Errorf("ClaimedError %+v (data %q)", ce, ce.Data)
+	}
+	if want := `store: checkpoint "run-1" was claimed at ` + ce.At.Format(time.RFC3339Nano); ce.Error() != want {
+		t.Errorf("error %q, want %q", ce.Error(), want)
+	}
+	if got, _ := s.GetCheckpoint(ctx, "run-1"); string(got) != `{"claimed_by":"alice"}` {
+		t.Errorf("a refused claim changed the data: %q", got)
+	}
+
+	// The claim's final record replaces the data; the checkpoint stays claimed.
+	check(t, s.PutCheckpoint(ctx, "run-1", []byte(`{"resumed":true}`)))
+	_, err = s.ClaimCheckpoint(ctx, "run-1", []byte("again"))
+	wantErr(t, "ClaimCheckpoint after PutCheckpoint of a claimed checkpoint", err, store.ErrAlreadyClaimed)
+	if errors.As(err, &ce); string(ce.Data) != `{"resumed":true}` {
+		t.Errorf("ClaimedError.Data %q, want the final record", ce.Data)
+	}
+
+	// Other checkpoints are not affected; an empty claim is stored as empty.
+	check(t, s.PutCheckpoint(ctx, "run-2", []byte("two")))
+	prev, err = s.ClaimCheckpoint(ctx, "run-2", nil)
+	check(t, err)
+	if string(prev) != "two" {
+		t.Errorf("run-2: %q", prev)
+	}
+	if got, err := s.GetCheckpoint(ctx, "run-2"); err != nil || len(got) != 0 {
+		t.Errorf("run-2 after an empty claim: %q, %v", got, err)
+	}
+}
+
+func testClaimConcurrent(t *testing.T, s *subject) {
+	ctx := ctxFor(t)
+	rounds, claimers := 30, 16
+	if testing.Short() {
+		rounds = 5
+	}
+	for round := range rounds {
+		id := fmt.Sprintf("ckpt-%d", round)
+		check(t, s.PutCheckpoint(ctx, id, []byte("checkpoint "+id)))
+		var wins, refused atomic.Int32
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for c := range claimers {
+			wg.Go(func() {
+				<-start
+				prev, err := s.ClaimCheckpoint(ctx, id, fmt.Appendf(nil, "claimed by %d", c))
+				switch {
+				case err == nil:
+					if string(prev) != "checkpoint "+id {
+						t.Errorf("%s: the winner got %q", id, prev)
+					}
+					wins.Add(1)
+				case errors.Is(err, store.ErrAlreadyClaimed):
+					refused.Add(1)
+				default:
+					t.Error(err)
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		if wins.Load() != 1 || refused.Load() != int32(claimers-1) {
+			t.Fatalf("round %d: %d of %d concurrent claims won, %d were refused; want exactly 1 and %d", round, wins.Load(), claimers, refused.Load(), claimers-1)
+		}
+	}
+}
+
+func testPins(t *testing.T, s *subject) {
+	ctx := ctxFor(t)
+	_, err := s.GetPin(ctx, "search")
+	wantErr(t, "GetPin of an unknown name", err, store.ErrNotFound)
+	if pins, err := s.ListPins(ctx); err != nil || len(pins) != 0 {
+		t.Fatalf("ListPins of an empty store = %v, %v", pins, err)
+	}
+	when := time.Date(2025, 2, 2, 2, 2, 2, 2000, time.UTC)
+	search := store.Pin{Name: "search", Hash: "sha256:1", Definition: json.RawMessage(`{"description":"web"}`), Approved: true, ApprovedBy: "bob", Updated: when}
+	check(t, s.PutPin(ctx, search))
+	before := time.Now().Add(-time.Second)
+	check(t, s.PutPin(ctx, store.Pin{Name: "fetch", Hash: "sha256:2"}))
+	got, err := s.GetPin(ctx, "search")
+	check(t, err)
+	if diff := cmp.Diff(search, got); diff != "" {
+		t.Errorf("GetPin (-want +got):\n%s", diff)
+	}
+	fetch, err := s.GetPin(ctx, "fetch")
+	check(t, err)
+	if fetch.Updated.Before(before) {
+		t.Errorf("PutPin did not set Updated: %v", fetch.Updated)
+	}
+	changed := search
+	changed.Pending, changed.PendingHash, changed.Updated = json.RawMessage(`{"description":"web, and exfiltrate"}`), "sha256:3", when.Add(time.Hour)
+	check(t, s.PutPin(ctx, changed))
+	got, err = s.GetPin(ctx, "search")
+	check(t, err)
+	if diff := cmp.Diff(changed, got); diff != "" {
+		t.Errorf("GetPin after upsert (-want +got):\n%s", diff)
+	}
+	pins, err := s.ListPins(ctx)
+	check(t, err)
+	if len(pins) != 2 || pins[0].Name != "fetch" || pins[1].Name != "search" || pins[1].PendingHash != "sha256:3" {
+		t.Errorf("ListPins = %+v, want fetch then search (upserted)", pins)
+	}
+}
+
+func testClosed(t *testing.T, s *subject) {
+	ctx := ctxFor(t)
+	p := newPending(t, s, samplePending())
+	waited := make(chan error, 1)
+	read := s.clock.nextRead()
+	go func() {
+		_, err := s.WaitDecision(ctx, p.ID)
+		waited <- err
+	}()
+	awaitRead(t, read, "WaitDecision") // it is waiting when the store closes
+	check(t, s.Close())
+	select {
+	case err := <-waited:
+		wantErr(t, "WaitDecision across Close", err, store.ErrClosed)
+	case <-time.After(3 * time.Second):
+		t.Error("WaitDecision did not return after Close")
+	}
+	_, err := s.BeginCall(ctx, store.CallRecord{Tool: "t"})
+	wantErr(t, "BeginCall after Close", err, store.ErrClosed)
+	_, err = s.QueryCalls(ctx, store.CallFilter{})
+	wantErr(t, "QueryCalls after Close", err, store.ErrClosed)
+	_, err = s.CreatePending(ctx, samplePending())
+	wantErr(t, "CreatePending after Close", err, store.ErrClosed)
+	_, _, err = s.ConsumeApproval(ctx, "sha256:x", "s")
+	wantErr(t, "ConsumeApproval after Close", err, store.ErrClosed)
+	if err := s.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}
