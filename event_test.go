@@ -45,22 +45,22 @@ func TestEvents_ExactlyOneToolEndPerCall(t *testing.T) {
 		stage    warden.Stage
 		executed bool
 	}{
-		{"ran", warden.Config{}, "t", `{"n":1,"path":"a"}`, nil, warden.StatusRan, warden.StageExecute, true},
-		{"unknown tool", warden.Config{}, "ghost", `{}`, nil, warden.StatusRefused, warden.StageLookup, false},
-		{"gate", warden.Config{Gate: no}, "t", `{"n":1,"path":"a"}`, nil, warden.StatusRefused, warden.StageGate, false},
+		{"ran", warden.Config{Ungoverned: true}, "t", `{"n":1,"path":"a"}`, nil, warden.StatusRan, warden.StageExecute, true},
+		{"unknown tool", warden.Config{Ungoverned: true}, "ghost", `{}`, nil, warden.StatusRefused, warden.StageLookup, false},
+		{"gate", warden.Config{Ungoverned: true, Gate: no}, "t", `{"n":1,"path":"a"}`, nil, warden.StatusRefused, warden.StageGate, false},
 		{"permission", warden.Config{Checkers: []warden.Checker{deny}}, "t", `{"n":1,"path":"a"}`, nil, warden.StatusRefused, warden.StagePermission, false},
 		{"halt", warden.Config{Checkers: []warden.Checker{halt}}, "t", `{"n":1,"path":"a"}`, nil, warden.StatusHalted, warden.StagePermission, false},
-		{"middleware", warden.Config{Middleware: []*warden.Middleware{denyMW}}, "t", `{"n":1,"path":"a"}`, nil, warden.StatusRefused, warden.StageMiddleware, false},
+		{"middleware", warden.Config{Ungoverned: true, Middleware: []*warden.Middleware{denyMW}}, "t", `{"n":1,"path":"a"}`, nil, warden.StatusRefused, warden.StageMiddleware, false},
 		{"final check", warden.Config{Checkers: []warden.Checker{touchDeny}, Middleware: []*warden.Middleware{touch}}, "t", `{"n":1,"path":"a"}`, nil, warden.StatusRefused, warden.StageFinalCheck, false},
-		{"validation", warden.Config{}, "t", `{"n":"x"}`, nil, warden.StatusRefused, warden.StageValidation, false},
-		{"human", warden.Config{Middleware: []*warden.Middleware{askMW("a", "q?")}}, "t", `{"n":1,"path":"a"}`, nil, warden.StatusRefused, warden.StageMiddleware, false},
-		{"pending", warden.Config{CanPause: true, Middleware: []*warden.Middleware{askMW("a", "q?")}}, "t", `{"n":1,"path":"a"}`, nil, warden.StatusPending, warden.StageMiddleware, false},
-		{"credentials", warden.Config{}, "t", `{"n":1,"path":"a"}`, func(e *warden.Executable) { e.Needs = &warden.Needs{Service: "s"} }, warden.StatusRefused, warden.StageCredentials, false},
-		{"failed", warden.Config{}, "t", `{"n":1,"path":"a"}`, func(e *warden.Executable) {
+		{"validation", warden.Config{Ungoverned: true}, "t", `{"n":"x"}`, nil, warden.StatusRefused, warden.StageValidation, false},
+		{"human", warden.Config{Ungoverned: true, Middleware: []*warden.Middleware{askMW("a", "q?")}}, "t", `{"n":1,"path":"a"}`, nil, warden.StatusRefused, warden.StageMiddleware, false},
+		{"pending", warden.Config{Ungoverned: true, CanPause: true, Middleware: []*warden.Middleware{askMW("a", "q?")}}, "t", `{"n":1,"path":"a"}`, nil, warden.StatusPending, warden.StageMiddleware, false},
+		{"credentials", warden.Config{Ungoverned: true}, "t", `{"n":1,"path":"a"}`, func(e *warden.Executable) { e.Needs = &warden.Needs{Service: "s"} }, warden.StatusRefused, warden.StageCredentials, false},
+		{"failed", warden.Config{Ungoverned: true}, "t", `{"n":1,"path":"a"}`, func(e *warden.Executable) {
 			e.Run = func(context.Context, warden.Args, *warden.Credential) (any, error) { return nil, errors.New("x") }
 		}, warden.StatusFailed, warden.StageExecute, true},
-		{"result deny", warden.Config{Middleware: []*warden.Middleware{resDeny}}, "t", `{"n":1,"path":"a"}`, nil, warden.StatusRan, warden.StageResult, true},
-		{"ceiling", warden.Config{}, "t", `{"n":1,"path":"a"}`, func(e *warden.Executable) { e.ResultCeiling = 3 }, warden.StatusRan, warden.StageCeiling, true},
+		{"result deny", warden.Config{Ungoverned: true, Middleware: []*warden.Middleware{resDeny}}, "t", `{"n":1,"path":"a"}`, nil, warden.StatusRan, warden.StageResult, true},
+		{"ceiling", warden.Config{Ungoverned: true}, "t", `{"n":1,"path":"a"}`, func(e *warden.Executable) { e.ResultCeiling = 3 }, warden.StatusRan, warden.StageCeiling, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -104,9 +104,9 @@ func TestEvents_ExactlyOneToolEndPerCall(t *testing.T) {
 func TestEvents_OneToolEndPerResume(t *testing.T) {
 	rec := &warden.Recorder{}
 	var p probe
-	g := mustBind(t, warden.Config{CanPause: true, Middleware: []*warden.Middleware{askMW("a", "q?")}, Sinks: []warden.Sink{rec}}, p.tool("t"))
+	g := mustBind(t, warden.Config{Ungoverned: true, CanPause: true, Middleware: []*warden.Middleware{askMW("a", "q?")}, Sinks: []warden.Sink{rec}}, p.tool("t"))
 	out := call(t, g, "t", `{}`)
-	if _, err := g.Resume(context.Background(), *out.Pending, warden.Approved{By: "x", Digest: out.Pending.ApprovalDigest()}); err != nil {
+	if _, err := g.Resume(context.Background(), *out.Pending, warden.Approved{By: "x", Digest: out.Pending.ApprovalDigest()}, owner(*out.Pending)); err != nil {
 		t.Fatal(err)
 	}
 	ends := rec.Named(warden.EventToolEnd)
@@ -173,7 +173,7 @@ func TestEvents_IdentityOnlyWhenNamed(t *testing.T) {
 	var buf bytes.Buffer
 	sink := warden.LogSink{Logger: slog.New(slog.NewJSONHandler(&buf, nil))}
 	var p probe
-	g := mustBind(t, warden.Config{Sinks: []warden.Sink{sink}}, p.tool("t"))
+	g := mustBind(t, warden.Config{Ungoverned: true, Sinks: []warden.Sink{sink}}, p.tool("t"))
 	if _, err := g.Call(context.Background(), warden.Call{Tool: "t", Args: A(`{}`), Identity: warden.Identity{Tenant: "acme"}}); err != nil {
 		t.Fatal(err)
 	}

@@ -32,7 +32,7 @@ const ReadSkillTool = "read_skill"
 // denies still denies, and then nobody is asked. An approval ([Approved] with the
 // [PendingDecision.ApprovalDigest] the person was shown) runs exactly the tool and the
 // arguments they were shown, asked the way they were asked, on that resume (see
-// [Guard.ResumeAs]); making it single-use across resumes is the caller's job (a store
+// [Guard.Resume]); making it single-use across resumes is the caller's job (a store
 // claims the decision first).
 //
 // Every refusal is data: the [Outcome] says what the model reads, which stage decided,
@@ -1353,11 +1353,29 @@ func RenderResult(v any) string {
 	return string(b)
 }
 
-// Resume continues a call that waited for a person. answer must be [Approved] or
-// [Declined]; anything else returns a [*DecisionRequiredError] and runs nothing, so the
-// pending decision stays usable. An Approved must carry the digest of the arguments the
-// person was shown; one that names no digest, or another digest than p's, returns an
-// error wrapping [ErrApprovalMismatch] and runs nothing.
+// Caller says who resumes a pending decision: the identity and session the resuming
+// program itself knows (from its own authentication or run state, never from the
+// pending decision), and the calls executed so far in its run.
+type Caller struct {
+	Identity Identity
+	Session  string
+	Sequence []Step
+	// Unauthorized lists the run's targets whose authorization faulted (see
+	// [Call.Unauthorized]); the resumed call is refused if it names one of them.
+	Unauthorized []string
+}
+
+// Resume continues a call that waited for a person, for the caller who. A pending
+// decision whose identity or session differs from who's is refused before anything
+// runs (a decision edited in storage cannot borrow another principal's rights or
+// credentials), and the resumed call carries who's executed sequence and unauthorized
+// targets.
+//
+// answer must be [Approved] or [Declined]; anything else returns a
+// [*DecisionRequiredError] and runs nothing, so the pending decision stays usable. An
+// Approved must carry the digest of the arguments the person was shown; one that names
+// no digest, or another digest than p's, returns an error wrapping
+// [ErrApprovalMismatch] and runs nothing.
 //
 // A declined call is refused with the declined text. An approved call runs the whole
 // pipeline again from the arguments as originally proposed, under the guard's current
@@ -1373,32 +1391,11 @@ func RenderResult(v any) string {
 // Resume does not remember approvals: resuming the same approval twice runs the call
 // twice. The caller makes approvals single-use: a durable store claims the decision
 // before resuming (the gateway, warden run).
-//
-// Resume does not check who resumes; prefer [Guard.ResumeAs].
-func (g *Guard) Resume(ctx context.Context, p PendingDecision, answer Answer) (Outcome, error) {
-	return g.resume(ctx, p, answer, nil)
+func (g *Guard) Resume(ctx context.Context, p PendingDecision, answer Answer, who Caller) (Outcome, error) {
+	return g.resume(ctx, p, answer, who)
 }
 
-// Caller says who resumes a pending decision: the identity and session the resuming
-// program itself knows, and the calls executed so far in its run.
-type Caller struct {
-	Identity Identity
-	Session  string
-	Sequence []Step
-	// Unauthorized lists the run's targets whose authorization faulted (see
-	// [Call.Unauthorized]); the resumed call is refused if it names one of them.
-	Unauthorized []string
-}
-
-// ResumeAs is [Guard.Resume] for a caller that knows who it is: a pending decision whose
-// identity or session differs from the caller's is refused before anything runs (a
-// decision edited in storage cannot borrow another principal's rights or credentials),
-// and the resumed call carries the caller's executed sequence.
-func (g *Guard) ResumeAs(ctx context.Context, p PendingDecision, answer Answer, who Caller) (Outcome, error) {
-	return g.resume(ctx, p, answer, &who)
-}
-
-func (g *Guard) resume(ctx context.Context, p PendingDecision, answer Answer, who *Caller) (Outcome, error) {
+func (g *Guard) resume(ctx context.Context, p PendingDecision, answer Answer, who Caller) (Outcome, error) {
 	switch a := answer.(type) {
 	case nil:
 		return Outcome{}, &DecisionRequiredError{Got: "nil"}
@@ -1433,12 +1430,10 @@ func (g *Guard) resume(ctx context.Context, p PendingDecision, answer Answer, wh
 		}
 	}
 	c := Call{ID: p.CallID, Tool: p.Tool, Args: p.Original, Iteration: p.Iteration, Identity: p.Identity, Session: p.Session}
-	if who != nil {
-		if p.Identity != who.Identity || p.Session != who.Session {
-			return Outcome{}, fmt.Errorf("warden: pending decision belongs to principal %q session %q, not to the caller (principal %q session %q)", p.Identity.Principal, p.Session, who.Identity.Principal, who.Session)
-		}
-		c.Sequence, c.Unauthorized = who.Sequence, who.Unauthorized
+	if p.Identity != who.Identity || p.Session != who.Session {
+		return Outcome{}, fmt.Errorf("warden: pending decision belongs to principal %q session %q, not to the caller (principal %q session %q)", p.Identity.Principal, p.Session, who.Identity.Principal, who.Session)
 	}
+	c.Sequence, c.Unauthorized = who.Sequence, who.Unauthorized
 	var st0 callState
 	st := &st0
 	g.initState(st, c)

@@ -161,7 +161,7 @@ func resultHook(name string, a resAnswer) func(context.Context, warden.ToolResul
 
 func (s pipelineSpec) build(t *testing.T, p *probe) *warden.Guard {
 	t.Helper()
-	cfg := warden.Config{CanPause: s.canPause, CheckTimeout: 5 * time.Millisecond}
+	cfg := warden.Config{Ungoverned: len(s.checkers) == 0, CanPause: s.canPause, CheckTimeout: 5 * time.Millisecond}
 	for i, a := range s.checkers {
 		name := fmt.Sprintf("c%d", i)
 		switch a {
@@ -429,7 +429,7 @@ func TestProperty_RandomPipelines(t *testing.T) {
 		resumed++
 		before = p.runs()
 		pd := *out1.Pending
-		out3, err3 := g.Resume(context.Background(), pd, warden.Approved{By: "prop", Digest: pd.ApprovalDigest()})
+		out3, err3 := g.Resume(context.Background(), pd, warden.Approved{By: "prop", Digest: pd.ApprovalDigest()}, owner(pd))
 		wantResumed := s.oracle(true)
 		checkAgainstOracle(t, i, s, "after approval", out3, err3, before, p.runs(), wantResumed)
 	}

@@ -92,7 +92,7 @@ func resultPipeline(t *testing.T, did toolDid, said linkSaid, h handlerSaid, cap
 		tool.ResultCeiling = resCeiling
 	}
 	rec := &warden.Recorder{}
-	cfg := warden.Config{Sinks: []warden.Sink{rec}, MaxResultChars: cap}
+	cfg := warden.Config{Ungoverned: true, Sinks: []warden.Sink{rec}, MaxResultChars: cap}
 	if said != linkNone {
 		cfg.Middleware = []*warden.Middleware{{Name: "rs", OnToolResult: func(_ context.Context, r warden.ToolResult) warden.ResultOutcome {
 			switch said {
@@ -384,6 +384,7 @@ func TestResultSide_Chains(t *testing.T) {
 				return "ok " + resSecret, nil
 			}}
 			g := mustBind(t, warden.Config{
+				Ungoverned:    true,
 				Middleware:    []*warden.Middleware{link("outer", tt.outer, &saw), link("inner", tt.inner, &saw)},
 				ErrorHandlers: []*warden.ErrorHandler{errHandler("h", &calls, warden.Reraise{}, nil)},
 			}, tool)
@@ -407,7 +408,7 @@ func TestResultSide_CeilingHoldsForErrorResult(t *testing.T) {
 		return warden.ErrorResult{Text: long}, nil
 	}}
 	rec := &warden.Recorder{}
-	g := mustBind(t, warden.Config{Sinks: []warden.Sink{rec}}, tool)
+	g := mustBind(t, warden.Config{Ungoverned: true, Sinks: []warden.Sink{rec}}, tool)
 	out := call(t, g, resTool, `{}`)
 	checkView(t, out, view{Status: warden.StatusFailed, Stage: warden.StageCeiling, Executed: true, IsError: true, ModelText: warden.CeilingText(resTool, 40, 10)})
 	if out.Result != nil {
@@ -436,7 +437,7 @@ func TestResultSide_InPlaceEditFailsClosed(t *testing.T) {
 				}
 				return warden.KeepResult()
 			}}
-			g := mustBind(t, warden.Config{Middleware: []*warden.Middleware{scrub}}, tool)
+			g := mustBind(t, warden.Config{Ungoverned: true, Middleware: []*warden.Middleware{scrub}}, tool)
 			out := call(t, g, resTool, `{}`)
 			text := "Tool 't' failed: middleware 'scrub' threw: it changed the result in place (a link changes what the model reads with ReplaceModelResult)"
 			checkView(t, out, view{Status: warden.StatusFailed, Stage: warden.StageResult, Executed: true, IsError: true, ModelText: text})
@@ -461,7 +462,7 @@ func TestResultSide_InPlaceEditFailsClosed(t *testing.T) {
 		}
 		return warden.ReplaceModelResult(clean, "drop ssn")
 	}}
-	g := mustBind(t, warden.Config{Middleware: []*warden.Middleware{scrub}}, tool)
+	g := mustBind(t, warden.Config{Ungoverned: true, Middleware: []*warden.Middleware{scrub}}, tool)
 	out := call(t, g, resTool, `{}`)
 	checkView(t, out, view{Status: warden.StatusRan, Stage: warden.StageResult, Executed: true, ModelText: `{"rows":3}`})
 	if d := cmp.Diff(map[string]any{"rows": 3, "ssn": resSecret}, out.Result); d != "" {
@@ -498,7 +499,7 @@ func TestResultSide_UnrenderableValuesFailClosed(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tool := warden.Executable{Tool: warden.Tool{Name: resTool}, Run: func(context.Context, warden.Args, *warden.Credential) (any, error) { return tt.run, nil }}
-			var cfg warden.Config
+			cfg := warden.Config{Ungoverned: true}
 			if tt.link != nil {
 				cfg.Middleware = []*warden.Middleware{tt.link}
 			}
@@ -540,13 +541,13 @@ func TestJournal_PanicsFailClosed(t *testing.T) {
 	captureSlog(t)
 	var p probe
 	rec := &warden.Recorder{}
-	g := mustBind(t, warden.Config{Journal: panickyJournal{begin: true}, Sinks: []warden.Sink{rec}}, p.tool("t"))
+	g := mustBind(t, warden.Config{Ungoverned: true, Journal: panickyJournal{begin: true}, Sinks: []warden.Sink{rec}}, p.tool("t"))
 	out := call(t, g, "t", `{}`)
 	checkView(t, out, refusedAt(warden.StageExecute, warden.JournalUnavailableText("t")))
 	if p.runs() != 0 {
 		t.Error("the tool ran although Begin failed")
 	}
-	g = mustBind(t, warden.Config{Journal: panickyJournal{end: true}, Sinks: []warden.Sink{rec}}, p.tool("t"))
+	g = mustBind(t, warden.Config{Ungoverned: true, Journal: panickyJournal{end: true}, Sinks: []warden.Sink{rec}}, p.tool("t"))
 	out = call(t, g, "t", `{}`)
 	if out.Status != warden.StatusRan || p.runs() != 1 {
 		t.Errorf("got %+v after a panicking End, want the call that ran", viewOf(out))
