@@ -1498,6 +1498,66 @@ func TestPlan_BindErrors(t *testing.T) {
 	}
 }
 
+// TestPlan_MiddlewareMustApplyWhereInstalled pins that a middleware which would do
+// nothing where it is installed is refused, naming it, instead of silently ignored.
+func TestPlan_MiddlewareMustApplyWhereInstalled(t *testing.T) {
+	onCall := func(context.Context, warden.ToolCall) warden.CallOutcome { return warden.AllowCall() }
+	onResult := func(context.Context, warden.ToolResult) warden.ResultOutcome { return warden.KeepResult() }
+	onMessage := func(context.Context, warden.Message) warden.MessageOutcome { return warden.KeepMessage() }
+	var p probe
+	refused := []struct {
+		name string
+		m    warden.Middleware
+		says string
+	}{
+		{"only OnMessage", warden.Middleware{Name: "scanner", OnMessage: onMessage}, "neither OnToolCall nor OnToolResult"},
+		{"no hook at all", warden.Middleware{Name: "scanner"}, "neither OnToolCall nor OnToolResult"},
+		{"OnMessage beside a call hook", warden.Middleware{Name: "scanner", OnToolCall: onCall, OnMessage: onMessage}, "sets OnMessage, which never runs there"},
+		{"OnMessage beside a result hook", warden.Middleware{Name: "scanner", OnToolResult: onResult, OnMessage: onMessage}, "sets OnMessage, which never runs there"},
+	}
+	for _, tt := range refused {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &warden.Registry{}
+			if err := r.Register(p.tool("t")); err != nil {
+				t.Fatal(err)
+			}
+			m := tt.m
+			g, err := r.Bind(warden.Config{Ungoverned: true, Middleware: []*warden.Middleware{&m}})
+			if err == nil || g != nil {
+				t.Fatalf("Bind: got %v, %v; want a refusal", g, err)
+			}
+			if !strings.Contains(err.Error(), `"scanner"`) || !strings.Contains(err.Error(), tt.says) {
+				t.Errorf("Bind: %v; want it to name the middleware and say %q", err, tt.says)
+			}
+		})
+	}
+	for _, m := range []warden.Middleware{{Name: "c", OnToolCall: onCall}, {Name: "r", OnToolResult: onResult}, {Name: "both", OnToolCall: onCall, OnToolResult: onResult}} {
+		r := &warden.Registry{}
+		if _, err := r.Bind(warden.Config{Ungoverned: true, Middleware: []*warden.Middleware{&m}}); err != nil {
+			t.Errorf("Bind of middleware %q: %v", m.Name, err)
+		}
+	}
+
+	if err := warden.CheckMessageMiddleware([]*warden.Middleware{{Name: "scanner", OnMessage: onMessage}}); err != nil {
+		t.Errorf("a message chain of OnMessage hooks: %v", err)
+	}
+	for _, tt := range []struct {
+		name  string
+		chain []*warden.Middleware
+		says  string
+	}{
+		{"nil link", []*warden.Middleware{nil}, "message middleware 0 has no name"},
+		{"unnamed link", []*warden.Middleware{{OnMessage: onMessage}}, "message middleware 0 has no name"},
+		{"no OnMessage", []*warden.Middleware{{Name: "ok", OnMessage: onMessage}, {Name: "scanner", OnToolCall: onCall}}, `"scanner" (1) has no OnMessage`},
+		{"no hook at all", []*warden.Middleware{{Name: "scanner"}}, `"scanner" (0) has no OnMessage`},
+		{"a tool hook beside OnMessage", []*warden.Middleware{{Name: "scanner", OnMessage: onMessage, OnToolResult: onResult}}, `"scanner" (0) sets OnToolCall or OnToolResult`},
+	} {
+		if err := warden.CheckMessageMiddleware(tt.chain); err == nil || !strings.Contains(err.Error(), tt.says) {
+			t.Errorf("%s: CheckMessageMiddleware = %v, want it to say %q", tt.name, err, tt.says)
+		}
+	}
+}
+
 // TestPlan_BindIsGovernedUnlessItSaysNot pins the strict default: a Config with no
 // checker binds only when it says Ungoverned, and says it only without checkers.
 func TestPlan_BindIsGovernedUnlessItSaysNot(t *testing.T) {

@@ -343,8 +343,9 @@ const minResultCap = len(`{"truncated":true}`)
 // are compared by what they hold now (name, scope and hooks) with what was bound.
 //
 // Bind fails for a Config with no checker that does not set [Config.Ungoverned] (or one
-// that sets it and names checkers), an invalid result cap, a middleware without a name,
-// or a tool with a schema when no [Config.Schemas] is set. A schema that fails to compile does not fail
+// that sets it and names checkers), an invalid result cap, a middleware without a name
+// or that would never run in Config.Middleware (no OnToolCall or OnToolResult, or an
+// OnMessage set), or a tool with a schema when no [Config.Schemas] is set. A schema that fails to compile does not fail
 // Bind: that tool is refused at call time (see [Guard.Problems]).
 func (r *Registry) Bind(cfg Config) (*Guard, error) {
 	r.mu.Lock()
@@ -370,6 +371,9 @@ func (r *Registry) Bind(cfg Config) (*Guard, error) {
 	for i, m := range cfg.Middleware {
 		if m == nil || strings.TrimSpace(m.Name) == "" {
 			return nil, fmt.Errorf("warden: middleware %d has no name", i)
+		}
+		if err := toolHooksApply(i, m); err != nil {
+			return nil, err
 		}
 	}
 	for i, h := range cfg.ErrorHandlers {

@@ -373,6 +373,7 @@ func TestNew_ConfigErrors(t *testing.T) {
 		{"negative skill timeout", agent.Config{Provider: script(), Guard: g, SkillCheckTimeout: -1}, "SkillCheckTimeout"},
 		{"nil middleware", agent.Config{Provider: script(), Guard: g, MessageMiddleware: []*warden.Middleware{nil}}, "no name"},
 		{"unnamed middleware", agent.Config{Provider: script(), Guard: g, MessageMiddleware: []*warden.Middleware{{}}}, "no name"},
+		{"message middleware without OnMessage", agent.Config{Provider: script(), Guard: g, MessageMiddleware: []*warden.Middleware{{Name: "audit", OnToolCall: func(context.Context, warden.ToolCall) warden.CallOutcome { return warden.AllowCall() }}}}, `"audit" (0) has no OnMessage`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
