@@ -194,34 +194,69 @@ func (st *callState) ledgerBacking(n int) []LedgerRow {
 // never converted into a result). Every other outcome, refusals included, is data.
 func (g *Guard) Call(ctx context.Context, c Call) (Outcome, error) {
 	// The call state lives on this stack frame: nothing on the pipeline keeps a pointer
-	// to it (see callBufs), which saves an allocation per call.
-	//
-	// The pipeline returns a pointer to st.out, copied once here: an Outcome is large,
-	// and copying it up through every stage's return costs more than the rest of a stage.
+	// to it (see callBufs), which saves an allocation per call. The outcome is built in
+	// place (st.out) and copied once here: an Outcome is large, and copying it up
+	// through every stage's return costs more than the rest of a stage.
 	var st callState
 	g.initState(&st, c)
-	out, err := g.run(ctx, &st)
-	return *out, err
+	err := st.pipeline(ctx)
+	return st.out, err
 }
 
-func (g *Guard) run(ctx context.Context, st *callState) (*Outcome, error) {
+// pipeline runs the stages in the order of the reference (see [Guard]), top to bottom.
+// Each stage reports whether it decided the call (done): then the outcome is final in
+// st.out, finished (events sent, journal written), and err is what Call returns.
+func (st *callState) pipeline(ctx context.Context) error {
+	if done, err := st.lookup(ctx); done {
+		return err
+	}
+	if done, err := st.gate(ctx); done {
+		return err
+	}
+	if done, err := st.securityPass(ctx, passS1); done {
+		return err
+	}
+	if done, err := st.callSide(ctx); done {
+		return err
+	}
+	if st.needsFinalCheck() {
+		if done, err := st.securityPass(ctx, passS2); done {
+			return err
+		}
+	}
+	if done, err := st.validate(ctx); done {
+		return err
+	}
+	if st.call.Tool == ReadSkillTool {
+		if done, err := st.securityPass(ctx, passSkill); done {
+			return err
+		}
+	}
+	if done, err := st.human(ctx); done {
+		return err
+	}
+	if done, err := st.credentials(ctx); done {
+		return err
+	}
+	return st.execute(ctx)
+}
+
+// lookup refuses a call to a tool that is not bound or cannot be called, and a call
+// whose context is already done.
+func (st *callState) lookup(ctx context.Context) (bool, error) {
 	c := st.call
 	if st.p == nil {
-		return st.refuse(ctx, StageLookup, Decision{Effect: Deny, RuleID: "unknown-tool", Rationale: "unknown tool '" + c.Tool + "'"}, ""), nil
+		st.refuse(ctx, StageLookup, Decision{Effect: Deny, RuleID: "unknown-tool", Rationale: "unknown tool '" + c.Tool + "'"}, "")
+		return true, nil
 	}
 	if err := ctx.Err(); err != nil {
-		return st.abort(ctx, StageLookup, err)
+		return true, st.abort(ctx, StageLookup, err)
 	}
 	if st.p.unusable != nil {
-		return st.refuse(ctx, StageLookup, Decision{Effect: Deny, RuleID: "schema-invalid", Rationale: "Tool '" + c.Tool + "' cannot be called: its input schema is invalid"}, ""), nil
+		st.refuse(ctx, StageLookup, Decision{Effect: Deny, RuleID: "schema-invalid", Rationale: "Tool '" + c.Tool + "' cannot be called: its input schema is invalid"}, "")
+		return true, nil
 	}
-	if done, out, err := st.gate(ctx); done {
-		return out, err
-	}
-	if done, out, err := st.securityPass(ctx, "s1"); done {
-		return out, err
-	}
-	return st.fromMiddleware(ctx, 0)
+	return false, nil
 }
 
 func (g *Guard) initState(st *callState, c Call) {
@@ -254,8 +289,9 @@ func (st *callState) send(ctx context.Context, e *Event) {
 	}
 }
 
-// finish stamps the outcome and emits warden.tool.end.
-func (st *callState) finish(ctx context.Context) *Outcome {
+// finish stamps the outcome and emits warden.tool.end: every path through the pipeline
+// ends here exactly once.
+func (st *callState) finish(ctx context.Context) {
 	st.out.Args = st.args
 	st.now = st.g.cfg.Now()
 	st.out.Duration = st.now.Sub(st.start)
@@ -274,28 +310,32 @@ func (st *callState) finish(ctx context.Context) *Outcome {
 			st.journalFailed(jctx, "record", err)
 		}
 	}
-	return &st.out
 }
 
-func (st *callState) refuse(ctx context.Context, stage Stage, d Decision, text string) *Outcome {
+// refuse finishes the call as refused at stage by d; the model reads text, or d's own
+// text about the tool when text is empty.
+func (st *callState) refuse(ctx context.Context, stage Stage, d Decision, text string) {
 	if text == "" {
 		text = d.ModelText(st.call.Tool)
 	}
 	st.out.Status, st.out.Stage, st.out.Decision, st.out.RuleID = StatusRefused, stage, d, d.RuleID
 	st.out.ModelText, st.out.IsError = st.scrub(text), true
-	return st.finish(context.WithoutCancel(ctx))
+	st.finish(context.WithoutCancel(ctx))
 }
 
-func (st *callState) abort(ctx context.Context, stage Stage, err error) (*Outcome, error) {
+// abort finishes the call as cancelled at stage and returns the context's error.
+func (st *callState) abort(ctx context.Context, stage Stage, err error) error {
 	st.out.Status, st.out.Stage, st.out.IsError = StatusRefused, stage, true
 	st.out.ModelText = "call cancelled: " + err.Error()
-	return st.finish(context.WithoutCancel(ctx)), err
+	st.finish(context.WithoutCancel(ctx))
+	return err
 }
 
-func (st *callState) gate(ctx context.Context) (bool, *Outcome, error) {
+// gate asks the session gate, when one is configured.
+func (st *callState) gate(ctx context.Context) (bool, error) {
 	gate := st.g.cfg.Gate
 	if gate == nil {
-		return false, nil, nil
+		return false, nil
 	}
 	ok, err := func() (ok bool, err error) {
 		defer func() {
@@ -306,11 +346,10 @@ func (st *callState) gate(ctx context.Context) (bool, *Outcome, error) {
 		return gate.Authorize(ctx, Invocation{Function: st.call.Tool, Args: st.args, SessionID: st.call.Session})
 	}()
 	if ok && err == nil {
-		return false, nil, nil
+		return false, nil
 	}
 	if cerr := ctx.Err(); cerr != nil {
-		out, err := st.abort(ctx, StageGate, cerr)
-		return true, out, err
+		return true, st.abort(ctx, StageGate, cerr)
 	}
 	e := st.event(EventGateDenied)
 	if err != nil {
@@ -321,24 +360,69 @@ func (st *callState) gate(ctx context.Context) (bool, *Outcome, error) {
 	if err != nil {
 		d.Rationale, d.Fault = "governance gate failed: "+err.Error(), true
 	}
-	return true, st.refuse(ctx, StageGate, d, GateDeniedText(st.call.Tool)), nil
+	st.refuse(ctx, StageGate, d, GateDeniedText(st.call.Tool))
+	return true, nil
+}
+
+// passKind names a security pass: the checkers are asked about the call in S1 and S2,
+// and about the skill a read_skill call activates in the skill pass.
+type passKind uint8
+
+const (
+	passS1    passKind = iota // before the call-side middleware (StagePermission)
+	passS2                    // on the final arguments (StageFinalCheck)
+	passSkill                 // the skill gate (StageSkill)
+)
+
+// String is the pass's name in check records and events.
+func (p passKind) String() string {
+	switch p {
+	case passS1:
+		return "s1"
+	case passS2:
+		return "s2"
+	}
+	return "skill"
+}
+
+// stage is the stage a refusal in the pass is reported at.
+func (p passKind) stage() Stage {
+	switch p {
+	case passS1:
+		return StagePermission
+	case passS2:
+		return StageFinalCheck
+	}
+	return StageSkill
+}
+
+// needsFinalCheck reports whether S2 runs: the arguments may have changed since S1 (a
+// call-side link exists, or an S1 check replaced them).
+func (st *callState) needsFinalCheck() bool {
+	return len(st.p.calls) > 0 || st.s1Changed
 }
 
 // securityPass asks every checker about the call. In S1 an allow may replace the
 // arguments (later checks judge the replacement); in S2 a replacement fails closed. An
-// escalation is carried to the human stage; S2's answer replaces S1's.
-func (st *callState) securityPass(ctx context.Context, pass string) (bool, *Outcome, error) {
-	// In-process checkers answer within microseconds of the previous stage's clock
-	// reading; a checker that may block reads the clock after it answers.
-	if pass == "s2" {
+// escalation is carried to the human stage; S2's answer replaces S1's. The skill pass
+// asks the checkers that govern [CapSkillRead] about the target "skill:<id>" of the
+// final arguments; its escalations join the carried ones, and it reads no replacement.
+func (st *callState) securityPass(ctx context.Context, pass passKind) (bool, error) {
+	stage, target := pass.stage(), st.call.Tool
+	switch pass {
+	case passS2:
+		// In-process checkers answer within microseconds of the previous stage's clock
+		// reading; a checker that may block reads the clock after it answers.
 		st.tick()
-	}
-	stage := StagePermission
-	if pass == "s2" {
-		stage = StageFinalCheck
 		st.carried = st.carried[:0]
-	} else if len(st.call.Unauthorized) > 0 && slices.Contains(st.call.Unauthorized, st.call.Tool) {
-		return true, st.refuse(ctx, stage, st.faultedBefore(st.call.Tool), ""), nil
+	case passSkill:
+		id, _ := st.args.String("id")
+		target = SkillTarget(id)
+	}
+	if pass != passS2 && len(st.call.Unauthorized) > 0 && slices.Contains(st.call.Unauthorized, target) {
+		d := st.faultedBefore(target)
+		st.refuse(ctx, stage, d, d.ModelText(target))
+		return true, nil
 	}
 	if st.out.Checks == nil {
 		st.out.Checks = st.checksBacking(2 * len(st.g.cfg.Checkers))
@@ -349,34 +433,44 @@ func (st *callState) securityPass(ctx context.Context, pass string) (bool, *Outc
 	v := passVisitor{ctx: ctx, pass: pass}
 	for i := range st.g.cfg.Checkers {
 		v.name = st.g.checkerNames[i]
-		name := v.name
-		req := Request{Target: st.call.Tool, Args: st.args, Iteration: st.call.Iteration, Identity: st.call.Identity, Actor: st.call.Identity.Principal, Sequence: st.call.Sequence}
-		d, err := st.check(ctx, i, req, st.p.tool.Capabilities, &v)
-		if err != nil {
-			out, err := st.abort(ctx, stage, err)
-			return true, out, err
+		var d Decision
+		var err error
+		if pass == passSkill {
+			d, err = st.checkSkill(ctx, i, target, &v)
+		} else {
+			req := Request{Target: st.call.Tool, Args: st.args, Iteration: st.call.Iteration, Identity: st.call.Identity, Actor: st.call.Identity.Principal, Sequence: st.call.Sequence}
+			d, err = st.check(ctx, i, req, st.p.tool.Capabilities, &v)
 		}
-		if d.Args != nil {
-			if pass == "s2" {
-				if !d.Args.Equal(st.args) {
-					return true, st.refuse(ctx, stage, Decision{Effect: Deny, RuleID: "s2.changed", Rationale: "security hook changed arguments during final validation", Fault: true}, ""), nil
-				}
-			} else if !d.Args.Equal(st.args) {
-				// Returning the arguments unchanged is not a replacement.
-				st.args, st.s1Changed = *d.Args, true
+		if err != nil {
+			return true, st.abort(ctx, stage, err)
+		}
+		if d.Args != nil && pass != passSkill && !d.Args.Equal(st.args) {
+			// Returning the arguments unchanged is not a replacement.
+			if pass == passS2 {
+				st.refuse(ctx, stage, Decision{Effect: Deny, RuleID: "s2.changed", Rationale: "security hook changed arguments during final validation", Fault: true}, "")
+				return true, nil
 			}
+			st.args, st.s1Changed = *d.Args, true
 		}
 		switch d.Effect {
 		case Halt:
-			out, err := st.halt(ctx, stage, name, d)
-			return true, out, err
+			if pass == passSkill {
+				tool := st.call.Tool
+				st.call.Tool = target // the halt text names the skill
+				err := st.halt(ctx, stage, v.name, d)
+				st.out.Tool = tool
+				return true, err
+			}
+			return true, st.halt(ctx, stage, v.name, d)
 		case Deny:
-			return true, st.refuse(ctx, stage, d, ""), nil
+			st.refuse(ctx, stage, d, d.ModelText(target))
+			return true, nil
 		case Ask:
+			// An escalation (about the call or about a skill) is a human decision.
 			st.carried = append(st.carried, withoutArgs(d))
 		}
 	}
-	return false, nil, nil
+	return false, nil
 }
 
 // faultedBefore is the refusal of a target whose authorization faulted earlier in the
@@ -402,7 +496,7 @@ func withoutArgs(d Decision) Decision {
 // pointer to it here would move the call state to the heap.
 type passVisitor struct {
 	ctx  context.Context
-	pass string
+	pass passKind
 	name string
 	// hold records the check but holds its event back, for a checker whose answers
 	// count only if it answered before its deadline (see checkInline).
@@ -410,7 +504,7 @@ type passVisitor struct {
 }
 
 func (v *passVisitor) visit(st *callState, r Request, d Decision) {
-	st.out.Checks = append(st.out.Checks, CheckRecord{Pass: v.pass, Checker: v.name, Capability: r.Capability, Target: r.Target, Decision: withoutArgs(d)})
+	st.out.Checks = append(st.out.Checks, CheckRecord{Pass: v.pass.String(), Checker: v.name, Capability: r.Capability, Target: r.Target, Decision: withoutArgs(d)})
 	if len(st.g.cfg.Sinks) > 0 && !v.hold {
 		st.checkEvent(v.ctx, &st.out.Checks[len(st.out.Checks)-1])
 	}
@@ -626,17 +720,19 @@ func (g *Guard) lateFault(req Request) (Decision, []seenCheck) {
 	return d, []seenCheck{{r, d}}
 }
 
-func (st *callState) halt(ctx context.Context, stage Stage, checker string, d Decision) (*Outcome, error) {
+// halt finishes the call as halted by checker's d and returns the [*PolicyHaltError]
+// that stops the run.
+func (st *callState) halt(ctx context.Context, stage Stage, checker string, d Decision) error {
 	target := st.call.Tool
 	e := st.event(EventPermissionHalt)
 	e.Checker, e.RuleID, e.Reason, e.TellLLM, e.Rationale, e.Iteration, e.SequenceN, e.Target, e.Effect = checker, d.RuleID, d.Reason, d.TellLLM, d.Rationale, st.call.Iteration, len(st.call.Sequence), target, Halt
 	st.send(ctx, &e)
 	st.out.Status, st.out.Stage, st.out.Decision, st.out.RuleID = StatusHalted, stage, d, d.RuleID
 	st.out.ModelText, st.out.IsError = d.ModelText(target), true
-	out := st.finish(ctx)
-	return out, &PolicyHaltError{
+	st.finish(ctx)
+	return &PolicyHaltError{
 		Reason:    d.Reason,
-		TellLLM:   out.ModelText,
+		TellLLM:   st.out.ModelText,
 		RuleID:    d.RuleID,
 		CheckerID: checker,
 		Iteration: st.call.Iteration,
@@ -645,11 +741,12 @@ func (st *callState) halt(ctx context.Context, stage Stage, checker string, d De
 	}
 }
 
-// fromMiddleware continues the pipeline at call-side link `link`.
-func (st *callState) fromMiddleware(ctx context.Context, link int) (*Outcome, error) {
+// callSide runs the call-side links in order (the tool's preprocessor first): the
+// first deny (or broken link) refuses, a transform replaces the arguments, an ask is
+// recorded for the human stage and the chain goes on.
+func (st *callState) callSide(ctx context.Context) (bool, error) {
 	st.tick()
-	for i := link; i < len(st.p.calls); i++ {
-		m := st.p.calls[i]
+	for _, m := range st.p.calls {
 		out := st.callLink(ctx, m)
 		row := LedgerRow{Middleware: m.Name, Moment: "call"}
 		switch out.kind {
@@ -663,7 +760,8 @@ func (st *callState) fromMiddleware(ctx context.Context, link int) (*Outcome, er
 		case okDeny:
 			row.Outcome, row.Why = "deny", out.reason
 			st.ledger(ctx, row)
-			return st.refuse(ctx, StageMiddleware, Decision{Effect: Deny, RuleID: m.Name, Rationale: out.reason}, out.reason), nil
+			st.refuse(ctx, StageMiddleware, Decision{Effect: Deny, RuleID: m.Name, Rationale: out.reason}, out.reason)
+			return true, nil
 		case okAsk:
 			// The question is recorded and the chain goes on: the person is asked at the
 			// human stage, about the arguments that will execute.
@@ -674,15 +772,11 @@ func (st *callState) fromMiddleware(ctx context.Context, link int) (*Outcome, er
 			text := ThrewText(m.Name, errText(out.err))
 			row.Outcome, row.Why = "deny", text
 			st.ledger(ctx, row)
-			return st.refuse(ctx, StageMiddleware, Decision{Effect: Deny, RuleID: m.Name, Rationale: text, Fault: true}, text), nil
+			st.refuse(ctx, StageMiddleware, Decision{Effect: Deny, RuleID: m.Name, Rationale: text, Fault: true}, text)
+			return true, nil
 		}
 	}
-	if len(st.p.calls) > 0 || st.s1Changed {
-		if done, out, err := st.securityPass(ctx, "s2"); done {
-			return out, err
-		}
-	}
-	return st.fromValidation(ctx)
+	return false, nil
 }
 
 func (st *callState) callLink(ctx context.Context, m *Middleware) (out CallOutcome) {
@@ -707,7 +801,8 @@ func (st *callState) ledger(ctx context.Context, row LedgerRow) {
 	st.send(ctx, &e)
 }
 
-func (st *callState) fromValidation(ctx context.Context) (*Outcome, error) {
+// validate checks the final arguments against the tool's input schema.
+func (st *callState) validate(ctx context.Context) (bool, error) {
 	// The clock is read here only when an event may use it before execute reads it
 	// again: the validation, skill, human and credential stages, or a journal failure
 	// (refusals read the clock in finish).
@@ -721,15 +816,11 @@ func (st *callState) fromValidation(ctx context.Context) (*Outcome, error) {
 			e.Size = len(problems)
 			st.send(ctx, &e)
 			text := InvalidArgsText(st.call.Tool, problems)
-			return st.refuse(ctx, StageValidation, Decision{Effect: Deny, RuleID: "schema", Rationale: "arguments do not match the input schema"}, text), nil
+			st.refuse(ctx, StageValidation, Decision{Effect: Deny, RuleID: "schema", Rationale: "arguments do not match the input schema"}, text)
+			return true, nil
 		}
 	}
-	if st.call.Tool == ReadSkillTool {
-		if done, out, err := st.skillGate(ctx); done {
-			return out, err
-		}
-	}
-	return st.fromHuman(ctx)
+	return false, nil
 }
 
 func safeValidate(v ArgsValidator, args Args) (problems []ArgProblem) {
@@ -741,94 +832,74 @@ func safeValidate(v ArgsValidator, args Args) (problems []ArgProblem) {
 	return v.ValidateArgs(args)
 }
 
-func (st *callState) skillGate(ctx context.Context) (bool, *Outcome, error) {
-	id, _ := st.args.String("id")
-	target := SkillTarget(id)
-	if len(st.call.Unauthorized) > 0 && slices.Contains(st.call.Unauthorized, target) {
-		d := st.faultedBefore(target)
-		return true, st.refuse(ctx, StageSkill, d, d.ModelText(target)), nil
+// checkSkill asks checker i, in the skill pass, about target ("skill:<id>"), when it
+// governs [CapSkillRead]: a checker that does not is not asked (an allow, recorded
+// nowhere), and one whose Governs fails or panics is a fault denial. The checker is
+// asked once (its Check, not [CheckCall]: the skill is the only capability) under the
+// checker deadline, and v records its answer.
+func (st *callState) checkSkill(ctx context.Context, i int, target string, v *passVisitor) (Decision, error) {
+	c := st.g.cfg.Checkers[i]
+	if ok, gerr := safeGoverns(c, CapSkillRead); gerr != nil {
+		return CheckerFault(target, gerr), nil
+	} else if !ok {
+		return Decision{Effect: Allow}, nil
 	}
-	for i, c := range st.g.cfg.Checkers {
-		if ok, gerr := safeGoverns(c, CapSkillRead); gerr != nil {
-			d := CheckerFault(target, gerr)
-			return true, st.refuse(ctx, StageSkill, d, d.ModelText(target)), nil
-		} else if !ok {
-			continue
-		}
-		name := st.g.checkerNames[i]
-		req := Request{Capability: CapSkillRead, Target: target, Args: st.args, Iteration: st.call.Iteration, Identity: st.call.Identity, Sequence: st.call.Sequence}
-		visit := func(r Request, d Decision) {
-			st.out.Checks = append(st.out.Checks, CheckRecord{Pass: "skill", Checker: name, Capability: CapSkillRead, Target: target, Decision: withoutArgs(d)})
-			e := st.event(EventPermissionCheck)
-			e.Pass, e.Checker, e.Capability, e.Target, e.Effect, e.RuleID, e.Rationale, e.Reason = "skill", name, CapSkillRead, target, d.Effect, d.RuleID, d.Rationale, d.Reason
-			st.send(ctx, &e)
-		}
-		var d Decision
-		var err error
-		if st.g.checkerSync[i] && !st.g.checkerInterrupt[i] {
-			req.Sequence = st.lentSequence()
-			d = safeCheck(ctx, c, req)
-			if !st.sequenceIntact() {
-				d = st.sequenceTampered(req, name)
-			}
-			visit(req, d)
-		} else {
-			req.Sequence = st.ownSequence()
-			var seen []seenCheck
-			d, seen, err = st.g.bounded(ctx, i, req, func(cctx context.Context, v func(Request, Decision)) Decision {
-				d := safeCheck(cctx, c, req)
-				v(req, d)
-				return d
-			})
-			for _, x := range seen {
-				visit(x.r, x.d)
-			}
-		}
-		if err != nil {
-			out, err := st.abort(ctx, StageSkill, err)
-			return true, out, err
-		}
-		switch d.Effect {
-		case Halt:
-			tool := st.call.Tool
-			st.call.Tool = target // the halt text names the skill
-			out, err := st.halt(ctx, StageSkill, name, d)
-			out.Tool = tool
-			return true, out, err
-		case Deny:
-			return true, st.refuse(ctx, StageSkill, d, d.ModelText(target)), nil
-		case Ask:
-			// An escalation about a skill is a human decision like any other.
-			st.carried = append(st.carried, withoutArgs(d))
-		}
+	req := Request{Capability: CapSkillRead, Target: target, Args: st.args, Iteration: st.call.Iteration, Identity: st.call.Identity, Sequence: st.call.Sequence}
+	if !st.g.checkerSync[i] || st.g.checkerInterrupt[i] {
+		return st.checkSkillBounded(ctx, i, req, v)
 	}
-	return false, nil, nil
+	req.Sequence = st.lentSequence()
+	d := safeCheck(ctx, c, req)
+	if !st.sequenceIntact() {
+		d = st.sequenceTampered(req, v.name)
+	}
+	v.visit(st, req, d)
+	return d, nil
 }
 
-// fromHuman runs the human stage: the middleware asks, a carried escalation and the
+// checkSkillBounded is checkSkill for a checker that is not [Synchronous] or is
+// [Interruptible] (see [Guard.bounded]). It is a separate function so that only this
+// path pays for what the ask closure captures.
+func (st *callState) checkSkillBounded(ctx context.Context, i int, req Request, v *passVisitor) (Decision, error) {
+	c := st.g.cfg.Checkers[i]
+	req.Sequence = st.ownSequence()
+	d, seen, err := st.g.bounded(ctx, i, req, func(cctx context.Context, visit func(Request, Decision)) Decision {
+		d := safeCheck(cctx, c, req)
+		visit(req, d)
+		return d
+	})
+	for _, x := range seen {
+		v.visit(st, x.r, x.d)
+	}
+	return d, err
+}
+
+// human runs the human stage: the middleware asks, a carried escalation and the
 // tool's check-in become one question about the call as it will run (the final
 // arguments, after S2 and validation). On a resume, the approval answers it when it was
 // given to the same question (kind, tool, asking middleware) about the same arguments.
-func (st *callState) fromHuman(ctx context.Context) (*Outcome, error) {
+func (st *callState) human(ctx context.Context) (bool, error) {
 	esc := st.carried
 	checkIn := st.needsCheckIn()
 	if len(esc) == 0 && !checkIn && len(st.asks) == 0 {
 		if a := st.approval; a != nil && st.args.Digest() != a.Digest {
 			// Nobody is asked, and the call is not the one the person approved.
-			return st.refuse(ctx, StageHuman, Decision{Effect: Deny, RuleID: "approval.digest", Rationale: ApprovalMismatchText}, ApprovalMismatchText), nil
+			st.refuse(ctx, StageHuman, Decision{Effect: Deny, RuleID: "approval.digest", Rationale: ApprovalMismatchText}, ApprovalMismatchText)
+			return true, nil
 		}
-		return st.fromCredentials(ctx)
+		return false, nil
 	}
 	p := st.question(esc, checkIn)
 	if a := st.approval; a != nil {
 		// a was checked against the approval's digest on entry: it is what the person saw.
 		if p.ApprovalDigest() == a.ApprovalDigest() {
-			return st.fromCredentials(ctx)
+			return false, nil
 		}
 		if sameQuestion(a, &p) {
 			// The same question about other arguments: the approval authorizes exactly
 			// the call the person saw.
-			return st.refuse(ctx, StageHuman, Decision{Effect: Deny, RuleID: "approval.digest", Rationale: ApprovalMismatchText}, ApprovalMismatchText), nil
+			st.refuse(ctx, StageHuman, Decision{Effect: Deny, RuleID: "approval.digest", Rationale: ApprovalMismatchText}, ApprovalMismatchText)
+			return true, nil
 		}
 	}
 	if st.approval != nil || !st.g.cfg.CanPause {
@@ -837,16 +908,20 @@ func (st *callState) fromHuman(ctx context.Context) (*Outcome, error) {
 		if len(st.asks) > 0 {
 			a := st.asks[0]
 			text := NoPauseText(a.Middleware, a.Question)
-			return st.refuse(ctx, StageMiddleware, Decision{Effect: Deny, RuleID: a.Middleware, Rationale: text}, text), nil
+			st.refuse(ctx, StageMiddleware, Decision{Effect: Deny, RuleID: a.Middleware, Rationale: text}, text)
+			return true, nil
 		}
 		if len(esc) > 0 {
 			action, _ := st.args.String("action")
-			return st.refuse(ctx, StageHuman, EscalationFault(st.call.Tool, action, esc[0]), ""), nil
+			st.refuse(ctx, StageHuman, EscalationFault(st.call.Tool, action, esc[0]), "")
+			return true, nil
 		}
 		text := "Tool '" + st.call.Tool + "' requires a check-in, and there is no pause here to carry it: " + st.checkInQuestion()
-		return st.refuse(ctx, StageHuman, Decision{Effect: Deny, RuleID: "checkin", Rationale: text, Fault: true}, text), nil
+		st.refuse(ctx, StageHuman, Decision{Effect: Deny, RuleID: "checkin", Rationale: text, Fault: true}, text)
+		return true, nil
 	}
-	return st.pend(ctx, p), nil
+	st.pend(ctx, p)
+	return true, nil
 }
 
 // ApprovalMismatchText is what the model reads when a resumed call reaches the human
@@ -964,7 +1039,8 @@ func renderArgs(a Args) string {
 	return string(b)
 }
 
-func (st *callState) pend(ctx context.Context, p PendingDecision) *Outcome {
+// pend finishes the call as waiting for a person to answer p.
+func (st *callState) pend(ctx context.Context, p PendingDecision) {
 	p.Tool, p.Args = st.call.Tool, st.args
 	p.Revision, p.Identity, p.Session, p.CallID, p.Iteration = st.g.cfg.Revision, st.call.Identity, st.call.Session, st.call.ID, st.call.Iteration
 	p.Created = st.g.cfg.Now().UTC()
@@ -977,17 +1053,19 @@ func (st *callState) pend(ctx context.Context, p PendingDecision) *Outcome {
 		st.out.Stage = StageMiddleware
 	}
 	st.out.ModelText = "waiting for a person to decide: " + p.Question
-	return st.finish(ctx)
+	st.finish(ctx)
 }
 
-func (st *callState) fromCredentials(ctx context.Context) (*Outcome, error) {
+// credentials resolves the credential the tool [Needs], right before it runs.
+func (st *callState) credentials(ctx context.Context) (bool, error) {
 	if n := st.p.tool.Needs; n != nil {
 		e := st.event(EventCredentialRequest)
 		e.Detail = n.Service
 		st.send(ctx, &e)
 		prov := st.g.cfg.Credentials
 		if prov == nil {
-			return st.credFail(ctx, n.Service, "no credential provider configured"), nil
+			st.credFail(ctx, n.Service, "no credential provider configured")
+			return true, nil
 		}
 		cred, err := func() (c Credential, err error) {
 			defer func() {
@@ -999,24 +1077,25 @@ func (st *callState) fromCredentials(ctx context.Context) (*Outcome, error) {
 		}()
 		if err != nil {
 			if cerr := ctx.Err(); cerr != nil {
-				return st.abort(ctx, StageCredentials, cerr)
+				return true, st.abort(ctx, StageCredentials, cerr)
 			}
-			return st.credFail(ctx, n.Service, err.Error()), nil
+			st.credFail(ctx, n.Service, err.Error())
+			return true, nil
 		}
 		st.cred = &cred
 		e = st.event(EventCredentialAcquired)
 		e.Detail = n.Service
 		st.send(ctx, &e)
 	}
-	return st.execute(ctx)
+	return false, nil
 }
 
-func (st *callState) credFail(ctx context.Context, service, msg string) *Outcome {
+func (st *callState) credFail(ctx context.Context, service, msg string) {
 	e := st.event(EventCredentialFailed)
 	e.Detail, e.Error = service, msg
 	st.send(ctx, &e)
 	text := "credential error for '" + service + "': " + msg
-	return st.refuse(ctx, StageCredentials, Decision{Effect: Deny, RuleID: "credentials", Rationale: text, Fault: true}, text)
+	st.refuse(ctx, StageCredentials, Decision{Effect: Deny, RuleID: "credentials", Rationale: text, Fault: true}, text)
 }
 
 // scrubErr returns err, or an error without the credential's token when its text
@@ -1037,7 +1116,9 @@ func (st *callState) scrub(s string) string {
 	return strings.ReplaceAll(s, st.cred.Token, "[redacted]")
 }
 
-func (st *callState) execute(ctx context.Context) (*Outcome, error) {
+// execute runs the tool, written ahead to the journal, then decides what the model reads
+// of it (resultSide); it always finishes the call.
+func (st *callState) execute(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return st.abort(ctx, StageExecute, err)
 	}
@@ -1055,7 +1136,8 @@ func (st *callState) execute(ctx context.Context) (*Outcome, error) {
 			}
 			st.journalFailed(ctx, "begin", err)
 			// Fail closed: a call that cannot be recorded does not run.
-			return st.refuse(ctx, StageExecute, Decision{Effect: Deny, RuleID: "journal", Rationale: "audit log unavailable: " + err.Error(), Fault: true}, JournalUnavailableText(st.call.Tool)), nil
+			st.refuse(ctx, StageExecute, Decision{Effect: Deny, RuleID: "journal", Rationale: "audit log unavailable: " + err.Error(), Fault: true}, JournalUnavailableText(st.call.Tool))
+			return nil
 		}
 		st.jref, st.begun = ref, true
 	}
@@ -1063,7 +1145,7 @@ func (st *callState) execute(ctx context.Context) (*Outcome, error) {
 	st.tick()
 	e := st.event(EventToolStart)
 	st.send(ctx, &e)
-	result, err := st.run(ctx)
+	result, err := st.runTool(ctx)
 	if err != nil && errors.Is(err, ErrNotExecuted) {
 		// The tool says it failed before doing anything: it did not execute.
 		st.out.Executed = false
@@ -1071,18 +1153,20 @@ func (st *callState) execute(ctx context.Context) (*Outcome, error) {
 	if err != nil && ctx.Err() != nil {
 		st.out.Status, st.out.Stage, st.out.IsError, st.out.Err = StatusFailed, StageExecute, true, st.scrubErr(err)
 		st.out.ModelText = "call cancelled: " + ctx.Err().Error()
-		return st.finish(context.WithoutCancel(ctx)), ctx.Err()
+		st.finish(context.WithoutCancel(ctx))
+		return ctx.Err()
 	}
 	st.out.Result = result
 	st.out.Stage = StageExecute
-	return st.resultSide(ctx, result, err), nil
+	st.resultSide(ctx, result, err)
+	return nil
 }
 
 // resultSide decides what the model reads of an executed call (see "The result side"
 // on [Guard]): the tool's own answer, then the result links innermost first, then the
 // error handlers, then the guard-wide cap. err is the tool's error, nil when it
 // returned a result.
-func (st *callState) resultSide(ctx context.Context, result any, err error) *Outcome {
+func (st *callState) resultSide(ctx context.Context, result any, err error) {
 	// text and isErr are what the model reads as the result side stands; ownFailure
 	// says the tool reported its own failure (an ErrorResult).
 	text, ownFailure := "", false
@@ -1221,7 +1305,7 @@ func (st *callState) resultSide(ctx context.Context, result any, err error) *Out
 		}
 	}
 	st.out.ModelText, st.out.IsError = st.scrub(text), isErr
-	return st.capped(ctx)
+	st.capped(ctx)
 }
 
 // render is [RenderResult] for values Warden did not build: a value whose encoding
@@ -1245,7 +1329,8 @@ func changeable(v any) bool {
 	return true
 }
 
-func (st *callState) run(ctx context.Context) (result any, err error) {
+// runTool runs the tool; a panic is the tool's error.
+func (st *callState) runTool(ctx context.Context) (result any, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("tool panicked: %v", r)
@@ -1289,14 +1374,14 @@ func (st *callState) handleError(ctx context.Context, err error) (bool, any) {
 }
 
 // capped applies the guard-wide result cap, last, and finishes the call.
-func (st *callState) capped(ctx context.Context) *Outcome {
+func (st *callState) capped(ctx context.Context) {
 	if max := st.g.cfg.MaxResultChars; max > 0 {
 		if n := utf8.RuneCountInString(st.out.ModelText); n > max {
 			st.out.ModelText = TruncationMarker(st.call.Tool, st.out.ModelText, n, max)
 			st.out.Stage = StageCeiling
 		}
 	}
-	return st.finish(ctx)
+	st.finish(ctx)
 }
 
 // CeilingText is the refusal for a result over a tool's own ceiling.
@@ -1444,15 +1529,16 @@ func (g *Guard) resume(ctx context.Context, p PendingDecision, answer Answer, wh
 		st.send(ctx, &e)
 		st.args = p.Args
 		text := DeclinedText(a.Note)
-		return *st.refuse(ctx, StageHuman, Decision{Effect: Deny, RuleID: "human", Rationale: text}, text), nil
+		st.refuse(ctx, StageHuman, Decision{Effect: Deny, RuleID: "human", Rationale: text}, text)
+		return st.out, nil
 	}
 	a := answer.(Approved)
 	e.By, e.Approved = a.By, true
 	st.send(ctx, &e)
 	st.out.ApprovedBy = a.By
 	st.approval = &p
-	out, err := g.run(ctx, st)
-	return *out, err
+	err := st.pipeline(ctx)
+	return st.out, err
 }
 
 func cloneTool(t Tool) Tool {
