@@ -286,7 +286,7 @@ func (st *callState) emit(ctx context.Context, e Event) { st.send(ctx, &e) }
 // its own copy anyway.
 func (st *callState) send(ctx context.Context, e *Event) {
 	for _, s := range st.g.cfg.Sinks {
-		emitSafely(ctx, s, e)
+		emitSafely(ctx, s, e, st.g.cfg.Logger)
 	}
 }
 

@@ -713,11 +713,11 @@ func TestJournal_WritesAheadOfExecution(t *testing.T) {
 }
 
 func TestJournal_FailingBeginRefuses(t *testing.T) {
-	logs := captureSlog(t)
+	log, logs := testLogger()
 	rec := &warden.Recorder{}
 	j := &journal{beginErr: errors.New("disk full")}
 	var p probe
-	g := mustBind(t, warden.Config{Ungoverned: true, Journal: j, Sinks: []warden.Sink{rec}}, p.tool("t"))
+	g := mustBind(t, warden.Config{Ungoverned: true, Logger: log, Journal: j, Sinks: []warden.Sink{rec}}, p.tool("t"))
 	out := call(t, g, "t", `{}`)
 	checkView(t, out, refusedAt(warden.StageExecute, warden.JournalUnavailableText("t")))
 	if p.runs() != 0 {
@@ -730,16 +730,16 @@ func TestJournal_FailingBeginRefuses(t *testing.T) {
 		t.Errorf("journal.failed events %d, want 1", n)
 	}
 	if !strings.Contains(logs.String(), "disk full") {
-		t.Errorf("the failure is not reported through slog: %q", logs.String())
+		t.Errorf("the failure is not reported to Config.Logger: %q", logs.String())
 	}
 }
 
 func TestJournal_FailingEndChangesNothing(t *testing.T) {
-	logs := captureSlog(t)
+	log, logs := testLogger()
 	rec := &warden.Recorder{}
 	j := &journal{endErr: errors.New("replica lag")}
 	var p probe
-	g := mustBind(t, warden.Config{Ungoverned: true, Journal: j, Sinks: []warden.Sink{rec}}, p.tool("t"))
+	g := mustBind(t, warden.Config{Ungoverned: true, Logger: log, Journal: j, Sinks: []warden.Sink{rec}}, p.tool("t"))
 	out := call(t, g, "t", `{}`)
 	if out.Status != warden.StatusRan || p.runs() != 1 {
 		t.Errorf("got %+v; a failing End must not change an outcome that happened", viewOf(out))
@@ -748,7 +748,7 @@ func TestJournal_FailingEndChangesNothing(t *testing.T) {
 		t.Errorf("journal.failed events %d, want 1", n)
 	}
 	if !strings.Contains(logs.String(), "replica lag") {
-		t.Errorf("the failure is not reported through slog: %q", logs.String())
+		t.Errorf("the failure is not reported to Config.Logger: %q", logs.String())
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -538,16 +539,16 @@ func (panickyJournal) Record(context.Context, warden.Call, warden.Outcome) error
 // A journal that panics never unwinds through the Guard: a panicking Begin refuses the
 // call (it does not run), a panicking End is reported and the outcome stands.
 func TestJournal_PanicsFailClosed(t *testing.T) {
-	captureSlog(t)
+	quiet := slog.New(slog.DiscardHandler)
 	var p probe
 	rec := &warden.Recorder{}
-	g := mustBind(t, warden.Config{Ungoverned: true, Journal: panickyJournal{begin: true}, Sinks: []warden.Sink{rec}}, p.tool("t"))
+	g := mustBind(t, warden.Config{Ungoverned: true, Logger: quiet, Journal: panickyJournal{begin: true}, Sinks: []warden.Sink{rec}}, p.tool("t"))
 	out := call(t, g, "t", `{}`)
 	checkView(t, out, refusedAt(warden.StageExecute, warden.JournalUnavailableText("t")))
 	if p.runs() != 0 {
 		t.Error("the tool ran although Begin failed")
 	}
-	g = mustBind(t, warden.Config{Ungoverned: true, Journal: panickyJournal{end: true}, Sinks: []warden.Sink{rec}}, p.tool("t"))
+	g = mustBind(t, warden.Config{Ungoverned: true, Logger: quiet, Journal: panickyJournal{end: true}, Sinks: []warden.Sink{rec}}, p.tool("t"))
 	out = call(t, g, "t", `{}`)
 	if out.Status != warden.StatusRan || p.runs() != 1 {
 		t.Errorf("got %+v after a panicking End, want the call that ran", viewOf(out))

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"os"
 	"reflect"
 	"slices"
 	"strings"
@@ -298,6 +300,12 @@ type Config struct {
 	CanPause bool
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Logger receives what the Guard cannot report as an outcome or an event: a sink
+	// that panicked, a journal that failed to record a call (that one is also an
+	// event). nil means a text logger on standard error, so that such errors are
+	// never lost silently; pass slog.New(slog.DiscardHandler) to drop them. The Guard
+	// never uses slog.Default().
+	Logger *slog.Logger
 }
 
 // Synchronous is implemented by checkers that can decide in-process without blocking
@@ -412,6 +420,9 @@ func (r *Registry) Bind(cfg Config) (*Guard, error) {
 	if snap.Now == nil {
 		snap.Now = time.Now
 	}
+	if snap.Logger == nil {
+		snap.Logger = stderrLogger()
+	}
 	g := &Guard{cfg: snap, plans: map[string]*plan{}}
 	for i, c := range snap.Checkers {
 		if err := g.describeChecker(i, c); err != nil {
@@ -464,6 +475,10 @@ func (r *Registry) Bind(cfg Config) (*Guard, error) {
 	return g, nil
 }
 
+// stderrLogger is the logger of a Guard or an [AsyncSink] whose options name none: a
+// text logger on standard error (nothing is written until there is an error to report).
+func stderrLogger() *slog.Logger { return slog.New(slog.NewTextHandler(os.Stderr, nil)) }
+
 // describeChecker records checker i's name and how it is called. A checker whose Name,
 // Synchronous or Interruptible method panics is refused: Bind cannot know how to call it.
 func (g *Guard) describeChecker(i int, c Checker) (err error) {
@@ -493,7 +508,7 @@ func checkerName(c Checker, i int) string {
 // same reports whether cfg asks for the plan already bound (see [Registry.Bind]).
 func (b *boundState) same(cfg Config) bool {
 	a := b.cfg
-	if a.Revision != cfg.Revision || a.CheckTimeout != cfg.CheckTimeout || a.MaxResultChars != cfg.MaxResultChars || a.CanPause != cfg.CanPause || a.Ungoverned != cfg.Ungoverned {
+	if a.Revision != cfg.Revision || a.CheckTimeout != cfg.CheckTimeout || a.MaxResultChars != cfg.MaxResultChars || a.CanPause != cfg.CanPause || a.Ungoverned != cfg.Ungoverned || a.Logger != cfg.Logger {
 		return false
 	}
 	if !sameValue(a.Gate, cfg.Gate) || !sameValue(a.Schemas, cfg.Schemas) || !sameValue(a.Credentials, cfg.Credentials) || !sameValue(a.Journal, cfg.Journal) {
