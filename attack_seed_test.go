@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/internal/spectext"
 )
 
 // resumeOK resumes and fails the test on an error.
@@ -363,7 +364,7 @@ func TestAttack_Held_AskOnlyOnTheResumeIsNotAnswered(t *testing.T) {
 		t.Fatalf("pending %+v", pd)
 	}
 	out := resumeOK(t, g, pd, warden.Approved{By: "alice", Digest: pd.ApprovalDigest()})
-	checkView(t, out, refusedAt(warden.StageMiddleware, warden.NoPauseText("late", "Also this?")))
+	checkView(t, out, refusedAt(warden.StageMiddleware, spectext.NoPauseText("late", "Also this?")))
 	if p.runs() != 0 {
 		t.Errorf("runs %d", p.runs())
 	}
@@ -381,7 +382,7 @@ func TestAttack_Held_DriftingArgsOnResumeAreRefused(t *testing.T) {
 	g := mustBind(t, warden.Config{Ungoverned: true, CanPause: true, Middleware: []*warden.Middleware{drift, askMW("approve", "Pay?")}}, p.tool("pay"))
 	pd := pendingOf(t, g, "pay", `{"amount":1}`)
 	out := resumeOK(t, g, pd, warden.Approved{By: "alice", Digest: pd.ApprovalDigest()})
-	checkView(t, out, refusedAt(warden.StageHuman, warden.ApprovalMismatchText))
+	checkView(t, out, refusedAt(warden.StageHuman, spectext.ApprovalMismatchText))
 	if p.runs() != 0 {
 		t.Errorf("runs %d", p.runs())
 	}
@@ -450,7 +451,7 @@ func TestAttack_Held_EscalationPlusAsk(t *testing.T) {
 	var p2 probe
 	g2 := mustBind(t, warden.Config{Ungoverned: true, CanPause: true, Middleware: []*warden.Middleware{askMW("approve", "Refund?")}}, p2.tool("refund"))
 	out = resumeOK(t, g2, pd, warden.Approved{By: "alice", Digest: pd.ApprovalDigest()})
-	checkView(t, out, refusedAt(warden.StageMiddleware, warden.NoPauseText("approve", "Refund?")))
+	checkView(t, out, refusedAt(warden.StageMiddleware, spectext.NoPauseText("approve", "Refund?")))
 	if p2.runs() != 0 {
 		t.Errorf("runs %d", p2.runs())
 	}

@@ -2,6 +2,7 @@ package warden
 
 import (
 	"context"
+	"github.com/wardenhq/warden/internal/spectext"
 )
 
 // callSide runs the call-side links in order (the tool's preprocessor first): the
@@ -32,7 +33,7 @@ func (st *callState) callSide(ctx context.Context) (bool, error) {
 			st.ledger(ctx, row)
 			st.asks = append(st.asks, MiddlewareAsk{Middleware: m.Name, Question: out.question, Detail: out.detail})
 		default:
-			text := ThrewText(m.Name, errText(out.err))
+			text := spectext.ThrewText(m.Name, errText(out.err))
 			row.Outcome, row.Why = "deny", text
 			st.ledger(ctx, row)
 			st.refuse(ctx, StageMiddleware, Decision{Effect: Deny, RuleID: m.Name, Rationale: text, Fault: true}, text)

@@ -2,6 +2,7 @@ package warden
 
 import (
 	"context"
+	"github.com/wardenhq/warden/internal/spectext"
 	"slices"
 	"time"
 	"unicode/utf8"
@@ -42,7 +43,7 @@ const ReadSkillTool = "read_skill"
 // reported its own failure with an [ErrorResult].
 //
 //  1. The tool's answer. A result is rendered ([RenderResult]); a result or ErrorResult
-//     text over the tool's ResultCeiling is replaced by [CeilingText] (stage ceiling,
+//     text over the tool's ResultCeiling is replaced by the ceiling refusal (stage ceiling,
 //     Outcome.Result nil); an ErrorResult is read as its Text; an error is read as
 //     "Tool '<name>' failed: <error>" unless something below decides otherwise. A
 //     result that cannot be rendered (its encoding panics) is the tool's failure, a
@@ -361,7 +362,7 @@ func (st *callState) gate(ctx context.Context) (bool, error) {
 	if err != nil {
 		d.Rationale, d.Fault = "governance gate failed: "+err.Error(), true
 	}
-	st.refuse(ctx, StageGate, d, GateDeniedText(st.call.Tool))
+	st.refuse(ctx, StageGate, d, spectext.GateDeniedText(st.call.Tool))
 	return true, nil
 }
 

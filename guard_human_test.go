@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/internal/spectext"
 	"github.com/wardenhq/warden/policy"
 )
 
@@ -394,7 +395,7 @@ func TestHuman_ApprovalIsBoundToTheDigest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkView(t, out, refusedAt(warden.StageHuman, warden.ApprovalMismatchText))
+	checkView(t, out, refusedAt(warden.StageHuman, spectext.ApprovalMismatchText))
 	if out.Executed || p.runs() != 0 {
 		t.Errorf("args changed after the approval and the call still ran: %+v", viewOf(out))
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/internal/spectext"
 	"github.com/wardenhq/warden/policy"
 	"github.com/wardenhq/warden/schema"
 )
@@ -306,7 +307,7 @@ func TestCeiling_TruncationMarkerFitsEveryCap(t *testing.T) {
 	n := utf8.RuneCountInString(text)
 	sawReasonOnly, sawHead, sawBare := false, false, false
 	for capN := 18; capN < n; capN++ {
-		marker := warden.TruncationMarker("dump", text, n, capN)
+		marker := spectext.TruncationMarker("dump", text, n, capN)
 		checkMarker(t, marker, "dump", text, n, capN)
 		var m map[string]any
 		_ = json.Unmarshal([]byte(marker), &m)
@@ -326,10 +327,10 @@ func TestCeiling_TruncationMarkerFitsEveryCap(t *testing.T) {
 	}
 	// Through a Guard, for a small cap that drops the head first.
 	tool := warden.Executable{Tool: warden.Tool{Name: "dump"}, Run: func(context.Context, warden.Args, *warden.Credential) (any, error) { return text, nil }}
-	reasonLen := utf8.RuneCountInString(warden.TruncationMarker("dump", text, n, 100))
+	reasonLen := utf8.RuneCountInString(spectext.TruncationMarker("dump", text, n, 100))
 	g := mustBind(t, warden.Config{Ungoverned: true, MaxResultChars: 100}, tool)
 	out := call(t, g, "dump", `{}`)
-	if out.ModelText != warden.TruncationMarker("dump", text, n, 100) || reasonLen > 100 {
+	if out.ModelText != spectext.TruncationMarker("dump", text, n, 100) || reasonLen > 100 {
 		t.Errorf("guard marker %q", out.ModelText)
 	}
 }
@@ -614,12 +615,12 @@ func TestGate_RunsBeforeCheckers(t *testing.T) {
 }
 
 func TestGateDeniedText(t *testing.T) {
-	got := warden.GateDeniedText("add")
+	got := spectext.GateDeniedText("add")
 	if d := cmp.Diff(`{"error":"denied by governance gate","function":"add"}`, got); d != "" {
 		t.Error(d)
 	}
 	var m map[string]string
-	if err := json.Unmarshal([]byte(warden.GateDeniedText(`we"ird`)), &m); err != nil || m["function"] != `we"ird` {
+	if err := json.Unmarshal([]byte(spectext.GateDeniedText(`we"ird`)), &m); err != nil || m["function"] != `we"ird` {
 		t.Errorf("GateDeniedText with a quote: %v %v", m, err)
 	}
 }

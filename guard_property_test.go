@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/internal/spectext"
 )
 
 type checkerAnswer int
@@ -270,10 +271,10 @@ walk:
 			text, decided, stage = l.name+" withholds", true, warden.StageResult
 			break walk
 		case rPanic:
-			linkFailure, decided, stage = warden.ThrewText(l.name, "panic: "+l.name+" result panics"), false, warden.StageResult
+			linkFailure, decided, stage = spectext.ThrewText(l.name, "panic: "+l.name+" result panics"), false, warden.StageResult
 			break walk
 		case rInvalid:
-			linkFailure, decided, stage = warden.ThrewText(l.name, "transform without a why"), false, warden.StageResult
+			linkFailure, decided, stage = spectext.ThrewText(l.name, "transform without a why"), false, warden.StageResult
 			break walk
 		}
 	}
@@ -336,7 +337,7 @@ func (s pipelineSpec) oracle(approved bool) expected {
 		case mDeny:
 			return expected{warden.StatusRefused, warden.StageMiddleware, name + " denies", false}
 		case mPanic:
-			return expected{warden.StatusRefused, warden.StageMiddleware, warden.ThrewText(name, "panic: "+name+" panics"), false}
+			return expected{warden.StatusRefused, warden.StageMiddleware, spectext.ThrewText(name, "panic: "+name+" panics"), false}
 		case mAsk:
 			if firstMwAsk < 0 {
 				firstMwAsk = j
@@ -359,7 +360,7 @@ func (s pipelineSpec) oracle(approved bool) expected {
 		return expected{warden.StatusPending, stage, "", false}
 	case firstMwAsk >= 0:
 		name := fmt.Sprintf("m%d", firstMwAsk)
-		return expected{warden.StatusRefused, warden.StageMiddleware, warden.NoPauseText(name, name+" asks"), false}
+		return expected{warden.StatusRefused, warden.StageMiddleware, spectext.NoPauseText(name, name+" asks"), false}
 	}
 	return expected{warden.StatusRefused, warden.StageHuman,
 		fmt.Sprintf("[permission denied: Permission escalation required for %s.: c%d escalates. No escalation handler configured.]", propTool, firstAsk), false}

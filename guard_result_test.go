@@ -18,6 +18,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/internal/spectext"
 )
 
 type toolDid int
@@ -155,7 +156,7 @@ func wantResult(did toolDid, said linkSaid, h handlerSaid) resultWant {
 		switch said {
 		case linkNone, linkKeep:
 			if overCeiling {
-				return resultWant{view: ran(warden.StageCeiling, warden.CeilingText(resTool, len("a long result with "+resSecret), resCeiling), true)}
+				return resultWant{view: ran(warden.StageCeiling, spectext.CeilingText(resTool, len("a long result with "+resSecret), resCeiling), true)}
 			}
 			return resultWant{view: ran(warden.StageExecute, "ok "+resSecret, false)}
 		case linkReplace:
@@ -328,7 +329,7 @@ func TestResultSide_CapAppliesLast(t *testing.T) {
 					want := wantResult(did, said, h)
 					text, stage := want.ModelText, want.Stage
 					if n := len([]rune(text)); n > cap {
-						text, stage = warden.TruncationMarker(resTool, text, n, cap), warden.StageCeiling
+						text, stage = spectext.TruncationMarker(resTool, text, n, cap), warden.StageCeiling
 					}
 					want.ModelText, want.Stage = text, stage
 					checkView(t, out, want.view)
@@ -411,7 +412,7 @@ func TestResultSide_CeilingHoldsForErrorResult(t *testing.T) {
 	rec := &warden.Recorder{}
 	g := mustBind(t, warden.Config{Ungoverned: true, Sinks: []warden.Sink{rec}}, tool)
 	out := call(t, g, resTool, `{}`)
-	checkView(t, out, view{Status: warden.StatusFailed, Stage: warden.StageCeiling, Executed: true, IsError: true, ModelText: warden.CeilingText(resTool, 40, 10)})
+	checkView(t, out, view{Status: warden.StatusFailed, Stage: warden.StageCeiling, Executed: true, IsError: true, ModelText: spectext.CeilingText(resTool, 40, 10)})
 	if out.Result != nil {
 		t.Errorf("Outcome.Result = %#v, want nil (no data was returned)", out.Result)
 	}

@@ -3,6 +3,7 @@ package warden
 import (
 	"context"
 	"encoding/json"
+	"github.com/wardenhq/warden/internal/spectext"
 	"slices"
 	"strings"
 )
@@ -17,7 +18,7 @@ func (st *callState) human(ctx context.Context) (bool, error) {
 	if len(esc) == 0 && !checkIn && len(st.asks) == 0 {
 		if a := st.approval; a != nil && st.args.Digest() != a.Digest {
 			// Nobody is asked, and the call is not the one the person approved.
-			st.refuse(ctx, StageHuman, Decision{Effect: Deny, RuleID: "approval.digest", Rationale: ApprovalMismatchText}, ApprovalMismatchText)
+			st.refuse(ctx, StageHuman, Decision{Effect: Deny, RuleID: "approval.digest", Rationale: spectext.ApprovalMismatchText}, spectext.ApprovalMismatchText)
 			return true, nil
 		}
 		return false, nil
@@ -31,7 +32,7 @@ func (st *callState) human(ctx context.Context) (bool, error) {
 		if sameQuestion(a, &p) {
 			// The same question about other arguments: the approval authorizes exactly
 			// the call the person saw.
-			st.refuse(ctx, StageHuman, Decision{Effect: Deny, RuleID: "approval.digest", Rationale: ApprovalMismatchText}, ApprovalMismatchText)
+			st.refuse(ctx, StageHuman, Decision{Effect: Deny, RuleID: "approval.digest", Rationale: spectext.ApprovalMismatchText}, spectext.ApprovalMismatchText)
 			return true, nil
 		}
 	}
@@ -40,7 +41,7 @@ func (st *callState) human(ctx context.Context) (bool, error) {
 		// approval answered another question.
 		if len(st.asks) > 0 {
 			a := st.asks[0]
-			text := NoPauseText(a.Middleware, a.Question)
+			text := spectext.NoPauseText(a.Middleware, a.Question)
 			st.refuse(ctx, StageMiddleware, Decision{Effect: Deny, RuleID: a.Middleware, Rationale: text}, text)
 			return true, nil
 		}
@@ -56,10 +57,6 @@ func (st *callState) human(ctx context.Context) (bool, error) {
 	st.pend(ctx, p)
 	return true, nil
 }
-
-// ApprovalMismatchText is what the model reads when a resumed call reaches the human
-// stage with arguments other than the ones the person approved.
-const ApprovalMismatchText = "approval does not apply: the arguments changed after a person approved them"
 
 // question builds the one pending decision of the human stage. Its kind is escalate
 // when a checker escalated, else ask when a middleware asked, else checkin; Question

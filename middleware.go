@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/wardenhq/warden/internal/spectext"
 	"strings"
 )
 
@@ -193,11 +194,6 @@ func DenyMessage(reason string) MessageOutcome {
 	return MessageOutcome{kind: okDeny, reason: reason}
 }
 
-// ThrewText is the denial for a middleware hook that panicked or misbehaved.
-func ThrewText(middleware string, msg string) string {
-	return "middleware '" + middleware + "' threw: " + msg
-}
-
 // appliesTo reports whether a scoped declaration (middleware, error handler) covers a
 // tool: no keys or "*" cover every tool; otherwise a key matches the tool's canonical
 // name, with or without a "_tool" suffix, case-insensitively.
@@ -276,7 +272,7 @@ func RunMessageMiddleware(ctx context.Context, chain []*Middleware, phase, text 
 			ledger = append(ledger, LedgerRow{Middleware: m.Name, Moment: phase, Outcome: "deny", Why: out.reason})
 			return text, ledger, &MessageDeniedError{Phase: phase, Middleware: m.Name, Reason: out.reason}
 		default:
-			reason := ThrewText(m.Name, errText(out.err))
+			reason := spectext.ThrewText(m.Name, errText(out.err))
 			ledger = append(ledger, LedgerRow{Middleware: m.Name, Moment: phase, Outcome: "deny", Why: reason})
 			return text, ledger, &MessageDeniedError{Phase: phase, Middleware: m.Name, Reason: reason}
 		}

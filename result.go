@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/wardenhq/warden/internal/spectext"
 	"strconv"
 	"unicode/utf8"
 )
@@ -33,7 +34,7 @@ func (st *callState) resultSide(ctx context.Context, result any, err error) {
 				e := st.event(EventResultRefused)
 				e.Size, e.Detail = n, "ceiling "+strconv.Itoa(max)
 				st.send(ctx, &e)
-				text, isErr, result = CeilingText(st.call.Tool, n, max), true, nil
+				text, isErr, result = spectext.CeilingText(st.call.Tool, n, max), true, nil
 				st.out.Result, st.out.Stage = nil, StageCeiling
 			}
 		}
@@ -101,7 +102,7 @@ func (st *callState) resultSide(ctx context.Context, result any, err error) {
 		if lerr == nil {
 			lerr = errors.New("invalid result outcome")
 		}
-		row.Outcome, row.Why = "deny", ThrewText(m.Name, lerr.Error())
+		row.Outcome, row.Why = "deny", spectext.ThrewText(m.Name, lerr.Error())
 		st.ledger(ctx, row)
 		linkErr, decided = errors.New(row.Why), false
 		break
@@ -214,41 +215,11 @@ func (st *callState) handleError(ctx context.Context, err error) (bool, any) {
 func (st *callState) capped(ctx context.Context) {
 	if max := st.g.cfg.MaxResultChars; max > 0 {
 		if n := utf8.RuneCountInString(st.out.ModelText); n > max {
-			st.out.ModelText = TruncationMarker(st.call.Tool, st.out.ModelText, n, max)
+			st.out.ModelText = spectext.TruncationMarker(st.call.Tool, st.out.ModelText, n, max)
 			st.out.Stage = StageCeiling
 		}
 	}
 	st.finish(ctx)
-}
-
-// CeilingText is the refusal for a result over a tool's own ceiling.
-func CeilingText(tool string, n, max int) string {
-	return fmt.Sprintf("Result too large: %s returned %d chars, over its declared %d-char ceiling. Narrow the request and call again. No data was returned.", tool, n, max)
-}
-
-// TruncationMarker replaces an oversized result with a JSON marker that fits in max
-// characters: {"truncated":true,"reason":...,"head":...}, with as much of the text's
-// head as fits; the head is dropped before the reason when space is short.
-func TruncationMarker(tool, text string, n, max int) string {
-	reason := fmt.Sprintf("%s returned %d chars, over the %d-char cap. Narrow the request and call again.", tool, n, max)
-	withReason := `{"truncated":true,"reason":` + string(appendJSONString(nil, reason))
-	if utf8.RuneCountInString(withReason)+len(`,"head":""}`) < max {
-		room := max - utf8.RuneCountInString(withReason) - len(`,"head":""}`)
-		head := make([]byte, 0, room)
-		for _, r := range text {
-			enc := appendJSONString(nil, string(r))
-			enc = enc[1 : len(enc)-1]
-			if utf8.RuneCount(head)+utf8.RuneCount(enc) > room {
-				break
-			}
-			head = append(head, enc...)
-		}
-		return withReason + `,"head":"` + string(head) + `"}`
-	}
-	if utf8.RuneCountInString(withReason)+1 <= max {
-		return withReason + "}"
-	}
-	return `{"truncated":true}`
 }
 
 // RenderResult renders a tool result for the model: strings as they are, byte slices

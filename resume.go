@@ -35,7 +35,8 @@ type Caller struct {
 // policy (so a policy revision that changed while the call waited applies). At the
 // human stage the approval answers the question only when it is the same question (the
 // same kind, tool, question text and asking middleware, in order) about final arguments
-// with the same digest: other arguments are refused with [ApprovalMismatchText], another
+// with the same digest: other arguments are refused with "approval does not apply: the arguments
+// changed after a person approved them", another
 // question with the no-pause refusal (nobody is asked twice on one resume). A resumed
 // call that reaches no question at all runs only with the arguments the person saw. Nothing in the
 // pending decision but that question is trusted, so a decision edited in storage cannot
