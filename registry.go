@@ -275,7 +275,9 @@ type Config struct {
 	Ungoverned bool
 	// Gate is the session governance gate; nil allows.
 	Gate Gate
-	// Middleware, in declaration order.
+	// Middleware, in declaration order: tool-call middleware, each with an OnToolCall
+	// or an OnToolResult hook and no OnMessage (Bind refuses a middleware that would
+	// never run here; message middleware belongs to the agent's message chain).
 	Middleware []*Middleware
 	// ErrorHandlers, in declaration order.
 	ErrorHandlers []*ErrorHandler
