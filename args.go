@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/wardenhq/warden/internal/jsontext"
 	"io"
 	"iter"
 	"slices"
@@ -164,7 +165,7 @@ func NewArgs(kv ...any) (Args, error) {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		b.Write(appendJSONString(nil, k))
+		b.Write(jsontext.AppendString(nil, k))
 		b.WriteByte(':')
 		v, err := json.Marshal(kv[i+1])
 		if err != nil {
@@ -351,7 +352,7 @@ func (a Args) AppendJSON(dst []byte) []byte {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendJSONString(dst, f.Key)
+		dst = jsontext.AppendString(dst, f.Key)
 		dst = append(dst, ':')
 		dst = AppendJSONValue(dst, f.Value)
 	}
@@ -409,7 +410,7 @@ func (a Args) appendCanonical(dst []byte) []byte {
 		if n > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendJSONString(dst, a.fields[i].Key)
+		dst = jsontext.AppendString(dst, a.fields[i].Key)
 		dst = append(dst, ':')
 		dst = appendCanonicalValue(dst, a.fields[i].Value)
 	}
@@ -442,7 +443,7 @@ func AppendJSONValue(dst []byte, v any) []byte {
 	case nil:
 		return append(dst, "null"...)
 	case string:
-		return appendJSONString(dst, t)
+		return jsontext.AppendString(dst, t)
 	case json.Number:
 		return append(dst, t...)
 	case bool:
@@ -466,39 +467,4 @@ func AppendJSONValue(dst []byte, v any) []byte {
 		return append(dst, "null"...)
 	}
 	return append(dst, b...)
-}
-
-const hexDigits = "0123456789abcdef"
-
-func appendJSONString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case c == '"' || c == '\\':
-				dst = append(dst, '\\', c)
-			case c == '\n':
-				dst = append(dst, '\\', 'n')
-			case c == '\r':
-				dst = append(dst, '\\', 'r')
-			case c == '\t':
-				dst = append(dst, '\\', 't')
-			case c < 0x20:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			default:
-				dst = append(dst, c)
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, `\ufffd`...)
-		} else {
-			dst = append(dst, s[i:i+size]...)
-		}
-		i += size
-	}
-	return append(dst, '"')
 }

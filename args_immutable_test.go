@@ -268,7 +268,7 @@ func (t tamperingValidator) ValidateArgs(a warden.Args) []warden.ArgProblem {
 func TestArgsImmutable_PendingDecision(t *testing.T) {
 	var p probe
 	ask := askMW("ask", "deploy?")
-	g := mustBind(t, warden.Config{Middleware: []*warden.Middleware{ask}, CanPause: true}, p.tool("deploy"))
+	g := mustBind(t, warden.Config{Ungoverned: true, Middleware: []*warden.Middleware{ask}, CanPause: true}, p.tool("deploy"))
 	out, err := g.Call(context.Background(), warden.Call{Tool: "deploy", Args: A(immutableArgs)})
 	if err != nil || out.Pending == nil {
 		t.Fatalf("want a pending decision, got %+v %v", viewOf(out), err)
@@ -283,7 +283,7 @@ func TestArgsImmutable_PendingDecision(t *testing.T) {
 	if pending.Args.Digest() != pending.Digest {
 		t.Fatalf("the pending decision's arguments no longer match its digest: they were changed in place")
 	}
-	res, err := g.Resume(context.Background(), pending, warden.Approved{By: "alice", Digest: pending.ApprovalDigest()})
+	res, err := g.Resume(context.Background(), pending, warden.Approved{By: "alice", Digest: pending.ApprovalDigest()}, owner(pending))
 	if err != nil || res.Status != warden.StatusRan {
 		t.Fatalf("resume: %+v %v", viewOf(res), err)
 	}

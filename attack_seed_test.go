@@ -17,12 +17,13 @@ import (
 	"testing"
 
 	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/internal/spectext"
 )
 
 // resumeOK resumes and fails the test on an error.
 func resumeOK(t *testing.T, g *warden.Guard, pd warden.PendingDecision, a warden.Answer) warden.Outcome {
 	t.Helper()
-	out, err := g.Resume(context.Background(), pd, a)
+	out, err := g.Resume(context.Background(), pd, a, owner(pd))
 	if err != nil {
 		t.Fatalf("Resume: %v", err)
 	}
@@ -51,22 +52,22 @@ func TestAttack_EditedToolRedirectsTheApproval(t *testing.T) {
 		var reads, deletes probe
 		read, del := reads.tool("read_file"), deletes.tool("delete_file")
 		read.CheckIn, del.CheckIn = &warden.CheckIn{}, &warden.CheckIn{}
-		g := mustBind(t, warden.Config{CanPause: true}, read, del)
+		g := mustBind(t, warden.Config{Ungoverned: true, CanPause: true}, read, del)
 		pd := pendingOf(t, g, "read_file", `{"path":"/srv/payroll.db"}`)
 		shown := pd.Digest // what the person approved: "Run read_file with these arguments?"
 		pd.Tool = "delete_file"
-		out, err := g.Resume(context.Background(), pd, warden.Approved{By: "alice", Digest: shown})
+		out, err := g.Resume(context.Background(), pd, warden.Approved{By: "alice", Digest: shown}, owner(pd))
 		if deletes.runs() != 0 || out.Executed {
 			t.Errorf("an approval of read_file ran delete_file: %+v err %v, delete runs %d", viewOf(out), err, deletes.runs())
 		}
 	})
 	t.Run("a middleware that asks about every tool", func(t *testing.T) {
 		var reads, deletes probe
-		g := mustBind(t, warden.Config{CanPause: true, Middleware: []*warden.Middleware{askMW("approve", "Allow this call?")}}, reads.tool("read_file"), deletes.tool("delete_file"))
+		g := mustBind(t, warden.Config{Ungoverned: true, CanPause: true, Middleware: []*warden.Middleware{askMW("approve", "Allow this call?")}}, reads.tool("read_file"), deletes.tool("delete_file"))
 		pd := pendingOf(t, g, "read_file", `{"path":"/srv/payroll.db"}`)
 		shown := pd.Digest
 		pd.Tool = "delete_file"
-		out, err := g.ResumeAs(context.Background(), pd, warden.Approved{By: "alice", Digest: shown}, warden.Caller{})
+		out, err := g.Resume(context.Background(), pd, warden.Approved{By: "alice", Digest: shown}, warden.Caller{})
 		if deletes.runs() != 0 || out.Executed {
 			t.Errorf("an approval of read_file ran delete_file: %+v err %v, delete runs %d", viewOf(out), err, deletes.runs())
 		}
@@ -83,14 +84,14 @@ func TestAttack_EditedToolRedirectsTheApproval(t *testing.T) {
 func TestAttack_ApprovalAnswersAQuestionThePersonNeverSaw(t *testing.T) {
 	t.Run("check-in added to an asked call", func(t *testing.T) {
 		var p1, p2 probe
-		g1 := mustBind(t, warden.Config{CanPause: true, Revision: "r1", Middleware: []*warden.Middleware{askMW("approve", "Send?")}}, p1.tool("email"))
+		g1 := mustBind(t, warden.Config{Ungoverned: true, CanPause: true, Revision: "r1", Middleware: []*warden.Middleware{askMW("approve", "Send?")}}, p1.tool("email"))
 		pd := pendingOf(t, g1, "email", `{"to":"x@y.z"}`)
 		if pd.Question != "Send?" {
 			t.Fatalf("question %q", pd.Question)
 		}
 		tool := p2.tool("email")
 		tool.CheckIn = &warden.CheckIn{Question: "This mails outside the company. Run it?"}
-		g2 := mustBind(t, warden.Config{CanPause: true, Revision: "r2", Middleware: []*warden.Middleware{askMW("approve", "Send?")}}, tool)
+		g2 := mustBind(t, warden.Config{Ungoverned: true, CanPause: true, Revision: "r2", Middleware: []*warden.Middleware{askMW("approve", "Send?")}}, tool)
 		if fresh := call(t, g2, "email", `{"to":"x@y.z"}`); fresh.Pending == nil || !strings.Contains(fresh.Pending.Question, "This mails outside") {
 			t.Fatalf("r2 asks %+v", fresh.Pending)
 		}
@@ -144,7 +145,7 @@ func TestAttack_ApprovalThatAnswersNothingStillRunsOtherArgs(t *testing.T) {
 	}}
 	t.Run("edited Original", func(t *testing.T) {
 		var p probe
-		g := mustBind(t, warden.Config{CanPause: true, Middleware: []*warden.Middleware{over100}}, p.tool("refund"))
+		g := mustBind(t, warden.Config{Ungoverned: true, CanPause: true, Middleware: []*warden.Middleware{over100}}, p.tool("refund"))
 		pd := pendingOf(t, g, "refund", `{"amount":500,"to":"customer"}`)
 		shown, approval := pd.Digest, pd.ApprovalDigest()
 		pd.Original = A(`{"amount":90,"to":"mallory"}`)
@@ -166,7 +167,7 @@ func TestAttack_ApprovalThatAnswersNothingStillRunsOtherArgs(t *testing.T) {
 			}
 			return warden.TransformCall(c.Args.With("amount", 99999), "second thoughts")
 		}}
-		g := mustBind(t, warden.Config{CanPause: true, Middleware: []*warden.Middleware{drift}}, p.tool("pay"))
+		g := mustBind(t, warden.Config{Ungoverned: true, CanPause: true, Middleware: []*warden.Middleware{drift}}, p.tool("pay"))
 		pd := pendingOf(t, g, "pay", `{"amount":100}`)
 		out := resumeOK(t, g, pd, warden.Approved{By: "alice", Digest: pd.ApprovalDigest()})
 		if p.runs() != 0 && p.last().Digest() != pd.Digest {
@@ -202,7 +203,7 @@ func TestAttack_ResumeForgetsTheRunsUnauthorizedTargets(t *testing.T) {
 	if f.IsValid() {
 		f.Set(reflect.ValueOf(unauthorized))
 	}
-	out, err = g.ResumeAs(context.Background(), pd, warden.Approved{By: "alice", Digest: pd.ApprovalDigest()}, who)
+	out, err = g.Resume(context.Background(), pd, warden.Approved{By: "alice", Digest: pd.ApprovalDigest()}, who)
 	if p.runs() != 0 || out.Executed {
 		t.Errorf("crm ran on a resume after its authorization faulted in this run (Caller.Unauthorized exists: %v): %+v err %v", f.IsValid(), viewOf(out), err)
 	}
@@ -363,7 +364,7 @@ func TestAttack_Held_AskOnlyOnTheResumeIsNotAnswered(t *testing.T) {
 		t.Fatalf("pending %+v", pd)
 	}
 	out := resumeOK(t, g, pd, warden.Approved{By: "alice", Digest: pd.ApprovalDigest()})
-	checkView(t, out, refusedAt(warden.StageMiddleware, warden.NoPauseText("late", "Also this?")))
+	checkView(t, out, refusedAt(warden.StageMiddleware, spectext.NoPauseText("late", "Also this?")))
 	if p.runs() != 0 {
 		t.Errorf("runs %d", p.runs())
 	}
@@ -378,10 +379,10 @@ func TestAttack_Held_DriftingArgsOnResumeAreRefused(t *testing.T) {
 		n++
 		return warden.TransformCall(c.Args.With("amount", 100*n), "drift")
 	}}
-	g := mustBind(t, warden.Config{CanPause: true, Middleware: []*warden.Middleware{drift, askMW("approve", "Pay?")}}, p.tool("pay"))
+	g := mustBind(t, warden.Config{Ungoverned: true, CanPause: true, Middleware: []*warden.Middleware{drift, askMW("approve", "Pay?")}}, p.tool("pay"))
 	pd := pendingOf(t, g, "pay", `{"amount":1}`)
 	out := resumeOK(t, g, pd, warden.Approved{By: "alice", Digest: pd.ApprovalDigest()})
-	checkView(t, out, refusedAt(warden.StageHuman, warden.ApprovalMismatchText))
+	checkView(t, out, refusedAt(warden.StageHuman, spectext.ApprovalMismatchText))
 	if p.runs() != 0 {
 		t.Errorf("runs %d", p.runs())
 	}
@@ -410,10 +411,10 @@ func TestAttack_Held_EditedQuestionShape(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var p probe
-			g := mustBind(t, warden.Config{CanPause: true, Middleware: mws}, p.tool("email"))
+			g := mustBind(t, warden.Config{Ungoverned: true, CanPause: true, Middleware: mws}, p.tool("email"))
 			pd := pendingOf(t, g, "email", `{"to":"x"}`)
 			tt.edit(&pd)
-			out, err := g.Resume(context.Background(), pd, warden.Approved{By: "a", Digest: pd.ApprovalDigest()})
+			out, err := g.Resume(context.Background(), pd, warden.Approved{By: "a", Digest: pd.ApprovalDigest()}, owner(pd))
 			if err != nil || p.runs() != tt.runs || out.Executed != (tt.runs == 1) {
 				t.Errorf("got %+v err %v runs %d, want runs %d", viewOf(out), err, p.runs(), tt.runs)
 			}
@@ -421,10 +422,10 @@ func TestAttack_Held_EditedQuestionShape(t *testing.T) {
 	}
 	t.Run("unknown kind", func(t *testing.T) {
 		var p probe
-		g := mustBind(t, warden.Config{CanPause: true, Middleware: mws}, p.tool("email"))
+		g := mustBind(t, warden.Config{Ungoverned: true, CanPause: true, Middleware: mws}, p.tool("email"))
 		pd := pendingOf(t, g, "email", `{"to":"x"}`)
 		pd.Kind = "approve-everything"
-		if _, err := g.Resume(context.Background(), pd, warden.Approved{By: "a", Digest: pd.ApprovalDigest()}); err == nil || p.runs() != 0 {
+		if _, err := g.Resume(context.Background(), pd, warden.Approved{By: "a", Digest: pd.ApprovalDigest()}, owner(pd)); err == nil || p.runs() != 0 {
 			t.Errorf("err %v runs %d", err, p.runs())
 		}
 	})
@@ -448,9 +449,9 @@ func TestAttack_Held_EscalationPlusAsk(t *testing.T) {
 		t.Fatalf("got %+v runs %d", viewOf(out), p.runs())
 	}
 	var p2 probe
-	g2 := mustBind(t, warden.Config{CanPause: true, Middleware: []*warden.Middleware{askMW("approve", "Refund?")}}, p2.tool("refund"))
+	g2 := mustBind(t, warden.Config{Ungoverned: true, CanPause: true, Middleware: []*warden.Middleware{askMW("approve", "Refund?")}}, p2.tool("refund"))
 	out = resumeOK(t, g2, pd, warden.Approved{By: "alice", Digest: pd.ApprovalDigest()})
-	checkView(t, out, refusedAt(warden.StageMiddleware, warden.NoPauseText("approve", "Refund?")))
+	checkView(t, out, refusedAt(warden.StageMiddleware, spectext.NoPauseText("approve", "Refund?")))
 	if p2.runs() != 0 {
 		t.Errorf("runs %d", p2.runs())
 	}
@@ -460,17 +461,17 @@ func TestAttack_Held_EscalationPlusAsk(t *testing.T) {
 // unknown tool (approved and declined), a digest-only approval of the zero value.
 func TestAttack_Held_DegeneratePendingDecisions(t *testing.T) {
 	var p probe
-	g := mustBind(t, warden.Config{CanPause: true}, p.tool("t"))
-	if _, err := g.Resume(context.Background(), warden.PendingDecision{}, warden.Approved{By: "a", Digest: ""}); err == nil {
+	g := mustBind(t, warden.Config{Ungoverned: true, CanPause: true}, p.tool("t"))
+	if _, err := g.Resume(context.Background(), warden.PendingDecision{}, warden.Approved{By: "a", Digest: ""}, owner(warden.PendingDecision{})); err == nil {
 		t.Errorf("zero pending decision resumed")
 	}
 	zero := warden.PendingDecision{Kind: warden.KindCheckIn, Tool: "nope"}
 	zero.Digest = zero.Args.Digest()
-	out, err := g.Resume(context.Background(), zero, warden.Approved{By: "a", Digest: zero.ApprovalDigest()})
+	out, err := g.Resume(context.Background(), zero, warden.Approved{By: "a", Digest: zero.ApprovalDigest()}, owner(zero))
 	if err != nil || out.Status != warden.StatusRefused || out.Stage != warden.StageLookup {
 		t.Errorf("unknown tool approved: %+v %v", viewOf(out), err)
 	}
-	out, err = g.Resume(context.Background(), zero, warden.Declined{By: "a"})
+	out, err = g.Resume(context.Background(), zero, warden.Declined{By: "a"}, owner(zero))
 	if err != nil || out.Status != warden.StatusRefused {
 		t.Errorf("unknown tool declined: %+v %v", viewOf(out), err)
 	}
@@ -490,16 +491,16 @@ func TestAttack_Held_DegeneratePendingDecisions(t *testing.T) {
 // decision whose Args do not match its Digest is an error.
 func TestAttack_Held_DigestIsRequired(t *testing.T) {
 	var p probe
-	g := mustBind(t, warden.Config{CanPause: true, Middleware: []*warden.Middleware{askMW("approve", "Send?")}}, p.tool("email"))
+	g := mustBind(t, warden.Config{Ungoverned: true, CanPause: true, Middleware: []*warden.Middleware{askMW("approve", "Send?")}}, p.tool("email"))
 	pd := pendingOf(t, g, "email", `{"to":"x"}`)
 	for _, d := range []string{"", A(`{"to":"y"}`).Digest(), strings.ToUpper(pd.Digest)} {
-		if _, err := g.Resume(context.Background(), pd, &warden.Approved{By: "a", Digest: d}); !errors.Is(err, warden.ErrApprovalMismatch) {
+		if _, err := g.Resume(context.Background(), pd, &warden.Approved{By: "a", Digest: d}, owner(pd)); !errors.Is(err, warden.ErrApprovalMismatch) {
 			t.Errorf("digest %q: err %v", d, err)
 		}
 	}
 	forged := pd
 	forged.Args = A(`{"to":"mallory"}`)
-	if _, err := g.Resume(context.Background(), forged, warden.Approved{By: "a", Digest: forged.ApprovalDigest()}); err == nil {
+	if _, err := g.Resume(context.Background(), forged, warden.Approved{By: "a", Digest: forged.ApprovalDigest()}, owner(forged)); err == nil {
 		t.Errorf("Args edited without the digest: resumed")
 	}
 	if p.runs() != 0 {
@@ -593,16 +594,16 @@ func TestAttack_Held_RebindIdentity(t *testing.T) {
 		return r, g
 	}
 	hook := func() {}
-	cfg := warden.Config{Gate: ifaceGate{name: "g", hook: hook}}
+	cfg := warden.Config{Ungoverned: true, Gate: ifaceGate{name: "g", hook: hook}}
 	r, g := bind(cfg)
 	if g2, err := r.Bind(cfg); err != nil || g2 != g {
 		t.Errorf("identical Config with a func in an interface field: %v", err)
 	}
-	if _, err := r.Bind(warden.Config{Gate: ifaceGate{name: "g", hook: func() {}}}); !errors.Is(err, warden.ErrPlanConflict) {
+	if _, err := r.Bind(warden.Config{Ungoverned: true, Gate: ifaceGate{name: "g", hook: func() {}}}); !errors.Is(err, warden.ErrPlanConflict) {
 		t.Errorf("separately built gate: err %v", err)
 	}
-	zr, zg := bind(warden.Config{Gate: zeroGate{}})
-	if g2, err := zr.Bind(warden.Config{Gate: zeroGate{}}); err != nil || g2 != zg {
+	zr, zg := bind(warden.Config{Ungoverned: true, Gate: zeroGate{}})
+	if g2, err := zr.Bind(warden.Config{Ungoverned: true, Gate: zeroGate{}}); err != nil || g2 != zg {
 		t.Errorf("zero-size gate: %v", err)
 	}
 
@@ -611,7 +612,7 @@ func TestAttack_Held_RebindIdentity(t *testing.T) {
 		seen = append(seen, "bound")
 		return warden.AllowCall()
 	}}
-	mcfg := warden.Config{Middleware: []*warden.Middleware{m}}
+	mcfg := warden.Config{Ungoverned: true, Middleware: []*warden.Middleware{m}}
 	mr, mg := bind(mcfg)
 	m.OnToolCall = func(context.Context, warden.ToolCall) warden.CallOutcome {
 		seen = append(seen, "edited")

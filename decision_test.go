@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/internal/spectext"
 )
 
 func TestEffect(t *testing.T) {
@@ -92,9 +93,9 @@ func TestDecision_Texts(t *testing.T) {
 		{warden.UnauthorizedText("crm"), "[permission denied: Tool 'crm' could not be authorized. This will not change during this run — do not call it again. Continue without it, or say what you are unable to do.]"},
 		{warden.DeclinedText(""), "declined by human"},
 		{warden.DeclinedText("not this one"), "declined by human: not this one"},
-		{warden.NoPauseText("legal", "Approve?"), "middleware 'legal' asked a person to decide, and there is no pause here to carry that ask: Approve?"},
-		{warden.ThrewText("broken", "boom"), "middleware 'broken' threw: boom"},
-		{warden.CeilingText("big", 120, 100), "Result too large: big returned 120 chars, over its declared 100-char ceiling. Narrow the request and call again. No data was returned."},
+		{spectext.NoPauseText("legal", "Approve?"), "middleware 'legal' asked a person to decide, and there is no pause here to carry that ask: Approve?"},
+		{spectext.ThrewText("broken", "boom"), "middleware 'broken' threw: boom"},
+		{spectext.CeilingText("big", 120, 100), "Result too large: big returned 120 chars, over its declared 100-char ceiling. Narrow the request and call again. No data was returned."},
 		{warden.InvalidArgsText("t", []warden.ArgProblem{{Path: "$.n", Message: "got string, want integer"}}),
 			"Invalid arguments for tool 't' — the call was not executed.\n- '$.n': got string, want integer\nFix the arguments to match the tool's input schema and call it again."},
 	}

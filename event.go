@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -134,9 +135,12 @@ func (r *Recorder) Reset() {
 }
 
 // AsyncSink delivers events to another sink from a goroutine, through a bounded queue.
-// Emit never blocks: when the queue is full the event is dropped and counted.
+// Emit never blocks: when the queue is full the event is dropped and counted. A panic
+// of the next sink is reported to the options' Logger and the next event is delivered
+// as usual.
 type AsyncSink struct {
 	next    Sink
+	log     *slog.Logger
 	queue   chan Event
 	dropped atomic.Int64
 	done    chan struct{}
@@ -145,13 +149,32 @@ type AsyncSink struct {
 	closed bool
 }
 
-// NewAsyncSink starts delivering to next with a queue of size buffer (at least 1).
-// Close it to drain the queue and stop.
-func NewAsyncSink(next Sink, buffer int) *AsyncSink {
-	if buffer < 1 {
-		buffer = 1
+// DefaultAsyncBuffer is the queue size of an [AsyncSink] whose options name none.
+const DefaultAsyncBuffer = 1024
+
+// AsyncSinkOptions configures [NewAsyncSink]; nil means the defaults.
+type AsyncSinkOptions struct {
+	// Buffer is the size of the queue; 0 (or less) means [DefaultAsyncBuffer].
+	Buffer int
+	// Logger receives the panics of the next sink. nil means a text logger on standard
+	// error (errors are not lost silently); slog.New(slog.DiscardHandler) drops them.
+	Logger *slog.Logger
+}
+
+// NewAsyncSink starts delivering to next through a bounded queue. Close it to drain
+// the queue and stop.
+func NewAsyncSink(next Sink, opts *AsyncSinkOptions) *AsyncSink {
+	var o AsyncSinkOptions
+	if opts != nil {
+		o = *opts
 	}
-	s := &AsyncSink{next: next, queue: make(chan Event, buffer), done: make(chan struct{})}
+	if o.Buffer <= 0 {
+		o.Buffer = DefaultAsyncBuffer
+	}
+	if o.Logger == nil {
+		o.Logger = stderrLogger()
+	}
+	s := &AsyncSink{next: next, log: o.Logger, queue: make(chan Event, o.Buffer), done: make(chan struct{})}
 	go s.run()
 	return s
 }
@@ -159,7 +182,7 @@ func NewAsyncSink(next Sink, buffer int) *AsyncSink {
 func (s *AsyncSink) run() {
 	defer close(s.done)
 	for e := range s.queue {
-		emitSafely(context.Background(), s.next, &e)
+		emitSafely(context.Background(), s.next, &e, s.log)
 	}
 }
 
@@ -198,12 +221,13 @@ func (s *AsyncSink) Close(ctx context.Context) error {
 	}
 }
 
-// emitSafely delivers e to s, containing a panic: a failing sink is reported through
-// slog and never reaches the call path.
-func emitSafely(ctx context.Context, s Sink, e *Event) {
+// emitSafely delivers e to s, containing a panic: a failing sink is reported to log
+// and never reaches the call path nor keeps e from the sinks after s (each sink of a
+// fan-out is delivered through its own emitSafely).
+func emitSafely(ctx context.Context, s Sink, e *Event, log *slog.Logger) {
 	defer func() {
 		if r := recover(); r != nil {
-			slog.Default().LogAttrs(ctx, slog.LevelError, "warden: event sink panicked", slog.String("event", e.Name), slog.String("panic", fmt.Sprint(r)))
+			log.LogAttrs(ctx, slog.LevelError, "warden: event sink panicked", slog.String("event", e.Name), slog.String("panic", fmt.Sprint(r)))
 		}
 	}()
 	// A SinkFunc is called directly: through the interface, the large Event would be
@@ -219,14 +243,19 @@ func emitSafely(ctx context.Context, s Sink, e *Event) {
 // with slog.NewJSONHandler). Fields that are empty are left out. It is synchronous; wrap
 // it in [NewAsyncSink] when the handler writes to slow storage.
 type LogSink struct {
+	// Logger receives the records; nil means JSON lines on standard error (never
+	// slog.Default(), which belongs to the program).
 	Logger *slog.Logger
 }
+
+// stderrJSON is the logger of a LogSink that names none.
+var stderrJSON = sync.OnceValue(func() *slog.Logger { return slog.New(slog.NewJSONHandler(os.Stderr, nil)) })
 
 // Emit logs e at info level with the event name as the message.
 func (s LogSink) Emit(ctx context.Context, e Event) {
 	l := s.Logger
 	if l == nil {
-		l = slog.Default()
+		l = stderrJSON()
 	}
 	attrs := make([]slog.Attr, 0, 16)
 	add := func(k, v string) {

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -46,22 +47,22 @@ func TestEvents_ExactlyOneToolEndPerCall(t *testing.T) {
 		stage    warden.Stage
 		executed bool
 	}{
-		{"ran", warden.Config{}, "t", `{"n":1,"path":"a"}`, nil, warden.StatusRan, warden.StageExecute, true},
-		{"unknown tool", warden.Config{}, "ghost", `{}`, nil, warden.StatusRefused, warden.StageLookup, false},
-		{"gate", warden.Config{Gate: no}, "t", `{"n":1,"path":"a"}`, nil, warden.StatusRefused, warden.StageGate, false},
+		{"ran", warden.Config{Ungoverned: true}, "t", `{"n":1,"path":"a"}`, nil, warden.StatusRan, warden.StageExecute, true},
+		{"unknown tool", warden.Config{Ungoverned: true}, "ghost", `{}`, nil, warden.StatusRefused, warden.StageLookup, false},
+		{"gate", warden.Config{Ungoverned: true, Gate: no}, "t", `{"n":1,"path":"a"}`, nil, warden.StatusRefused, warden.StageGate, false},
 		{"permission", warden.Config{Checkers: []warden.Checker{deny}}, "t", `{"n":1,"path":"a"}`, nil, warden.StatusRefused, warden.StagePermission, false},
 		{"halt", warden.Config{Checkers: []warden.Checker{halt}}, "t", `{"n":1,"path":"a"}`, nil, warden.StatusHalted, warden.StagePermission, false},
-		{"middleware", warden.Config{Middleware: []*warden.Middleware{denyMW}}, "t", `{"n":1,"path":"a"}`, nil, warden.StatusRefused, warden.StageMiddleware, false},
+		{"middleware", warden.Config{Ungoverned: true, Middleware: []*warden.Middleware{denyMW}}, "t", `{"n":1,"path":"a"}`, nil, warden.StatusRefused, warden.StageMiddleware, false},
 		{"final check", warden.Config{Checkers: []warden.Checker{touchDeny}, Middleware: []*warden.Middleware{touch}}, "t", `{"n":1,"path":"a"}`, nil, warden.StatusRefused, warden.StageFinalCheck, false},
-		{"validation", warden.Config{}, "t", `{"n":"x"}`, nil, warden.StatusRefused, warden.StageValidation, false},
-		{"human", warden.Config{Middleware: []*warden.Middleware{askMW("a", "q?")}}, "t", `{"n":1,"path":"a"}`, nil, warden.StatusRefused, warden.StageMiddleware, false},
-		{"pending", warden.Config{CanPause: true, Middleware: []*warden.Middleware{askMW("a", "q?")}}, "t", `{"n":1,"path":"a"}`, nil, warden.StatusPending, warden.StageMiddleware, false},
-		{"credentials", warden.Config{}, "t", `{"n":1,"path":"a"}`, func(e *warden.Executable) { e.Needs = &warden.Needs{Service: "s"} }, warden.StatusRefused, warden.StageCredentials, false},
-		{"failed", warden.Config{}, "t", `{"n":1,"path":"a"}`, func(e *warden.Executable) {
+		{"validation", warden.Config{Ungoverned: true}, "t", `{"n":"x"}`, nil, warden.StatusRefused, warden.StageValidation, false},
+		{"human", warden.Config{Ungoverned: true, Middleware: []*warden.Middleware{askMW("a", "q?")}}, "t", `{"n":1,"path":"a"}`, nil, warden.StatusRefused, warden.StageMiddleware, false},
+		{"pending", warden.Config{Ungoverned: true, CanPause: true, Middleware: []*warden.Middleware{askMW("a", "q?")}}, "t", `{"n":1,"path":"a"}`, nil, warden.StatusPending, warden.StageMiddleware, false},
+		{"credentials", warden.Config{Ungoverned: true}, "t", `{"n":1,"path":"a"}`, func(e *warden.Executable) { e.Needs = &warden.Needs{Service: "s"} }, warden.StatusRefused, warden.StageCredentials, false},
+		{"failed", warden.Config{Ungoverned: true}, "t", `{"n":1,"path":"a"}`, func(e *warden.Executable) {
 			e.Run = func(context.Context, warden.Args, *warden.Credential) (any, error) { return nil, errors.New("x") }
 		}, warden.StatusFailed, warden.StageExecute, true},
-		{"result deny", warden.Config{Middleware: []*warden.Middleware{resDeny}}, "t", `{"n":1,"path":"a"}`, nil, warden.StatusRan, warden.StageResult, true},
-		{"ceiling", warden.Config{}, "t", `{"n":1,"path":"a"}`, func(e *warden.Executable) { e.ResultCeiling = 3 }, warden.StatusRan, warden.StageCeiling, true},
+		{"result deny", warden.Config{Ungoverned: true, Middleware: []*warden.Middleware{resDeny}}, "t", `{"n":1,"path":"a"}`, nil, warden.StatusRan, warden.StageResult, true},
+		{"ceiling", warden.Config{Ungoverned: true}, "t", `{"n":1,"path":"a"}`, func(e *warden.Executable) { e.ResultCeiling = 3 }, warden.StatusRan, warden.StageCeiling, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -105,9 +106,9 @@ func TestEvents_ExactlyOneToolEndPerCall(t *testing.T) {
 func TestEvents_OneToolEndPerResume(t *testing.T) {
 	rec := &warden.Recorder{}
 	var p probe
-	g := mustBind(t, warden.Config{CanPause: true, Middleware: []*warden.Middleware{askMW("a", "q?")}, Sinks: []warden.Sink{rec}}, p.tool("t"))
+	g := mustBind(t, warden.Config{Ungoverned: true, CanPause: true, Middleware: []*warden.Middleware{askMW("a", "q?")}, Sinks: []warden.Sink{rec}}, p.tool("t"))
 	out := call(t, g, "t", `{}`)
-	if _, err := g.Resume(context.Background(), *out.Pending, warden.Approved{By: "x", Digest: out.Pending.ApprovalDigest()}); err != nil {
+	if _, err := g.Resume(context.Background(), *out.Pending, warden.Approved{By: "x", Digest: out.Pending.ApprovalDigest()}, owner(*out.Pending)); err != nil {
 		t.Fatal(err)
 	}
 	ends := rec.Named(warden.EventToolEnd)
@@ -174,7 +175,7 @@ func TestEvents_IdentityOnlyWhenNamed(t *testing.T) {
 	var buf bytes.Buffer
 	sink := warden.LogSink{Logger: slog.New(slog.NewJSONHandler(&buf, nil))}
 	var p probe
-	g := mustBind(t, warden.Config{Sinks: []warden.Sink{sink}}, p.tool("t"))
+	g := mustBind(t, warden.Config{Ungoverned: true, Sinks: []warden.Sink{sink}}, p.tool("t"))
 	if _, err := g.Call(context.Background(), warden.Call{Tool: "t", Args: A(`{}`), Identity: warden.Identity{Tenant: "acme"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -192,14 +193,11 @@ func TestEvents_IdentityOnlyWhenNamed(t *testing.T) {
 	}
 }
 
-// captureSlog swaps slog's default logger for the duration of the test.
-func captureSlog(t *testing.T) *syncBuffer {
-	t.Helper()
+// testLogger is a logger for Config.Logger (or AsyncSinkOptions.Logger) and the buffer
+// its records are written to.
+func testLogger() (*slog.Logger, *syncBuffer) {
 	buf := &syncBuffer{}
-	old := slog.Default()
-	slog.SetDefault(slog.New(slog.NewTextHandler(buf, nil)))
-	t.Cleanup(func() { slog.SetDefault(old) })
-	return buf
+	return slog.New(slog.NewTextHandler(buf, nil)), buf
 }
 
 type syncBuffer struct {
@@ -220,12 +218,13 @@ func (s *syncBuffer) String() string {
 }
 
 func TestEvents_PanickingSinkChangesNothing(t *testing.T) {
-	logs := captureSlog(t)
+	log, logs := testLogger()
 	bad := warden.SinkFunc(func(context.Context, warden.Event) { panic("sink exploded") })
 	rec := &warden.Recorder{}
 	var allowed, denied probe
 	g := mustBind(t, warden.Config{
-		Sinks: []warden.Sink{bad, rec},
+		Logger: log,
+		Sinks:  []warden.Sink{bad, rec},
 		Checkers: []warden.Checker{newSync("role", func(_ context.Context, r warden.Request) (warden.Decision, error) {
 			if r.Target == "ok" {
 				return warden.Decision{Effect: warden.Allow}, nil
@@ -243,7 +242,7 @@ func TestEvents_PanickingSinkChangesNothing(t *testing.T) {
 		t.Errorf("the sink after the panicking one got %d tool.end events, want 2", n)
 	}
 	if !strings.Contains(logs.String(), "sink exploded") {
-		t.Errorf("a failing sink must be reported; slog got %q", logs.String())
+		t.Errorf("a failing sink must be reported to Config.Logger; it got %q", logs.String())
 	}
 }
 
@@ -259,7 +258,7 @@ func TestEvents_AsyncSinkDoesNotSlowCalls(t *testing.T) {
 			<-release
 			delivered.Add(1)
 		})
-		async := warden.NewAsyncSink(stuck, 4)
+		async := warden.NewAsyncSink(stuck, &warden.AsyncSinkOptions{Buffer: 4})
 		rec := &warden.Recorder{}
 		var p probe
 		g := mustBind(t, warden.Config{Sinks: []warden.Sink{async, rec}, Checkers: []warden.Checker{allowChecker("c")}}, p.tool("t"))
@@ -292,10 +291,70 @@ func TestEvents_AsyncSinkDoesNotSlowCalls(t *testing.T) {
 	})
 }
 
+// A next sink that panics on one event is reported to the options' Logger and still
+// receives every later event: the panic does not stop the delivering goroutine.
+func TestEvents_AsyncSinkSurvivesAPanickingSink(t *testing.T) {
+	log, logs := testLogger()
+	var mu sync.Mutex
+	var got []string
+	next := warden.SinkFunc(func(_ context.Context, e warden.Event) {
+		if e.Name == "boom" {
+			panic("sink exploded")
+		}
+		mu.Lock()
+		got = append(got, e.Name)
+		mu.Unlock()
+	})
+	async := warden.NewAsyncSink(next, &warden.AsyncSinkOptions{Buffer: 8, Logger: log})
+	for _, name := range []string{"a", "boom", "c", "boom", "e"} {
+		async.Emit(context.Background(), warden.Event{Name: name})
+	}
+	if err := async.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(got, []string{"a", "c", "e"}) || async.Dropped() != 0 {
+		t.Errorf("delivered %v (dropped %d), want [a c e]", got, async.Dropped())
+	}
+	if n := strings.Count(logs.String(), "sink exploded"); n != 2 {
+		t.Errorf("the Logger got %d panic reports, want 2: %q", n, logs.String())
+	}
+}
+
+// Every sink of a fan-out gets every event whatever the sinks before it do: two
+// panicking sinks in front of a Recorder, and the panics go to Config.Logger.
+func TestEvents_FanOutIsolatesEachSink(t *testing.T) {
+	log, logs := testLogger()
+	bad := warden.SinkFunc(func(context.Context, warden.Event) { panic("first sink exploded") })
+	worse := warden.SinkFunc(func(context.Context, warden.Event) { panic("second sink exploded") })
+	rec, want := &warden.Recorder{}, &warden.Recorder{}
+	var p, q probe
+	g := mustBind(t, warden.Config{Ungoverned: true, Logger: log, Sinks: []warden.Sink{bad, worse, rec}}, p.tool("t"))
+	ref := mustBind(t, warden.Config{Ungoverned: true, Sinks: []warden.Sink{want}}, q.tool("t"))
+	call(t, g, "t", `{}`)
+	call(t, ref, "t", `{}`)
+	names := func(r *warden.Recorder) []string {
+		var out []string
+		for _, e := range r.Events() {
+			out = append(out, e.Name)
+		}
+		return out
+	}
+	if d := cmp.Diff(names(want), names(rec)); d != "" || len(rec.Events()) == 0 {
+		t.Errorf("the sink after two panicking ones (-want +got):\n%s", d)
+	}
+	for _, says := range []string{"first sink exploded", "second sink exploded"} {
+		if n := strings.Count(logs.String(), says); n != len(rec.Events()) {
+			t.Errorf("%q reported %d times, want once per event (%d)", says, n, len(rec.Events()))
+		}
+	}
+}
+
 func TestEvents_AsyncSinkCloseHonoursContext(t *testing.T) {
 	release := make(chan struct{})
 	blocked := warden.SinkFunc(func(context.Context, warden.Event) { <-release })
-	async := warden.NewAsyncSink(blocked, 1)
+	async := warden.NewAsyncSink(blocked, &warden.AsyncSinkOptions{Buffer: 1})
 	async.Emit(context.Background(), warden.Event{Name: "a"})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
@@ -313,7 +372,7 @@ func TestEvents_AsyncSinkCloseHonoursContext(t *testing.T) {
 // no data race.
 func TestEvents_AsyncSinkEmitRacingClose(t *testing.T) {
 	for range 20 {
-		async := warden.NewAsyncSink(warden.SinkFunc(func(context.Context, warden.Event) {}), 8)
+		async := warden.NewAsyncSink(warden.SinkFunc(func(context.Context, warden.Event) {}), &warden.AsyncSinkOptions{Buffer: 8})
 		var wg sync.WaitGroup
 		start := make(chan struct{})
 		for range 8 {

@@ -109,11 +109,14 @@ func ExampleGuard_Resume() {
 			return "paid " + string(args.AppendJSON(nil)), nil
 		},
 	})
-	guard, err := reg.Bind(warden.Config{Middleware: []*warden.Middleware{approval}, CanPause: true})
+	guard, err := reg.Bind(warden.Config{Ungoverned: true, Middleware: []*warden.Middleware{approval}, CanPause: true})
 	if err != nil {
 		log.Fatal(err)
 	}
-	out, _ := guard.Call(context.Background(), warden.Call{Tool: "pay", Args: warden.MustParseArgs(`{"to":"acme","amount":5000}`)})
+	// who is the program's own knowledge of the caller (its authentication, its run),
+	// never read back from a stored decision.
+	who := warden.Caller{Identity: warden.Identity{Principal: "agent-7"}, Session: "s-42"}
+	out, _ := guard.Call(context.Background(), warden.Call{Tool: "pay", Args: warden.MustParseArgs(`{"to":"acme","amount":5000}`), Identity: who.Identity, Session: who.Session})
 	fmt.Println(out.Status, out.Executed, out.Pending.Kind, out.Pending.Question)
 
 	stored, _ := json.Marshal(out.Pending) // e.g. into a database
@@ -121,7 +124,7 @@ func ExampleGuard_Resume() {
 	if err := json.Unmarshal(stored, &pending); err != nil {
 		log.Fatal(err)
 	}
-	out, err = guard.Resume(context.Background(), pending, warden.Approved{By: "alice", Digest: pending.ApprovalDigest()})
+	out, err = guard.Resume(context.Background(), pending, warden.Approved{By: "alice", Digest: pending.ApprovalDigest()}, who)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -182,7 +185,7 @@ func ExampleGateFunc() {
 			},
 		})
 	}
-	guard, err := reg.Bind(warden.Config{Gate: gate})
+	guard, err := reg.Bind(warden.Config{Ungoverned: true, Gate: gate})
 	if err != nil {
 		log.Fatal(err)
 	}

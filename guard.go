@@ -2,12 +2,8 @@ package warden
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
+	"github.com/wardenhq/warden/internal/spectext"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -32,7 +28,7 @@ const ReadSkillTool = "read_skill"
 // denies still denies, and then nobody is asked. An approval ([Approved] with the
 // [PendingDecision.ApprovalDigest] the person was shown) runs exactly the tool and the
 // arguments they were shown, asked the way they were asked, on that resume (see
-// [Guard.ResumeAs]); making it single-use across resumes is the caller's job (a store
+// [Guard.Resume]); making it single-use across resumes is the caller's job (a store
 // claims the decision first).
 //
 // Every refusal is data: the [Outcome] says what the model reads, which stage decided,
@@ -47,7 +43,7 @@ const ReadSkillTool = "read_skill"
 // reported its own failure with an [ErrorResult].
 //
 //  1. The tool's answer. A result is rendered ([RenderResult]); a result or ErrorResult
-//     text over the tool's ResultCeiling is replaced by [CeilingText] (stage ceiling,
+//     text over the tool's ResultCeiling is replaced by the ceiling refusal (stage ceiling,
 //     Outcome.Result nil); an ErrorResult is read as its Text; an error is read as
 //     "Tool '<name>' failed: <error>" unless something below decides otherwise. A
 //     result that cannot be rendered (its encoding panics) is the tool's failure, a
@@ -194,34 +190,75 @@ func (st *callState) ledgerBacking(n int) []LedgerRow {
 // never converted into a result). Every other outcome, refusals included, is data.
 func (g *Guard) Call(ctx context.Context, c Call) (Outcome, error) {
 	// The call state lives on this stack frame: nothing on the pipeline keeps a pointer
-	// to it (see callBufs), which saves an allocation per call.
-	//
-	// The pipeline returns a pointer to st.out, copied once here: an Outcome is large,
-	// and copying it up through every stage's return costs more than the rest of a stage.
+	// to it (see callBufs), which saves an allocation per call. The outcome is built in
+	// place (st.out) and copied once here: an Outcome is large, and copying it up
+	// through every stage's return costs more than the rest of a stage.
 	var st callState
 	g.initState(&st, c)
-	out, err := g.run(ctx, &st)
-	return *out, err
+	err := st.pipeline(ctx)
+	return st.out, err
 }
 
-func (g *Guard) run(ctx context.Context, st *callState) (*Outcome, error) {
+// pipeline runs the stages in the order of the reference (see [Guard]), top to bottom.
+// Each stage reports whether it decided the call (done): then the outcome is final in
+// st.out, finished (events sent, journal written), and err is what Call returns.
+//
+// Where the stages live: lookup, gate and validate here; the security passes (S1, S2,
+// the skill pass) in security.go; the call-side links in callside.go; the human stage
+// in human.go; credentials and execute in execute.go; the result side (links, error
+// handlers, ceilings) in result.go; Resume, which enters this same pipeline with an
+// approval, in resume.go.
+func (st *callState) pipeline(ctx context.Context) error {
+	if done, err := st.lookup(ctx); done {
+		return err
+	}
+	if done, err := st.gate(ctx); done {
+		return err
+	}
+	if done, err := st.securityPass(ctx, passS1); done {
+		return err
+	}
+	if done, err := st.callSide(ctx); done {
+		return err
+	}
+	if st.needsFinalCheck() {
+		if done, err := st.securityPass(ctx, passS2); done {
+			return err
+		}
+	}
+	if done, err := st.validate(ctx); done {
+		return err
+	}
+	if st.call.Tool == ReadSkillTool {
+		if done, err := st.securityPass(ctx, passSkill); done {
+			return err
+		}
+	}
+	if done, err := st.human(ctx); done {
+		return err
+	}
+	if done, err := st.credentials(ctx); done {
+		return err
+	}
+	return st.execute(ctx)
+}
+
+// lookup refuses a call to a tool that is not bound or cannot be called, and a call
+// whose context is already done.
+func (st *callState) lookup(ctx context.Context) (bool, error) {
 	c := st.call
 	if st.p == nil {
-		return st.refuse(ctx, StageLookup, Decision{Effect: Deny, RuleID: "unknown-tool", Rationale: "unknown tool '" + c.Tool + "'"}, ""), nil
+		st.refuse(ctx, StageLookup, Decision{Effect: Deny, RuleID: "unknown-tool", Rationale: "unknown tool '" + c.Tool + "'"}, "")
+		return true, nil
 	}
 	if err := ctx.Err(); err != nil {
-		return st.abort(ctx, StageLookup, err)
+		return true, st.abort(ctx, StageLookup, err)
 	}
 	if st.p.unusable != nil {
-		return st.refuse(ctx, StageLookup, Decision{Effect: Deny, RuleID: "schema-invalid", Rationale: "Tool '" + c.Tool + "' cannot be called: its input schema is invalid"}, ""), nil
+		st.refuse(ctx, StageLookup, Decision{Effect: Deny, RuleID: "schema-invalid", Rationale: "Tool '" + c.Tool + "' cannot be called: its input schema is invalid"}, "")
+		return true, nil
 	}
-	if done, out, err := st.gate(ctx); done {
-		return out, err
-	}
-	if done, out, err := st.securityPass(ctx, "s1"); done {
-		return out, err
-	}
-	return st.fromMiddleware(ctx, 0)
+	return false, nil
 }
 
 func (g *Guard) initState(st *callState, c Call) {
@@ -250,12 +287,13 @@ func (st *callState) emit(ctx context.Context, e Event) { st.send(ctx, &e) }
 // its own copy anyway.
 func (st *callState) send(ctx context.Context, e *Event) {
 	for _, s := range st.g.cfg.Sinks {
-		emitSafely(ctx, s, e)
+		emitSafely(ctx, s, e, st.g.cfg.Logger)
 	}
 }
 
-// finish stamps the outcome and emits warden.tool.end.
-func (st *callState) finish(ctx context.Context) *Outcome {
+// finish stamps the outcome and emits warden.tool.end: every path through the pipeline
+// ends here exactly once.
+func (st *callState) finish(ctx context.Context) {
 	st.out.Args = st.args
 	st.now = st.g.cfg.Now()
 	st.out.Duration = st.now.Sub(st.start)
@@ -274,28 +312,32 @@ func (st *callState) finish(ctx context.Context) *Outcome {
 			st.journalFailed(jctx, "record", err)
 		}
 	}
-	return &st.out
 }
 
-func (st *callState) refuse(ctx context.Context, stage Stage, d Decision, text string) *Outcome {
+// refuse finishes the call as refused at stage by d; the model reads text, or d's own
+// text about the tool when text is empty.
+func (st *callState) refuse(ctx context.Context, stage Stage, d Decision, text string) {
 	if text == "" {
 		text = d.ModelText(st.call.Tool)
 	}
 	st.out.Status, st.out.Stage, st.out.Decision, st.out.RuleID = StatusRefused, stage, d, d.RuleID
 	st.out.ModelText, st.out.IsError = st.scrub(text), true
-	return st.finish(context.WithoutCancel(ctx))
+	st.finish(context.WithoutCancel(ctx))
 }
 
-func (st *callState) abort(ctx context.Context, stage Stage, err error) (*Outcome, error) {
+// abort finishes the call as cancelled at stage and returns the context's error.
+func (st *callState) abort(ctx context.Context, stage Stage, err error) error {
 	st.out.Status, st.out.Stage, st.out.IsError = StatusRefused, stage, true
 	st.out.ModelText = "call cancelled: " + err.Error()
-	return st.finish(context.WithoutCancel(ctx)), err
+	st.finish(context.WithoutCancel(ctx))
+	return err
 }
 
-func (st *callState) gate(ctx context.Context) (bool, *Outcome, error) {
+// gate asks the session gate, when one is configured.
+func (st *callState) gate(ctx context.Context) (bool, error) {
 	gate := st.g.cfg.Gate
 	if gate == nil {
-		return false, nil, nil
+		return false, nil
 	}
 	ok, err := func() (ok bool, err error) {
 		defer func() {
@@ -306,11 +348,10 @@ func (st *callState) gate(ctx context.Context) (bool, *Outcome, error) {
 		return gate.Authorize(ctx, Invocation{Function: st.call.Tool, Args: st.args, SessionID: st.call.Session})
 	}()
 	if ok && err == nil {
-		return false, nil, nil
+		return false, nil
 	}
 	if cerr := ctx.Err(); cerr != nil {
-		out, err := st.abort(ctx, StageGate, cerr)
-		return true, out, err
+		return true, st.abort(ctx, StageGate, cerr)
 	}
 	e := st.event(EventGateDenied)
 	if err != nil {
@@ -321,393 +362,12 @@ func (st *callState) gate(ctx context.Context) (bool, *Outcome, error) {
 	if err != nil {
 		d.Rationale, d.Fault = "governance gate failed: "+err.Error(), true
 	}
-	return true, st.refuse(ctx, StageGate, d, GateDeniedText(st.call.Tool)), nil
+	st.refuse(ctx, StageGate, d, spectext.GateDeniedText(st.call.Tool))
+	return true, nil
 }
 
-// securityPass asks every checker about the call. In S1 an allow may replace the
-// arguments (later checks judge the replacement); in S2 a replacement fails closed. An
-// escalation is carried to the human stage; S2's answer replaces S1's.
-func (st *callState) securityPass(ctx context.Context, pass string) (bool, *Outcome, error) {
-	// In-process checkers answer within microseconds of the previous stage's clock
-	// reading; a checker that may block reads the clock after it answers.
-	if pass == "s2" {
-		st.tick()
-	}
-	stage := StagePermission
-	if pass == "s2" {
-		stage = StageFinalCheck
-		st.carried = st.carried[:0]
-	} else if len(st.call.Unauthorized) > 0 && slices.Contains(st.call.Unauthorized, st.call.Tool) {
-		return true, st.refuse(ctx, stage, st.faultedBefore(st.call.Tool), ""), nil
-	}
-	if st.out.Checks == nil {
-		st.out.Checks = st.checksBacking(2 * len(st.g.cfg.Checkers))
-	}
-	// One visitor per pass (not per checker): its name is updated by the loop. It is a
-	// stack value whose method is the visit callback, so the synchronous path allocates
-	// no closure.
-	v := passVisitor{ctx: ctx, pass: pass}
-	for i := range st.g.cfg.Checkers {
-		v.name = st.g.checkerNames[i]
-		name := v.name
-		req := Request{Target: st.call.Tool, Args: st.args, Iteration: st.call.Iteration, Identity: st.call.Identity, Actor: st.call.Identity.Principal, Sequence: st.call.Sequence}
-		d, err := st.check(ctx, i, req, st.p.tool.Capabilities, &v)
-		if err != nil {
-			out, err := st.abort(ctx, stage, err)
-			return true, out, err
-		}
-		if d.Args != nil {
-			if pass == "s2" {
-				if !d.Args.Equal(st.args) {
-					return true, st.refuse(ctx, stage, Decision{Effect: Deny, RuleID: "s2.changed", Rationale: "security hook changed arguments during final validation", Fault: true}, ""), nil
-				}
-			} else if !d.Args.Equal(st.args) {
-				// Returning the arguments unchanged is not a replacement.
-				st.args, st.s1Changed = *d.Args, true
-			}
-		}
-		switch d.Effect {
-		case Halt:
-			out, err := st.halt(ctx, stage, name, d)
-			return true, out, err
-		case Deny:
-			return true, st.refuse(ctx, stage, d, ""), nil
-		case Ask:
-			st.carried = append(st.carried, withoutArgs(d))
-		}
-	}
-	return false, nil, nil
-}
-
-// faultedBefore is the refusal of a target whose authorization faulted earlier in the
-// run ([Call.Unauthorized]): no checker is asked again.
-func (st *callState) faultedBefore(target string) Decision {
-	return Decision{
-		Effect:    Deny,
-		RuleID:    "checker.fault",
-		Rationale: "permission-checker fault earlier in this run: '" + target + "' is not asked about again",
-		TellLLM:   UnauthorizedText(target),
-		Fault:     true,
-	}
-}
-
-func withoutArgs(d Decision) Decision {
-	d.Args = nil
-	return d
-}
-
-// passVisitor records the checks of one pass (the visit callback of [CheckCall]): a
-// check record on the outcome and, when sinks are configured, a permission event. It
-// does not hold the call state: escape analysis is not field-sensitive, and a
-// pointer to it here would move the call state to the heap.
-type passVisitor struct {
-	ctx  context.Context
-	pass string
-	name string
-	// hold records the check but holds its event back, for a checker whose answers
-	// count only if it answered before its deadline (see checkInline).
-	hold bool
-}
-
-func (v *passVisitor) visit(st *callState, r Request, d Decision) {
-	st.out.Checks = append(st.out.Checks, CheckRecord{Pass: v.pass, Checker: v.name, Capability: r.Capability, Target: r.Target, Decision: withoutArgs(d)})
-	if len(st.g.cfg.Sinks) > 0 && !v.hold {
-		st.checkEvent(v.ctx, &st.out.Checks[len(st.out.Checks)-1])
-	}
-}
-
-// checkEvent sends the permission event for one check record.
-func (st *callState) checkEvent(ctx context.Context, c *CheckRecord) {
-	e := st.event(EventPermissionCheck)
-	d := &c.Decision
-	e.Pass, e.Checker, e.Capability, e.Target, e.Effect, e.RuleID, e.Rationale, e.Reason = c.Pass, c.Checker, c.Capability, c.Target, d.Effect, d.RuleID, d.Rationale, d.Reason
-	st.send(ctx, &e)
-}
-
-// check asks checker i about a call (see [CheckCall]) under the checker deadline; v
-// sees every answer that counts.
-func (st *callState) check(ctx context.Context, i int, req Request, declared []Capability, v *passVisitor) (Decision, error) {
-	g := st.g
-	c := g.cfg.Checkers[i]
-	if g.checkerSync[i] {
-		req.Sequence = st.lentSequence()
-		var d Decision
-		if g.checkerInterrupt[i] {
-			var err error
-			if d, err = st.checkInline(ctx, i, req, declared, v); err != nil {
-				return d, err
-			}
-		} else {
-			d = checkCall(ctx, c, req, declared, nil, st, v)
-		}
-		if !st.sequenceIntact() {
-			d = st.sequenceTampered(req, v.name)
-			v.visit(st, req, d)
-		}
-		return d, nil
-	}
-	// A checker on its own goroutine may outlive its deadline: it gets its own copy.
-	req.Sequence = st.ownSequence()
-	return st.checkBounded(ctx, i, req, declared, v)
-}
-
-// checkInline is check for a checker that is [Synchronous] and [Interruptible]: it runs
-// on the caller's goroutine (no goroutine, no channel, no closure) under a context that
-// ends at Config.CheckTimeout, and relies on the checker to stop once that context is
-// done. Its checks are recorded as they come but their events are held back: an answer
-// given after the deadline never counts (its records are dropped for the fault), except
-// the checker's own fault denial, which says more about what ran out than the Guard can.
-// The caller's own cancellation is returned as an error.
-func (st *callState) checkInline(ctx context.Context, i int, req Request, declared []Capability, v *passVisitor) (Decision, error) {
-	g := st.g
-	cctx, cancel := context.WithTimeout(ctx, g.cfg.CheckTimeout)
-	mark := len(st.out.Checks)
-	hold := *v
-	hold.hold = true
-	d := checkCall(cctx, g.cfg.Checkers[i], req, declared, nil, st, &hold)
-	late := cctx.Err() != nil
-	cancel()
-	st.tick() // the checker may have taken a while: its events carry the time it answered
-	if err := ctx.Err(); err != nil {
-		st.out.Checks = st.out.Checks[:mark]
-		return Decision{}, err
-	}
-	if late && (d.Effect != Deny || !d.Fault) {
-		// Fail closed: the deadline passed, whatever the checker says now.
-		st.out.Checks = st.out.Checks[:mark]
-		d, seen := g.lateFault(req)
-		v.visit(st, seen[0].r, seen[0].d)
-		return d, nil
-	}
-	if len(g.cfg.Sinks) > 0 {
-		for k := mark; k < len(st.out.Checks); k++ {
-			st.checkEvent(v.ctx, &st.out.Checks[k])
-		}
-	}
-	return d, nil
-}
-
-// lentSequence returns the copy of the call's sequence that synchronous checkers are
-// shown. Steps hold immutable Args, but a checker could still overwrite a Step in
-// place: it would rewrite the run's history (the caller's slice) for every later
-// checker and call. Lending a copy and comparing it with the caller's afterwards
-// (sequenceIntact) detects that for one allocation per call, and only for calls that
-// carry a sequence.
-func (st *callState) lentSequence() []Step {
-	n := len(st.call.Sequence)
-	if n == 0 {
-		return nil
-	}
-	if st.seq == nil {
-		st.seq = slices.Clone(st.call.Sequence)
-	}
-	return st.seq[:n:n]
-}
-
-// ownSequence returns a copy of the call's sequence for a checker that runs on its own
-// goroutine: it may outlive its deadline, so it must not share the lent copy.
-func (st *callState) ownSequence() []Step {
-	if len(st.call.Sequence) == 0 {
-		return nil
-	}
-	return slices.Clip(slices.Clone(st.call.Sequence))
-}
-
-// sequenceIntact reports whether the lent sequence still holds the caller's steps.
-func (st *callState) sequenceIntact() bool {
-	if st.seq == nil {
-		return true
-	}
-	for i, s := range st.call.Sequence {
-		if t := st.seq[i]; t.Tool != s.Tool || !t.Args.same(s.Args) {
-			return false
-		}
-	}
-	return true
-}
-
-// sequenceTampered is the fault denial for a checker that modified the sequence it was
-// shown (fail closed: a checker that rewrites history did not judge this call).
-func (st *callState) sequenceTampered(req Request, checker string) Decision {
-	d := CheckerFault(req.Target, errors.New("checker '"+checker+"' modified the call sequence it was shown"))
-	d.RuleID = "sequence.changed"
-	return d
-}
-
-// checkBounded is check for a checker that is not [Synchronous]. It is a separate
-// function so that only this path pays for what the goroutine captures (req).
-func (st *callState) checkBounded(ctx context.Context, i int, req Request, declared []Capability, v *passVisitor) (Decision, error) {
-	c := st.g.cfg.Checkers[i]
-	d, seen, err := st.g.bounded(ctx, i, req, func(cctx context.Context, visit func(Request, Decision)) Decision {
-		return CheckCall(cctx, c, req, declared, visit)
-	})
-	st.tick() // the checker may have taken a while: its events carry the time it answered
-	for _, x := range seen {
-		v.visit(st, x.r, x.d)
-	}
-	return d, err
-}
-
-// seenCheck is one answer a checker gave under [Guard.bounded].
-type seenCheck struct {
-	r Request
-	d Decision
-}
-
-// bounded runs ask for checker i, which is not [Synchronous] (callers call those
-// directly) or is also [Interruptible] (then see interruptibly: the skill gate uses
-// it), under Config.CheckTimeout; it is abandoned, as a fault denial, when it
-// does not answer in time, and an answer that arrives after the deadline never counts.
-// The caller's own cancellation is returned as an error. It returns every answer that
-// counts, in order, for the caller to visit: the goroutine never holds the caller's
-// visit callback, so nothing of the call state escapes through it.
-func (g *Guard) bounded(ctx context.Context, i int, req Request, ask func(context.Context, func(Request, Decision)) Decision) (Decision, []seenCheck, error) {
-	if g.checkerSync[i] {
-		return g.interruptibly(ctx, req, ask)
-	}
-	cctx, cancel := context.WithTimeout(ctx, g.cfg.CheckTimeout)
-	defer cancel()
-	type answer struct {
-		d      Decision
-		visits []seenCheck
-	}
-	done := make(chan answer, 1)
-	go func() {
-		var a answer
-		a.d = ask(cctx, func(r Request, d Decision) {
-			a.visits = append(a.visits, seenCheck{r, d})
-		})
-		done <- a
-	}()
-	var a answer
-	select {
-	case a = <-done:
-	case <-cctx.Done():
-	}
-	if err := ctx.Err(); err != nil {
-		return Decision{}, nil, err
-	}
-	if cctx.Err() != nil {
-		// Fail closed: the deadline passed, whatever the checker says now.
-		d, seen := g.lateFault(req)
-		return d, seen, nil
-	}
-	return a.d, a.visits, nil
-}
-
-// interruptibly is bounded for a checker that is [Synchronous] and [Interruptible]: it
-// runs ask on the caller's goroutine (no goroutine, no channel) under a context that
-// ends at Config.CheckTimeout, and relies on the checker to stop once that context is
-// done. An answer given after the deadline never counts, except the checker's own
-// fault denial, which says more about what ran out than the Guard can.
-func (g *Guard) interruptibly(ctx context.Context, req Request, ask func(context.Context, func(Request, Decision)) Decision) (Decision, []seenCheck, error) {
-	cctx, cancel := context.WithTimeout(ctx, g.cfg.CheckTimeout)
-	var seen []seenCheck
-	d := ask(cctx, func(r Request, d Decision) { seen = append(seen, seenCheck{r, d}) })
-	late := cctx.Err() != nil
-	cancel()
-	if err := ctx.Err(); err != nil {
-		return Decision{}, nil, err
-	}
-	if late && (d.Effect != Deny || !d.Fault) {
-		// Fail closed: the deadline passed, whatever the checker says now.
-		d, seen = g.lateFault(req)
-	}
-	return d, seen, nil
-}
-
-// lateFault is the fault denial for a checker that did not answer within the deadline.
-func (g *Guard) lateFault(req Request) (Decision, []seenCheck) {
-	r := req
-	if r.Capability == "" {
-		r.Capability = CapToolCall
-	}
-	d := CheckerFault(req.Target, fmt.Errorf("did not answer within %s", g.cfg.CheckTimeout))
-	return d, []seenCheck{{r, d}}
-}
-
-func (st *callState) halt(ctx context.Context, stage Stage, checker string, d Decision) (*Outcome, error) {
-	target := st.call.Tool
-	e := st.event(EventPermissionHalt)
-	e.Checker, e.RuleID, e.Reason, e.TellLLM, e.Rationale, e.Iteration, e.SequenceN, e.Target, e.Effect = checker, d.RuleID, d.Reason, d.TellLLM, d.Rationale, st.call.Iteration, len(st.call.Sequence), target, Halt
-	st.send(ctx, &e)
-	st.out.Status, st.out.Stage, st.out.Decision, st.out.RuleID = StatusHalted, stage, d, d.RuleID
-	st.out.ModelText, st.out.IsError = d.ModelText(target), true
-	out := st.finish(ctx)
-	return out, &PolicyHaltError{
-		Reason:    d.Reason,
-		TellLLM:   out.ModelText,
-		RuleID:    d.RuleID,
-		CheckerID: checker,
-		Iteration: st.call.Iteration,
-		Proposed:  Step{Tool: st.call.Tool, Args: st.args},
-		Sequence:  append([]Step(nil), st.call.Sequence...),
-	}
-}
-
-// fromMiddleware continues the pipeline at call-side link `link`.
-func (st *callState) fromMiddleware(ctx context.Context, link int) (*Outcome, error) {
-	st.tick()
-	for i := link; i < len(st.p.calls); i++ {
-		m := st.p.calls[i]
-		out := st.callLink(ctx, m)
-		row := LedgerRow{Middleware: m.Name, Moment: "call"}
-		switch out.kind {
-		case okAllow:
-			row.Outcome, row.Why = "allow", out.why
-			if out.args != nil {
-				row.Changed = !out.args.Equal(st.args)
-				st.args = *out.args
-			}
-			st.ledger(ctx, row)
-		case okDeny:
-			row.Outcome, row.Why = "deny", out.reason
-			st.ledger(ctx, row)
-			return st.refuse(ctx, StageMiddleware, Decision{Effect: Deny, RuleID: m.Name, Rationale: out.reason}, out.reason), nil
-		case okAsk:
-			// The question is recorded and the chain goes on: the person is asked at the
-			// human stage, about the arguments that will execute.
-			row.Outcome, row.Why = "ask", out.question
-			st.ledger(ctx, row)
-			st.asks = append(st.asks, MiddlewareAsk{Middleware: m.Name, Question: out.question, Detail: out.detail})
-		default:
-			text := ThrewText(m.Name, errText(out.err))
-			row.Outcome, row.Why = "deny", text
-			st.ledger(ctx, row)
-			return st.refuse(ctx, StageMiddleware, Decision{Effect: Deny, RuleID: m.Name, Rationale: text, Fault: true}, text), nil
-		}
-	}
-	if len(st.p.calls) > 0 || st.s1Changed {
-		if done, out, err := st.securityPass(ctx, "s2"); done {
-			return out, err
-		}
-	}
-	return st.fromValidation(ctx)
-}
-
-func (st *callState) callLink(ctx context.Context, m *Middleware) (out CallOutcome) {
-	defer func() {
-		if r := recover(); r != nil {
-			out = CallOutcome{kind: okInvalid, err: panicError{r}}
-		}
-	}()
-	return m.OnToolCall(ctx, ToolCall{Tool: st.call.Tool, Args: st.args, CallID: st.call.ID, Identity: st.call.Identity, Session: st.call.Session})
-}
-
-func (st *callState) ledger(ctx context.Context, row LedgerRow) {
-	if st.out.Ledger == nil {
-		st.out.Ledger = st.ledgerBacking(len(st.p.calls) + len(st.p.results))
-	}
-	st.out.Ledger = append(st.out.Ledger, row)
-	if len(st.g.cfg.Sinks) == 0 {
-		return
-	}
-	e := st.event(EventMiddlewareDecision)
-	e.Middleware, e.Moment, e.Outcome, e.Changed, e.Why = row.Middleware, row.Moment, row.Outcome, row.Changed, row.Why
-	st.send(ctx, &e)
-}
-
-func (st *callState) fromValidation(ctx context.Context) (*Outcome, error) {
+// validate checks the final arguments against the tool's input schema.
+func (st *callState) validate(ctx context.Context) (bool, error) {
 	// The clock is read here only when an event may use it before execute reads it
 	// again: the validation, skill, human and credential stages, or a journal failure
 	// (refusals read the clock in finish).
@@ -721,15 +381,11 @@ func (st *callState) fromValidation(ctx context.Context) (*Outcome, error) {
 			e.Size = len(problems)
 			st.send(ctx, &e)
 			text := InvalidArgsText(st.call.Tool, problems)
-			return st.refuse(ctx, StageValidation, Decision{Effect: Deny, RuleID: "schema", Rationale: "arguments do not match the input schema"}, text), nil
+			st.refuse(ctx, StageValidation, Decision{Effect: Deny, RuleID: "schema", Rationale: "arguments do not match the input schema"}, text)
+			return true, nil
 		}
 	}
-	if st.call.Tool == ReadSkillTool {
-		if done, out, err := st.skillGate(ctx); done {
-			return out, err
-		}
-	}
-	return st.fromHuman(ctx)
+	return false, nil
 }
 
 func safeValidate(v ArgsValidator, args Args) (problems []ArgProblem) {
@@ -739,725 +395,6 @@ func safeValidate(v ArgsValidator, args Args) (problems []ArgProblem) {
 		}
 	}()
 	return v.ValidateArgs(args)
-}
-
-func (st *callState) skillGate(ctx context.Context) (bool, *Outcome, error) {
-	id, _ := st.args.String("id")
-	target := SkillTarget(id)
-	if len(st.call.Unauthorized) > 0 && slices.Contains(st.call.Unauthorized, target) {
-		d := st.faultedBefore(target)
-		return true, st.refuse(ctx, StageSkill, d, d.ModelText(target)), nil
-	}
-	for i, c := range st.g.cfg.Checkers {
-		if ok, gerr := safeGoverns(c, CapSkillRead); gerr != nil {
-			d := CheckerFault(target, gerr)
-			return true, st.refuse(ctx, StageSkill, d, d.ModelText(target)), nil
-		} else if !ok {
-			continue
-		}
-		name := st.g.checkerNames[i]
-		req := Request{Capability: CapSkillRead, Target: target, Args: st.args, Iteration: st.call.Iteration, Identity: st.call.Identity, Sequence: st.call.Sequence}
-		visit := func(r Request, d Decision) {
-			st.out.Checks = append(st.out.Checks, CheckRecord{Pass: "skill", Checker: name, Capability: CapSkillRead, Target: target, Decision: withoutArgs(d)})
-			e := st.event(EventPermissionCheck)
-			e.Pass, e.Checker, e.Capability, e.Target, e.Effect, e.RuleID, e.Rationale, e.Reason = "skill", name, CapSkillRead, target, d.Effect, d.RuleID, d.Rationale, d.Reason
-			st.send(ctx, &e)
-		}
-		var d Decision
-		var err error
-		if st.g.checkerSync[i] && !st.g.checkerInterrupt[i] {
-			req.Sequence = st.lentSequence()
-			d = safeCheck(ctx, c, req)
-			if !st.sequenceIntact() {
-				d = st.sequenceTampered(req, name)
-			}
-			visit(req, d)
-		} else {
-			req.Sequence = st.ownSequence()
-			var seen []seenCheck
-			d, seen, err = st.g.bounded(ctx, i, req, func(cctx context.Context, v func(Request, Decision)) Decision {
-				d := safeCheck(cctx, c, req)
-				v(req, d)
-				return d
-			})
-			for _, x := range seen {
-				visit(x.r, x.d)
-			}
-		}
-		if err != nil {
-			out, err := st.abort(ctx, StageSkill, err)
-			return true, out, err
-		}
-		switch d.Effect {
-		case Halt:
-			tool := st.call.Tool
-			st.call.Tool = target // the halt text names the skill
-			out, err := st.halt(ctx, StageSkill, name, d)
-			out.Tool = tool
-			return true, out, err
-		case Deny:
-			return true, st.refuse(ctx, StageSkill, d, d.ModelText(target)), nil
-		case Ask:
-			// An escalation about a skill is a human decision like any other.
-			st.carried = append(st.carried, withoutArgs(d))
-		}
-	}
-	return false, nil, nil
-}
-
-// fromHuman runs the human stage: the middleware asks, a carried escalation and the
-// tool's check-in become one question about the call as it will run (the final
-// arguments, after S2 and validation). On a resume, the approval answers it when it was
-// given to the same question (kind, tool, asking middleware) about the same arguments.
-func (st *callState) fromHuman(ctx context.Context) (*Outcome, error) {
-	esc := st.carried
-	checkIn := st.needsCheckIn()
-	if len(esc) == 0 && !checkIn && len(st.asks) == 0 {
-		if a := st.approval; a != nil && st.args.Digest() != a.Digest {
-			// Nobody is asked, and the call is not the one the person approved.
-			return st.refuse(ctx, StageHuman, Decision{Effect: Deny, RuleID: "approval.digest", Rationale: ApprovalMismatchText}, ApprovalMismatchText), nil
-		}
-		return st.fromCredentials(ctx)
-	}
-	p := st.question(esc, checkIn)
-	if a := st.approval; a != nil {
-		// a was checked against the approval's digest on entry: it is what the person saw.
-		if p.ApprovalDigest() == a.ApprovalDigest() {
-			return st.fromCredentials(ctx)
-		}
-		if sameQuestion(a, &p) {
-			// The same question about other arguments: the approval authorizes exactly
-			// the call the person saw.
-			return st.refuse(ctx, StageHuman, Decision{Effect: Deny, RuleID: "approval.digest", Rationale: ApprovalMismatchText}, ApprovalMismatchText), nil
-		}
-	}
-	if st.approval != nil || !st.g.cfg.CanPause {
-		// Nobody can answer here: there is no pause, or this is a resume and its
-		// approval answered another question.
-		if len(st.asks) > 0 {
-			a := st.asks[0]
-			text := NoPauseText(a.Middleware, a.Question)
-			return st.refuse(ctx, StageMiddleware, Decision{Effect: Deny, RuleID: a.Middleware, Rationale: text}, text), nil
-		}
-		if len(esc) > 0 {
-			action, _ := st.args.String("action")
-			return st.refuse(ctx, StageHuman, EscalationFault(st.call.Tool, action, esc[0]), ""), nil
-		}
-		text := "Tool '" + st.call.Tool + "' requires a check-in, and there is no pause here to carry it: " + st.checkInQuestion()
-		return st.refuse(ctx, StageHuman, Decision{Effect: Deny, RuleID: "checkin", Rationale: text, Fault: true}, text), nil
-	}
-	return st.pend(ctx, p), nil
-}
-
-// ApprovalMismatchText is what the model reads when a resumed call reaches the human
-// stage with arguments other than the ones the person approved.
-const ApprovalMismatchText = "approval does not apply: the arguments changed after a person approved them"
-
-// question builds the one pending decision of the human stage. Its kind is escalate
-// when a checker escalated, else ask when a middleware asked, else checkin; Question
-// holds every source's question, one per line (a single source's question as it is).
-func (st *callState) question(esc []Decision, checkIn bool) PendingDecision {
-	p := PendingDecision{Tool: st.call.Tool, Digest: st.args.Digest()}
-	switch {
-	case len(esc) > 0:
-		p.Kind = KindEscalate
-	case len(st.asks) > 0:
-		p.Kind = KindAsk
-	default:
-		p.Kind = KindCheckIn
-	}
-	sources := len(st.asks) + len(esc)
-	if checkIn {
-		sources++
-	}
-	var parts []string
-	if len(esc) > 0 {
-		action, _ := st.args.String("action")
-		target := st.call.Tool
-		if action != "" {
-			target += "." + action
-		}
-		for _, e := range esc {
-			q := "Permission escalation for " + target + ": " + e.Rationale + ". Allow this call?"
-			if !slices.Contains(parts, q) {
-				parts = append(parts, q)
-			}
-		}
-		first := esc[0]
-		p.Escalation = &first
-	}
-	if len(st.asks) > 0 {
-		p.Asks = slices.Clip(st.asks)
-		p.Middleware = st.asks[0].Middleware
-		var details []string
-		for _, a := range st.asks {
-			if sources == 1 {
-				parts = append(parts, a.Question)
-				details = append(details, a.Detail)
-				continue
-			}
-			parts = append(parts, "middleware '"+a.Middleware+"' asks: "+a.Question)
-			if a.Detail != "" {
-				details = append(details, a.Middleware+": "+a.Detail)
-			}
-		}
-		p.Detail = strings.Join(details, "\n")
-	}
-	if checkIn {
-		parts = append(parts, st.checkInQuestion())
-		p.Evidence = &Evidence{Does: st.p.tool.Description, Args: renderArgs(st.args), Context: append([]string(nil), st.call.Context...)}
-	}
-	p.Question = strings.Join(parts, "\n")
-	return p
-}
-
-// sameQuestion reports whether approval a was given to the question p asks: the same
-// kind, tool, question and asking middleware (in order). The arguments are compared
-// apart.
-func sameQuestion(a, p *PendingDecision) bool {
-	if a.Kind != p.Kind || a.Tool != p.Tool || a.Question != p.Question {
-		return false
-	}
-	askers := func(d *PendingDecision) []string {
-		if len(d.Asks) == 0 && d.Middleware != "" {
-			return []string{d.Middleware}
-		}
-		names := make([]string, len(d.Asks))
-		for i, x := range d.Asks {
-			names[i] = x.Middleware
-		}
-		return names
-	}
-	return slices.Equal(askers(a), askers(p))
-}
-
-func (st *callState) needsCheckIn() (need bool) {
-	ci := st.p.tool.CheckIn
-	if ci == nil {
-		return false
-	}
-	if ci.When == nil {
-		return true
-	}
-	defer func() {
-		if recover() != nil {
-			need = true // a predicate that panics demands the check-in
-		}
-	}()
-	return ci.When(st.args)
-}
-
-func (st *callState) checkInQuestion() string {
-	if q := st.p.tool.CheckIn; q != nil && q.Question != "" {
-		return q.Question
-	}
-	return "Run " + st.call.Tool + " with these arguments?"
-}
-
-func renderArgs(a Args) string {
-	var v any
-	_ = json.Unmarshal(a.AppendJSON(nil), &v)
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return string(a.AppendJSON(nil))
-	}
-	return string(b)
-}
-
-func (st *callState) pend(ctx context.Context, p PendingDecision) *Outcome {
-	p.Tool, p.Args = st.call.Tool, st.args
-	p.Revision, p.Identity, p.Session, p.CallID, p.Iteration = st.g.cfg.Revision, st.call.Identity, st.call.Session, st.call.ID, st.call.Iteration
-	p.Created = st.g.cfg.Now().UTC()
-	p.Original = st.original
-	e := st.event(EventDecisionPending)
-	e.DecisionKind, e.Digest, e.Middleware = string(p.Kind), p.Digest, p.Middleware
-	st.send(ctx, &e)
-	st.out.Status, st.out.Stage, st.out.Pending = StatusPending, StageHuman, &p
-	if p.Kind == KindAsk {
-		st.out.Stage = StageMiddleware
-	}
-	st.out.ModelText = "waiting for a person to decide: " + p.Question
-	return st.finish(ctx)
-}
-
-func (st *callState) fromCredentials(ctx context.Context) (*Outcome, error) {
-	if n := st.p.tool.Needs; n != nil {
-		e := st.event(EventCredentialRequest)
-		e.Detail = n.Service
-		st.send(ctx, &e)
-		prov := st.g.cfg.Credentials
-		if prov == nil {
-			return st.credFail(ctx, n.Service, "no credential provider configured"), nil
-		}
-		cred, err := func() (c Credential, err error) {
-			defer func() {
-				if r := recover(); r != nil {
-					err = panicError{r}
-				}
-			}()
-			return prov.Credential(ctx, CredentialRequest{Service: n.Service, Scopes: n.Scopes, Tool: st.call.Tool, Identity: st.call.Identity, Session: st.call.Session})
-		}()
-		if err != nil {
-			if cerr := ctx.Err(); cerr != nil {
-				return st.abort(ctx, StageCredentials, cerr)
-			}
-			return st.credFail(ctx, n.Service, err.Error()), nil
-		}
-		st.cred = &cred
-		e = st.event(EventCredentialAcquired)
-		e.Detail = n.Service
-		st.send(ctx, &e)
-	}
-	return st.execute(ctx)
-}
-
-func (st *callState) credFail(ctx context.Context, service, msg string) *Outcome {
-	e := st.event(EventCredentialFailed)
-	e.Detail, e.Error = service, msg
-	st.send(ctx, &e)
-	text := "credential error for '" + service + "': " + msg
-	return st.refuse(ctx, StageCredentials, Decision{Effect: Deny, RuleID: "credentials", Rationale: text, Fault: true}, text)
-}
-
-// scrubErr returns err, or an error without the credential's token when its text
-// holds it. The replacement does not unwrap to the original: that would hand the token
-// back to anyone who asks.
-func (st *callState) scrubErr(err error) error {
-	if err == nil || st.cred == nil || st.cred.Token == "" || !strings.Contains(err.Error(), st.cred.Token) {
-		return err
-	}
-	return errors.New(st.scrub(err.Error()))
-}
-
-// scrub removes the credential's token from text that leaves the pipeline.
-func (st *callState) scrub(s string) string {
-	if st.cred == nil || st.cred.Token == "" {
-		return s
-	}
-	return strings.ReplaceAll(s, st.cred.Token, "[redacted]")
-}
-
-func (st *callState) execute(ctx context.Context) (*Outcome, error) {
-	if err := ctx.Err(); err != nil {
-		return st.abort(ctx, StageExecute, err)
-	}
-	if j := st.g.cfg.Journal; j != nil {
-		intent := st.out
-		intent.Args, intent.Status, intent.Stage, intent.Executed = st.args, "", StageExecute, true
-		var ref JournalRef
-		err := journalSafely(func() (err error) {
-			ref, err = j.Begin(ctx, st.call, intent)
-			return err
-		})
-		if err != nil {
-			if cerr := ctx.Err(); cerr != nil {
-				return st.abort(ctx, StageExecute, cerr)
-			}
-			st.journalFailed(ctx, "begin", err)
-			// Fail closed: a call that cannot be recorded does not run.
-			return st.refuse(ctx, StageExecute, Decision{Effect: Deny, RuleID: "journal", Rationale: "audit log unavailable: " + err.Error(), Fault: true}, JournalUnavailableText(st.call.Tool)), nil
-		}
-		st.jref, st.begun = ref, true
-	}
-	st.out.Executed = true
-	st.tick()
-	e := st.event(EventToolStart)
-	st.send(ctx, &e)
-	result, err := st.run(ctx)
-	if err != nil && errors.Is(err, ErrNotExecuted) {
-		// The tool says it failed before doing anything: it did not execute.
-		st.out.Executed = false
-	}
-	if err != nil && ctx.Err() != nil {
-		st.out.Status, st.out.Stage, st.out.IsError, st.out.Err = StatusFailed, StageExecute, true, st.scrubErr(err)
-		st.out.ModelText = "call cancelled: " + ctx.Err().Error()
-		return st.finish(context.WithoutCancel(ctx)), ctx.Err()
-	}
-	st.out.Result = result
-	st.out.Stage = StageExecute
-	return st.resultSide(ctx, result, err), nil
-}
-
-// resultSide decides what the model reads of an executed call (see "The result side"
-// on [Guard]): the tool's own answer, then the result links innermost first, then the
-// error handlers, then the guard-wide cap. err is the tool's error, nil when it
-// returned a result.
-func (st *callState) resultSide(ctx context.Context, result any, err error) *Outcome {
-	// text and isErr are what the model reads as the result side stands; ownFailure
-	// says the tool reported its own failure (an ErrorResult).
-	text, ownFailure := "", false
-	if err == nil {
-		if er, ok := result.(ErrorResult); ok {
-			// The tool reported its own failure: the model reads its words, the call failed.
-			text, ownFailure = er.Text, true
-		} else {
-			// A result that cannot be shown is the tool's failure (fail closed).
-			text, err = render(result)
-		}
-	}
-	isErr := err != nil || ownFailure
-	if err == nil {
-		if max := st.p.tool.ResultCeiling; max > 0 {
-			if n := utf8.RuneCountInString(text); n > max {
-				e := st.event(EventResultRefused)
-				e.Size, e.Detail = n, "ceiling "+strconv.Itoa(max)
-				st.send(ctx, &e)
-				text, isErr, result = CeilingText(st.call.Tool, n, max), true, nil
-				st.out.Result, st.out.Stage = nil, StageCeiling
-			}
-		}
-	}
-	// Result side, the onion: postprocessor first, then middleware in reverse order.
-	// decided: a link replaced or denied what the model reads, and that decision stands
-	// whatever the error handlers answer. linkErr: a link failed; fail closed, the
-	// model reads nothing that link was shown.
-	decided := false
-	var linkErr error
-	errText := ""
-	if err != nil {
-		errText = st.scrub(err.Error())
-	}
-	// A result a link could change in place (a map, a slice, a pointer) is watched: the
-	// model reads text rendered before the link ran, so a link that edits the result
-	// instead of replacing it would leave the model reading what it meant to remove
-	// while the ledger says "unchanged", and Outcome.Result would no longer be what the
-	// tool returned. Such a link (keeping or replacing) fails closed. Strings and the
-	// other immutable results cost nothing here.
-	watched, rendered := changeable(result) && len(st.p.results) > 0, ""
-	if watched {
-		var rerr error
-		if rendered, rerr = render(result); rerr != nil {
-			watched = false // the tool's failure already (err); nothing to compare
-		}
-	}
-	for _, m := range st.p.results {
-		out := st.resultLink(ctx, m, ToolResult{Tool: st.call.Tool, Args: st.args, Result: result, IsError: isErr, Error: errText, CallID: st.call.ID})
-		if out.kind == okAllow && watched {
-			if now, rerr := render(result); rerr != nil || now != rendered {
-				out = ResultOutcome{kind: okInvalid, err: errors.New("it changed the result in place (a link changes what the model reads with ReplaceModelResult)")}
-			}
-		}
-		replacement := ""
-		if out.kind == okAllow && out.set {
-			var rerr error
-			if replacement, rerr = render(out.result); rerr != nil {
-				out = ResultOutcome{kind: okInvalid, err: rerr}
-			}
-		}
-		row := LedgerRow{Middleware: m.Name, Moment: "result"}
-		if out.kind == okAllow {
-			row.Outcome, row.Why, row.Changed = "allow", out.why, out.set
-			st.ledger(ctx, row)
-			if out.set {
-				result, text, decided = out.result, replacement, true
-				st.out.Stage = StageResult
-				if watched = changeable(result); watched {
-					rendered = text
-				}
-			}
-			continue
-		}
-		st.out.Stage = StageResult
-		if out.kind == okDeny {
-			row.Outcome, row.Why = "deny", out.reason
-			st.ledger(ctx, row)
-			text, isErr, decided = out.reason, true, true
-			break
-		}
-		// A link that panicked or answered something invalid is a denial of what it
-		// was shown (fail closed), and a result-side failure for the error handlers.
-		lerr := out.err
-		if lerr == nil {
-			lerr = errors.New("invalid result outcome")
-		}
-		row.Outcome, row.Why = "deny", ThrewText(m.Name, lerr.Error())
-		st.ledger(ctx, row)
-		linkErr, decided = errors.New(row.Why), false
-		break
-	}
-	st.out.Status = StatusRan
-	if ownFailure {
-		st.out.Status = StatusFailed
-	}
-	failure := err
-	switch {
-	case err == nil:
-		failure = linkErr
-	case linkErr != nil:
-		failure = errors.Join(err, linkErr)
-	}
-	if failure != nil {
-		// Error handlers see every failure. Their replacement converts the failure into
-		// a result only where no result link decided what the model reads: a link's
-		// decision wins the way a first replacement wins, and they only observe.
-		replaced, value := st.handleError(ctx, failure)
-		valueText := ""
-		if replaced && !decided {
-			var rerr error
-			if valueText, rerr = render(value); rerr != nil {
-				// A replacement that cannot be shown converts nothing (fail closed).
-				st.out.SecondaryErrors = append(st.out.SecondaryErrors, fmt.Errorf("error handler replacement: %w", rerr))
-				replaced = false
-			}
-		}
-		switch {
-		case replaced && !decided:
-			// The converted failure is the tool's error or a link's; a tool that reported
-			// its own failure (ErrorResult) still failed, and the model is told so.
-			text, isErr = valueText, ownFailure
-			st.out.Result = value
-		case decided:
-			// A replace or deny of the tool's error stands; the call still failed.
-			st.out.Status, st.out.Err, isErr = StatusFailed, st.scrubErr(err), true
-		default:
-			// The failure stands. The model reads the failing link's failure, never what
-			// it was shown (the tool's raw error included), or else the tool's error.
-			st.out.Status, st.out.Err, isErr = StatusFailed, st.scrubErr(failure), true
-			why := failure
-			if linkErr != nil {
-				why = linkErr
-			}
-			text = "Tool '" + st.call.Tool + "' failed: " + why.Error()
-		}
-	}
-	st.out.ModelText, st.out.IsError = st.scrub(text), isErr
-	return st.capped(ctx)
-}
-
-// render is [RenderResult] for values Warden did not build: a value whose encoding
-// panics is an error, not a panic through the Guard.
-func render(v any) (s string, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			s, err = "", fmt.Errorf("the result could not be rendered: %v", r)
-		}
-	}()
-	return RenderResult(v), nil
-}
-
-// changeable reports whether a result could be changed in place by a link that holds
-// it: anything but nil, strings, booleans, numbers and Warden's immutable values.
-func changeable(v any) bool {
-	switch v.(type) {
-	case nil, string, bool, int, int64, float64, json.Number, ErrorResult, Args, Array:
-		return false
-	}
-	return true
-}
-
-func (st *callState) run(ctx context.Context) (result any, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("tool panicked: %v", r)
-		}
-	}()
-	return st.p.tool.Run(ctx, st.args, st.cred)
-}
-
-func (st *callState) resultLink(ctx context.Context, m *Middleware, r ToolResult) (out ResultOutcome) {
-	defer func() {
-		if rec := recover(); rec != nil {
-			out = ResultOutcome{kind: okInvalid, err: panicError{rec}}
-		}
-	}()
-	return m.OnToolResult(ctx, r)
-}
-
-// handleError runs the error handlers in order; the first replacement wins and later
-// handlers only observe. A handler's own failure is secondary.
-func (st *callState) handleError(ctx context.Context, err error) (bool, any) {
-	replaced := false
-	var value any
-	for _, h := range st.p.onError {
-		disp, herr := func() (d ErrorDisposition, e error) {
-			defer func() {
-				if r := recover(); r != nil {
-					e = panicError{r}
-				}
-			}()
-			return h.Handle(ctx, ToolError{Tool: st.call.Tool, Args: st.args, Err: err})
-		}()
-		if herr != nil {
-			st.out.SecondaryErrors = append(st.out.SecondaryErrors, fmt.Errorf("error handler %q: %w", h.Name, herr))
-			continue
-		}
-		if rr, ok := disp.(ReplaceResult); ok && !replaced {
-			replaced, value = true, rr.Value
-		}
-	}
-	return replaced, value
-}
-
-// capped applies the guard-wide result cap, last, and finishes the call.
-func (st *callState) capped(ctx context.Context) *Outcome {
-	if max := st.g.cfg.MaxResultChars; max > 0 {
-		if n := utf8.RuneCountInString(st.out.ModelText); n > max {
-			st.out.ModelText = TruncationMarker(st.call.Tool, st.out.ModelText, n, max)
-			st.out.Stage = StageCeiling
-		}
-	}
-	return st.finish(ctx)
-}
-
-// CeilingText is the refusal for a result over a tool's own ceiling.
-func CeilingText(tool string, n, max int) string {
-	return fmt.Sprintf("Result too large: %s returned %d chars, over its declared %d-char ceiling. Narrow the request and call again. No data was returned.", tool, n, max)
-}
-
-// TruncationMarker replaces an oversized result with a JSON marker that fits in max
-// characters: {"truncated":true,"reason":...,"head":...}, with as much of the text's
-// head as fits; the head is dropped before the reason when space is short.
-func TruncationMarker(tool, text string, n, max int) string {
-	reason := fmt.Sprintf("%s returned %d chars, over the %d-char cap. Narrow the request and call again.", tool, n, max)
-	withReason := `{"truncated":true,"reason":` + string(appendJSONString(nil, reason))
-	if utf8.RuneCountInString(withReason)+len(`,"head":""}`) < max {
-		room := max - utf8.RuneCountInString(withReason) - len(`,"head":""}`)
-		head := make([]byte, 0, room)
-		for _, r := range text {
-			enc := appendJSONString(nil, string(r))
-			enc = enc[1 : len(enc)-1]
-			if utf8.RuneCount(head)+utf8.RuneCount(enc) > room {
-				break
-			}
-			head = append(head, enc...)
-		}
-		return withReason + `,"head":"` + string(head) + `"}`
-	}
-	if utf8.RuneCountInString(withReason)+1 <= max {
-		return withReason + "}"
-	}
-	return `{"truncated":true}`
-}
-
-// RenderResult renders a tool result for the model: strings as they are, byte slices
-// and raw JSON as text, everything else as JSON.
-func RenderResult(v any) string {
-	switch t := v.(type) {
-	case string:
-		return t
-	case []byte:
-		return string(t)
-	case json.RawMessage:
-		return string(t)
-	case nil:
-		return ""
-	case Args:
-		return string(t.AppendJSON(nil))
-	case Array:
-		return string(t.AppendJSON(nil))
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprint(v)
-	}
-	return string(b)
-}
-
-// Resume continues a call that waited for a person. answer must be [Approved] or
-// [Declined]; anything else returns a [*DecisionRequiredError] and runs nothing, so the
-// pending decision stays usable. An Approved must carry the digest of the arguments the
-// person was shown; one that names no digest, or another digest than p's, returns an
-// error wrapping [ErrApprovalMismatch] and runs nothing.
-//
-// A declined call is refused with the declined text. An approved call runs the whole
-// pipeline again from the arguments as originally proposed, under the guard's current
-// policy (so a policy revision that changed while the call waited applies). At the
-// human stage the approval answers the question only when it is the same question (the
-// same kind, tool, question text and asking middleware, in order) about final arguments
-// with the same digest: other arguments are refused with [ApprovalMismatchText], another
-// question with the no-pause refusal (nobody is asked twice on one resume). A resumed
-// call that reaches no question at all runs only with the arguments the person saw. Nothing in the
-// pending decision but that question is trusted, so a decision edited in storage cannot
-// skip a stage.
-//
-// Resume does not remember approvals: resuming the same approval twice runs the call
-// twice. The caller makes approvals single-use: a durable store claims the decision
-// before resuming (the gateway, warden run).
-//
-// Resume does not check who resumes; prefer [Guard.ResumeAs].
-func (g *Guard) Resume(ctx context.Context, p PendingDecision, answer Answer) (Outcome, error) {
-	return g.resume(ctx, p, answer, nil)
-}
-
-// Caller says who resumes a pending decision: the identity and session the resuming
-// program itself knows, and the calls executed so far in its run.
-type Caller struct {
-	Identity Identity
-	Session  string
-	Sequence []Step
-	// Unauthorized lists the run's targets whose authorization faulted (see
-	// [Call.Unauthorized]); the resumed call is refused if it names one of them.
-	Unauthorized []string
-}
-
-// ResumeAs is [Guard.Resume] for a caller that knows who it is: a pending decision whose
-// identity or session differs from the caller's is refused before anything runs (a
-// decision edited in storage cannot borrow another principal's rights or credentials),
-// and the resumed call carries the caller's executed sequence.
-func (g *Guard) ResumeAs(ctx context.Context, p PendingDecision, answer Answer, who Caller) (Outcome, error) {
-	return g.resume(ctx, p, answer, &who)
-}
-
-func (g *Guard) resume(ctx context.Context, p PendingDecision, answer Answer, who *Caller) (Outcome, error) {
-	switch a := answer.(type) {
-	case nil:
-		return Outcome{}, &DecisionRequiredError{Got: "nil"}
-	case Approved, Declined:
-	case *Approved:
-		if a == nil {
-			return Outcome{}, &DecisionRequiredError{Got: "nil *Approved"}
-		}
-		answer = *a
-	case *Declined:
-		if a == nil {
-			return Outcome{}, &DecisionRequiredError{Got: "nil *Declined"}
-		}
-		answer = *a
-	default:
-		return Outcome{}, &DecisionRequiredError{Got: fmt.Sprintf("%T", answer)}
-	}
-	if p.Args.Digest() != p.Digest {
-		return Outcome{}, errors.New("warden: pending decision does not match its digest; it was altered")
-	}
-	switch p.Kind {
-	case KindAsk, KindEscalate, KindCheckIn:
-	default:
-		return Outcome{}, fmt.Errorf("warden: pending decision has an unknown kind %q", p.Kind)
-	}
-	if a, ok := answer.(Approved); ok {
-		switch want := p.ApprovalDigest(); {
-		case a.Digest == "":
-			return Outcome{}, fmt.Errorf("%w: Approved.Digest is empty; set it to the ApprovalDigest of the decision the person was shown (this decision's is %s)", ErrApprovalMismatch, want)
-		case a.Digest != want:
-			return Outcome{}, fmt.Errorf("%w: the person approved %s, but this pending decision is %s: it changed after they saw it, so show it to them again", ErrApprovalMismatch, a.Digest, want)
-		}
-	}
-	c := Call{ID: p.CallID, Tool: p.Tool, Args: p.Original, Iteration: p.Iteration, Identity: p.Identity, Session: p.Session}
-	if who != nil {
-		if p.Identity != who.Identity || p.Session != who.Session {
-			return Outcome{}, fmt.Errorf("warden: pending decision belongs to principal %q session %q, not to the caller (principal %q session %q)", p.Identity.Principal, p.Session, who.Identity.Principal, who.Session)
-		}
-		c.Sequence, c.Unauthorized = who.Sequence, who.Unauthorized
-	}
-	var st0 callState
-	st := &st0
-	g.initState(st, c)
-	e := st.event(EventDecisionMade)
-	e.DecisionKind, e.Digest, e.Middleware = string(p.Kind), p.Digest, p.Middleware
-	if a, ok := answer.(Declined); ok {
-		e.By = a.By
-		st.send(ctx, &e)
-		st.args = p.Args
-		text := DeclinedText(a.Note)
-		return *st.refuse(ctx, StageHuman, Decision{Effect: Deny, RuleID: "human", Rationale: text}, text), nil
-	}
-	a := answer.(Approved)
-	e.By, e.Approved = a.By, true
-	st.send(ctx, &e)
-	st.out.ApprovedBy = a.By
-	st.approval = &p
-	out, err := g.run(ctx, st)
-	return *out, err
 }
 
 func cloneTool(t Tool) Tool {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/internal/spectext"
 	"github.com/wardenhq/warden/policy"
 )
 
@@ -82,7 +83,7 @@ func TestHuman_EscalationPausesAndResumes(t *testing.T) {
 	if p.runs() != 0 {
 		t.Fatalf("tool ran before the decision")
 	}
-	out, err = g.Resume(context.Background(), *pd, warden.Approved{By: "alice", Note: "fine", Digest: pd.ApprovalDigest()})
+	out, err = g.Resume(context.Background(), *pd, warden.Approved{By: "alice", Note: "fine", Digest: pd.ApprovalDigest()}, owner(*pd))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,10 +114,16 @@ func (ap *askPipeline) config(checkers ...warden.Checker) warden.Config {
 		ap.second.Add(1)
 		return warden.AskPerson("Send this to ops?", "external recipient")
 	}}
-	return warden.Config{Checkers: checkers, Middleware: []*warden.Middleware{first, second}, CanPause: true}
+	return warden.Config{Checkers: checkers, Ungoverned: len(checkers) == 0, Middleware: []*warden.Middleware{first, second}, CanPause: true}
 }
 
 func (ap *askPipeline) tool() warden.Executable { return ap.p.tool("email") }
+
+// owner is the caller a pending decision names, for tests about what Resume does with
+// the decision itself (the identity check has its own tests).
+func owner(p warden.PendingDecision) warden.Caller {
+	return warden.Caller{Identity: p.Identity, Session: p.Session}
+}
 
 func pendingAsk(t *testing.T, g *warden.Guard) warden.PendingDecision {
 	t.Helper()
@@ -140,7 +147,7 @@ func TestHuman_AskApprovedRunsTransformedArgsOnce(t *testing.T) {
 	if ap.p.runs() != 0 {
 		t.Fatal("tool ran before the decision")
 	}
-	out, err := g.Resume(context.Background(), pd, warden.Approved{By: "bob", Digest: pd.ApprovalDigest()})
+	out, err := g.Resume(context.Background(), pd, warden.Approved{By: "bob", Digest: pd.ApprovalDigest()}, owner(pd))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +181,7 @@ func TestHuman_Declined(t *testing.T) {
 			var ap askPipeline
 			g := mustBind(t, ap.config(), ap.tool())
 			pd := pendingAsk(t, g)
-			out, err := g.Resume(context.Background(), pd, warden.Declined{By: "bob", Note: tt.note})
+			out, err := g.Resume(context.Background(), pd, warden.Declined{By: "bob", Note: tt.note}, owner(pd))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -195,7 +202,7 @@ func TestHuman_ResumeRequiresADecision(t *testing.T) {
 		"nil approved": (*warden.Approved)(nil),
 		"nil declined": (*warden.Declined)(nil),
 	} {
-		out, err := g.Resume(context.Background(), pd, a)
+		out, err := g.Resume(context.Background(), pd, a, owner(pd))
 		var dre *warden.DecisionRequiredError
 		if !errors.As(err, &dre) {
 			t.Errorf("%s: error %v, want *DecisionRequiredError", name, err)
@@ -205,7 +212,7 @@ func TestHuman_ResumeRequiresADecision(t *testing.T) {
 		}
 	}
 	// The same pending decision is still usable, through a pointer too.
-	out, err := g.Resume(context.Background(), pd, &warden.Approved{By: "bob", Digest: pd.ApprovalDigest()})
+	out, err := g.Resume(context.Background(), pd, &warden.Approved{By: "bob", Digest: pd.ApprovalDigest()}, owner(pd))
 	if err != nil || out.Status != warden.StatusRan || ap.p.runs() != 1 {
 		t.Errorf("resume after a refused answer: %+v %v runs %d", viewOf(out), err, ap.p.runs())
 	}
@@ -216,7 +223,7 @@ func TestHuman_ResumeRequiresADecision(t *testing.T) {
 // them for that call."
 func TestHuman_SeveralAsksAreOneDecision(t *testing.T) {
 	var p probe
-	g := mustBind(t, warden.Config{CanPause: true, Middleware: []*warden.Middleware{askMW("legal", "Legal ok?"), askMW("finance", "Finance ok?")}}, p.tool("wire"))
+	g := mustBind(t, warden.Config{Ungoverned: true, CanPause: true, Middleware: []*warden.Middleware{askMW("legal", "Legal ok?"), askMW("finance", "Finance ok?")}}, p.tool("wire"))
 	out := call(t, g, "wire", `{"amount":100}`)
 	if out.Pending == nil {
 		t.Fatalf("got %+v, want one pending decision", viewOf(out))
@@ -229,7 +236,7 @@ func TestHuman_SeveralAsksAreOneDecision(t *testing.T) {
 	if pd.Kind != warden.KindAsk || pd.Middleware != "legal" || pd.Question != "middleware 'legal' asks: Legal ok?\nmiddleware 'finance' asks: Finance ok?" {
 		t.Errorf("pending kind %q middleware %q question %q", pd.Kind, pd.Middleware, pd.Question)
 	}
-	out, err := g.Resume(context.Background(), pd, warden.Approved{By: "a", Digest: pd.ApprovalDigest()})
+	out, err := g.Resume(context.Background(), pd, warden.Approved{By: "a", Digest: pd.ApprovalDigest()}, owner(pd))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +247,7 @@ func TestHuman_SeveralAsksAreOneDecision(t *testing.T) {
 	// An approval of one link's question does not answer a chain that now asks more.
 	one := pd
 	one.Asks = one.Asks[:1]
-	if out, err := g.Resume(context.Background(), one, warden.Approved{By: "a", Digest: one.ApprovalDigest()}); err != nil || out.Executed {
+	if out, err := g.Resume(context.Background(), one, warden.Approved{By: "a", Digest: one.ApprovalDigest()}, owner(one)); err != nil || out.Executed {
 		t.Errorf("an approval of legal's ask alone ran the call: %+v %v", viewOf(out), err)
 	} else {
 		checkView(t, out, refusedAt(warden.StageMiddleware, "middleware 'legal' asked a person to decide, and there is no pause here to carry that ask: Legal ok?"))
@@ -249,7 +256,7 @@ func TestHuman_SeveralAsksAreOneDecision(t *testing.T) {
 
 func TestHuman_AskWithoutPause(t *testing.T) {
 	var p probe
-	g := mustBind(t, warden.Config{Middleware: []*warden.Middleware{askMW("legal", "Legal ok?")}}, p.tool("wire"))
+	g := mustBind(t, warden.Config{Ungoverned: true, Middleware: []*warden.Middleware{askMW("legal", "Legal ok?")}}, p.tool("wire"))
 	out := call(t, g, "wire", `{}`)
 	checkView(t, out, refusedAt(warden.StageMiddleware, "middleware 'legal' asked a person to decide, and there is no pause here to carry that ask: Legal ok?"))
 }
@@ -272,7 +279,7 @@ func TestHuman_PendingRoundTripsAndResumesOnANewGuard(t *testing.T) {
 	// A fresh process in spirit: new registry, new tool values, new middleware values.
 	var ap2 askPipeline
 	g2 := mustBind(t, ap2.config(allowChecker("c")), ap2.tool())
-	out, err := g2.Resume(context.Background(), back, warden.Approved{By: "carol", Digest: back.ApprovalDigest()})
+	out, err := g2.Resume(context.Background(), back, warden.Approved{By: "carol", Digest: back.ApprovalDigest()}, owner(back))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +299,7 @@ func TestHuman_TamperedArgsAreRefused(t *testing.T) {
 	g := mustBind(t, ap.config(), ap.tool())
 	pd := pendingAsk(t, g)
 	pd.Args = pd.Args.With("to", "attacker@evil.example")
-	out, err := g.Resume(context.Background(), pd, warden.Approved{By: "bob", Digest: pd.ApprovalDigest()})
+	out, err := g.Resume(context.Background(), pd, warden.Approved{By: "bob", Digest: pd.ApprovalDigest()}, owner(pd))
 	if err == nil && out.Executed {
 		t.Fatalf("a pending decision whose args no longer match its digest ran: %+v", viewOf(out))
 	}
@@ -338,7 +345,7 @@ func TestHuman_ForgedPendingIsStillJudged(t *testing.T) {
 				pd = *out.Pending
 			}
 			pd = tt.forge(pd)
-			out, err := g.Resume(context.Background(), pd, warden.Approved{By: "mallory", Digest: pd.ApprovalDigest()})
+			out, err := g.Resume(context.Background(), pd, warden.Approved{By: "mallory", Digest: pd.ApprovalDigest()}, owner(pd))
 			if p.runs() != 0 || out.Executed {
 				t.Errorf("Resume ran %s on a forged pending decision that policy denies (deny bash \"rm *\"): %+v err %v",
 					js(pd.Args), viewOf(out), err)
@@ -353,7 +360,7 @@ func TestHuman_ForgedPendingIsStillJudged(t *testing.T) {
 func TestHuman_AskThenTransformRunsWhatThePersonApproved(t *testing.T) {
 	var p probe
 	after := transform("after", "round to the nearest hundred", func(a warden.Args) warden.Args { return a.With("amount", 200) })
-	g := mustBind(t, warden.Config{CanPause: true, Middleware: []*warden.Middleware{askMW("approve", "Pay?"), after}}, p.tool("pay"))
+	g := mustBind(t, warden.Config{Ungoverned: true, CanPause: true, Middleware: []*warden.Middleware{askMW("approve", "Pay?"), after}}, p.tool("pay"))
 	out := call(t, g, "pay", `{"amount":150}`)
 	if out.Pending == nil {
 		t.Fatalf("want pending, got %+v", viewOf(out))
@@ -362,7 +369,7 @@ func TestHuman_AskThenTransformRunsWhatThePersonApproved(t *testing.T) {
 	if js(pd.Args) != `{"amount":200}` || js(pd.Original) != `{"amount":150}` || pd.Middleware != "approve" || pd.Digest != A(`{"amount":200}`).Digest() {
 		t.Errorf("the person is shown %s (original %s, middleware %q); want the arguments that will execute", js(pd.Args), js(pd.Original), pd.Middleware)
 	}
-	out, err := g.Resume(context.Background(), pd, warden.Approved{By: "a", Digest: pd.ApprovalDigest()})
+	out, err := g.Resume(context.Background(), pd, warden.Approved{By: "a", Digest: pd.ApprovalDigest()}, owner(pd))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -379,16 +386,16 @@ func TestHuman_ApprovalIsBoundToTheDigest(t *testing.T) {
 	var p probe
 	var n int
 	after := transform("after", "late rewrite", func(a warden.Args) warden.Args { n++; return a.With("amount", 100*n) })
-	g := mustBind(t, warden.Config{CanPause: true, Middleware: []*warden.Middleware{askMW("approve", "Pay 100?"), after}}, p.tool("pay"))
+	g := mustBind(t, warden.Config{Ungoverned: true, CanPause: true, Middleware: []*warden.Middleware{askMW("approve", "Pay 100?"), after}}, p.tool("pay"))
 	out := call(t, g, "pay", `{"amount":1}`)
 	if out.Pending == nil {
 		t.Fatalf("want pending, got %+v", viewOf(out))
 	}
-	out, err := g.Resume(context.Background(), *out.Pending, warden.Approved{By: "a", Digest: out.Pending.ApprovalDigest()})
+	out, err := g.Resume(context.Background(), *out.Pending, warden.Approved{By: "a", Digest: out.Pending.ApprovalDigest()}, owner(*out.Pending))
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkView(t, out, refusedAt(warden.StageHuman, warden.ApprovalMismatchText))
+	checkView(t, out, refusedAt(warden.StageHuman, spectext.ApprovalMismatchText))
 	if out.Executed || p.runs() != 0 {
 		t.Errorf("args changed after the approval and the call still ran: %+v", viewOf(out))
 	}
@@ -400,7 +407,7 @@ func TestHuman_ApprovalIsBoundToTheDigest(t *testing.T) {
 // pending decision stays usable.
 func TestHuman_ApprovedCarriesTheDigestThePersonSaw(t *testing.T) {
 	var p probe
-	g := mustBind(t, warden.Config{CanPause: true, Middleware: []*warden.Middleware{askMW("approve", "Pay?")}}, p.tool("pay"))
+	g := mustBind(t, warden.Config{Ungoverned: true, CanPause: true, Middleware: []*warden.Middleware{askMW("approve", "Pay?")}}, p.tool("pay"))
 	out := call(t, g, "pay", `{"amount":100}`)
 	if out.Pending == nil {
 		t.Fatalf("want pending, got %+v", viewOf(out))
@@ -418,7 +425,7 @@ func TestHuman_ApprovedCarriesTheDigestThePersonSaw(t *testing.T) {
 		"no digest":       {shown, "", "warden: the approval does not match the pending decision: Approved.Digest is empty; set it to the ApprovalDigest of the decision the person was shown (this decision's is " + shown.ApprovalDigest() + ")"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			out, err := g.Resume(context.Background(), tt.pd, warden.Approved{By: "a", Digest: tt.digest})
+			out, err := g.Resume(context.Background(), tt.pd, warden.Approved{By: "a", Digest: tt.digest}, owner(tt.pd))
 			if !errors.Is(err, warden.ErrApprovalMismatch) || err.Error() != tt.want {
 				t.Errorf("error %v, want %q", err, tt.want)
 			}
@@ -427,7 +434,7 @@ func TestHuman_ApprovedCarriesTheDigestThePersonSaw(t *testing.T) {
 			}
 		})
 	}
-	out, err := g.Resume(context.Background(), shown, warden.Approved{By: "a", Digest: shown.ApprovalDigest()})
+	out, err := g.Resume(context.Background(), shown, warden.Approved{By: "a", Digest: shown.ApprovalDigest()}, owner(shown))
 	if err != nil || !out.Executed || p.runs() != 1 || js(p.last()) != `{"amount":100}` {
 		t.Errorf("the pending decision is no longer usable after refused answers: %+v %v", viewOf(out), err)
 	}
@@ -470,7 +477,7 @@ func TestHuman_S1EscalationIsReplacedByS2(t *testing.T) {
 			if out.Pending == nil || out.Pending.Kind != warden.KindEscalate || js(out.Pending.Args) != tt.pendArgs {
 				t.Fatalf("pending %+v, want an escalation about %s", out.Pending, tt.pendArgs)
 			}
-			out, err := g.Resume(context.Background(), *out.Pending, warden.Approved{By: "a", Digest: out.Pending.ApprovalDigest()})
+			out, err := g.Resume(context.Background(), *out.Pending, warden.Approved{By: "a", Digest: out.Pending.ApprovalDigest()}, owner(*out.Pending))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -490,7 +497,7 @@ func TestHuman_CheckIn(t *testing.T) {
 	}
 	t.Run("evidence", func(t *testing.T) {
 		var p probe
-		g := mustBind(t, warden.Config{CanPause: true}, sendTool(&p, &warden.CheckIn{Question: "Send it?"}))
+		g := mustBind(t, warden.Config{Ungoverned: true, CanPause: true}, sendTool(&p, &warden.CheckIn{Question: "Send it?"}))
 		out, err := g.Call(context.Background(), warden.Call{Tool: "send_email", Args: A(`{"to":"a@b.c","subject":"Q3"}`),
 			Context: []string{"user: email the Q3 numbers to a@b.c"}})
 		if err != nil {
@@ -514,7 +521,7 @@ func TestHuman_CheckIn(t *testing.T) {
 	})
 	t.Run("default question", func(t *testing.T) {
 		var p probe
-		g := mustBind(t, warden.Config{CanPause: true}, sendTool(&p, &warden.CheckIn{}))
+		g := mustBind(t, warden.Config{Ungoverned: true, CanPause: true}, sendTool(&p, &warden.CheckIn{}))
 		out := call(t, g, "send_email", `{}`)
 		if out.Pending == nil || out.Pending.Question != "Run send_email with these arguments?" {
 			t.Errorf("pending %+v", out.Pending)
@@ -522,7 +529,7 @@ func TestHuman_CheckIn(t *testing.T) {
 	})
 	t.Run("when false runs directly", func(t *testing.T) {
 		var p probe
-		g := mustBind(t, warden.Config{CanPause: true}, sendTool(&p, &warden.CheckIn{When: func(a warden.Args) bool { _, ok := a.Get("cc"); return ok }}))
+		g := mustBind(t, warden.Config{Ungoverned: true, CanPause: true}, sendTool(&p, &warden.CheckIn{When: func(a warden.Args) bool { _, ok := a.Get("cc"); return ok }}))
 		if out := call(t, g, "send_email", `{"to":"x"}`); out.Status != warden.StatusRan {
 			t.Errorf("got %+v, want ran", viewOf(out))
 		}
@@ -532,7 +539,7 @@ func TestHuman_CheckIn(t *testing.T) {
 	})
 	t.Run("panicking when asks", func(t *testing.T) {
 		var p probe
-		g := mustBind(t, warden.Config{CanPause: true}, sendTool(&p, &warden.CheckIn{When: func(warden.Args) bool { panic("predicate bug") }}))
+		g := mustBind(t, warden.Config{Ungoverned: true, CanPause: true}, sendTool(&p, &warden.CheckIn{When: func(warden.Args) bool { panic("predicate bug") }}))
 		out := call(t, g, "send_email", `{}`)
 		if out.Status != warden.StatusPending || p.runs() != 0 {
 			t.Errorf("got %+v, want pending (fail closed)", viewOf(out))
@@ -540,15 +547,15 @@ func TestHuman_CheckIn(t *testing.T) {
 	})
 	t.Run("no pause refuses", func(t *testing.T) {
 		var p probe
-		g := mustBind(t, warden.Config{}, sendTool(&p, &warden.CheckIn{Question: "Send it?"}))
+		g := mustBind(t, warden.Config{Ungoverned: true}, sendTool(&p, &warden.CheckIn{Question: "Send it?"}))
 		out := call(t, g, "send_email", `{}`)
 		checkView(t, out, refusedAt(warden.StageHuman, "Tool 'send_email' requires a check-in, and there is no pause here to carry it: Send it?"))
 	})
 	t.Run("approve runs once", func(t *testing.T) {
 		var p probe
-		g := mustBind(t, warden.Config{CanPause: true}, sendTool(&p, &warden.CheckIn{}))
+		g := mustBind(t, warden.Config{Ungoverned: true, CanPause: true}, sendTool(&p, &warden.CheckIn{}))
 		out := call(t, g, "send_email", `{"to":"x"}`)
-		out, err := g.Resume(context.Background(), *out.Pending, warden.Approved{By: "u", Digest: out.Pending.ApprovalDigest()})
+		out, err := g.Resume(context.Background(), *out.Pending, warden.Approved{By: "u", Digest: out.Pending.ApprovalDigest()}, owner(*out.Pending))
 		if err != nil || out.Status != warden.StatusRan || p.runs() != 1 {
 			t.Errorf("got %+v %v runs %d", viewOf(out), err, p.runs())
 		}
@@ -570,7 +577,7 @@ func TestHuman_RevisionChangeRechecks(t *testing.T) {
 	cfg2 := ap2.config(always("lockdown", warden.Decision{Effect: warden.Deny, Rationale: "email is disabled"}))
 	cfg2.Revision = "r2"
 	g2 := mustBind(t, cfg2, ap2.tool())
-	out, err := g2.Resume(context.Background(), pd, warden.Approved{By: "bob", Digest: pd.ApprovalDigest()})
+	out, err := g2.Resume(context.Background(), pd, warden.Approved{By: "bob", Digest: pd.ApprovalDigest()}, owner(pd))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -591,7 +598,7 @@ func TestHuman_RevisionChangeDoesNotReaskAnApprovedEscalation(t *testing.T) {
 	}
 	var p2 probe
 	g2 := mustBind(t, warden.Config{Checkers: []warden.Checker{escalateBash(t)}, CanPause: true, Revision: "r2"}, p2.tool("bash"))
-	out, err := g2.Resume(context.Background(), *out.Pending, warden.Approved{By: "a", Digest: out.Pending.ApprovalDigest()})
+	out, err := g2.Resume(context.Background(), *out.Pending, warden.Approved{By: "a", Digest: out.Pending.ApprovalDigest()}, owner(*out.Pending))
 	if err != nil || out.Status != warden.StatusRan || p2.runs() != 1 {
 		t.Errorf("got %+v %v runs %d; the person approved exactly this call", viewOf(out), err, p2.runs())
 	}
@@ -625,7 +632,7 @@ func TestHuman_ForgedResumePositionDoesNotSkipMiddleware(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var p probe
-			g := mustBind(t, warden.Config{CanPause: true, Middleware: []*warden.Middleware{askMW("approve", "Send?"), dlp}}, p.tool("email"))
+			g := mustBind(t, warden.Config{Ungoverned: true, CanPause: true, Middleware: []*warden.Middleware{askMW("approve", "Send?"), dlp}}, p.tool("email"))
 			// "a later deny still denies, and then nobody is asked" (REFERENCE section 7).
 			if out := call(t, g, "email", js(secret)); out.Pending != nil || out.Status != warden.StatusRefused || out.ModelText != "personal data may not leave" {
 				t.Fatalf("an ask before a denying link: got %+v, want the denial and nobody asked", viewOf(out))
@@ -636,7 +643,7 @@ func TestHuman_ForgedResumePositionDoesNotSkipMiddleware(t *testing.T) {
 			}
 			pd := *out.Pending
 			tt.forge(&pd)
-			out, err := g.Resume(context.Background(), pd, warden.Approved{By: "a", Digest: pd.ApprovalDigest()})
+			out, err := g.Resume(context.Background(), pd, warden.Approved{By: "a", Digest: pd.ApprovalDigest()}, owner(pd))
 			if p.runs() != 0 || out.Executed {
 				t.Errorf("the call ran past the dlp middleware: %+v err %v", viewOf(out), err)
 			}
@@ -645,8 +652,8 @@ func TestHuman_ForgedResumePositionDoesNotSkipMiddleware(t *testing.T) {
 }
 
 // A pending decision edited to name another principal cannot borrow that principal's
-// rights: ResumeAs refuses it before anything runs, and passes the caller's sequence.
-func TestHuman_ResumeAsBindsTheCaller(t *testing.T) {
+// rights: Resume refuses it before anything runs, and passes the caller's sequence.
+func TestHuman_ResumeBindsTheCaller(t *testing.T) {
 	var p probe
 	var seen []warden.Step
 	seqChecker := warden.CheckerFunc(func(_ context.Context, r warden.Request) (warden.Decision, error) {
@@ -661,11 +668,11 @@ func TestHuman_ResumeAsBindsTheCaller(t *testing.T) {
 	}
 	forged := *out.Pending
 	forged.Identity = warden.Identity{Principal: "admin"}
-	if _, err := g.ResumeAs(context.Background(), forged, warden.Approved{By: "a", Digest: forged.ApprovalDigest()}, warden.Caller{Identity: bob, Session: "s1"}); err == nil || p.runs() != 0 {
+	if _, err := g.Resume(context.Background(), forged, warden.Approved{By: "a", Digest: forged.ApprovalDigest()}, warden.Caller{Identity: bob, Session: "s1"}); err == nil || p.runs() != 0 {
 		t.Fatalf("forged identity resumed: err %v runs %d", err, p.runs())
 	}
 	seq := []warden.Step{{Tool: "reader", Args: A(`{"path":"/x"}`)}}
-	out, err = g.ResumeAs(context.Background(), *out.Pending, warden.Approved{By: "a", Digest: out.Pending.ApprovalDigest()}, warden.Caller{Identity: bob, Session: "s1", Sequence: seq})
+	out, err = g.Resume(context.Background(), *out.Pending, warden.Approved{By: "a", Digest: out.Pending.ApprovalDigest()}, warden.Caller{Identity: bob, Session: "s1", Sequence: seq})
 	if err != nil || !out.Executed || p.runs() != 1 {
 		t.Fatalf("honest resume: %+v %v runs %d", viewOf(out), err, p.runs())
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/internal/spectext"
 	"github.com/wardenhq/warden/policy"
 	"github.com/wardenhq/warden/schema"
 )
@@ -88,7 +89,7 @@ func TestOrder_RefusedCallsAreNeverValidatedNorAsked(t *testing.T) {
 		{"S1 deny", warden.Config{Checkers: []warden.Checker{always("no", warden.Decision{Effect: warden.Deny})}}, warden.StagePermission},
 		{"S1 halt", warden.Config{Checkers: []warden.Checker{always("no", warden.Decision{Effect: warden.Halt})}}, warden.StagePermission},
 		{"S1 ask then deny", warden.Config{Checkers: []warden.Checker{always("ask", warden.Decision{Effect: warden.Ask}), always("no", warden.Decision{Effect: warden.Deny})}}, warden.StagePermission},
-		{"middleware deny", warden.Config{Middleware: []*warden.Middleware{denyMW}}, warden.StageMiddleware},
+		{"middleware deny", warden.Config{Ungoverned: true, Middleware: []*warden.Middleware{denyMW}}, warden.StageMiddleware},
 		{"S2 deny", warden.Config{Checkers: []warden.Checker{s2deny}, Middleware: []*warden.Middleware{touch}}, warden.StageFinalCheck},
 	}
 	for _, tt := range tests {
@@ -126,7 +127,7 @@ func TestOrder_InvalidArgsNeverGetCredentialsNorRun(t *testing.T) {
 	var p probe
 	tool := strictTool(&p, "t")
 	tool.Needs = &warden.Needs{Service: "svc"}
-	g := mustBind(t, warden.Config{Schemas: schema.Compiler{}, Credentials: prov, Sinks: []warden.Sink{rec}}, tool)
+	g := mustBind(t, warden.Config{Ungoverned: true, Schemas: schema.Compiler{}, Credentials: prov, Sinks: []warden.Sink{rec}}, tool)
 
 	out := call(t, g, "t", `{"n":"x","extra":1}`)
 	want := "Invalid arguments for tool 't' — the call was not executed.\n" +
@@ -154,11 +155,11 @@ func TestOrder_ValidationJudgesTheFinalArgs(t *testing.T) {
 	var p probe
 	breaks := transform("breaks", "stringify", func(a warden.Args) warden.Args { return a.With("n", "1") })
 	fixes := transform("fixes", "coerce", func(a warden.Args) warden.Args { return a.With("n", 1) })
-	g1 := mustBind(t, warden.Config{Schemas: schema.Compiler{}, Middleware: []*warden.Middleware{breaks}}, strictTool(&p, "t"))
+	g1 := mustBind(t, warden.Config{Ungoverned: true, Schemas: schema.Compiler{}, Middleware: []*warden.Middleware{breaks}}, strictTool(&p, "t"))
 	if out := call(t, g1, "t", `{"n":1,"path":"a"}`); out.Stage != warden.StageValidation || out.Executed {
 		t.Errorf("a transform that breaks the args: %+v, want refused at validation", viewOf(out))
 	}
-	g2 := mustBind(t, warden.Config{Schemas: schema.Compiler{}, Middleware: []*warden.Middleware{fixes}}, strictTool(&p, "t"))
+	g2 := mustBind(t, warden.Config{Ungoverned: true, Schemas: schema.Compiler{}, Middleware: []*warden.Middleware{fixes}}, strictTool(&p, "t"))
 	if out := call(t, g2, "t", `{"n":"1","path":"a"}`); out.Status != warden.StatusRan {
 		t.Errorf("a transform that fixes the args: %+v, want ran", viewOf(out))
 	}
@@ -170,7 +171,7 @@ func TestOrder_CheckInAsksBeforeCredentials(t *testing.T) {
 	tool := p.tool("send")
 	tool.CheckIn = &warden.CheckIn{Question: "Send this email?"}
 	tool.Needs = &warden.Needs{Service: "mail", Scopes: []string{"send"}}
-	g := mustBind(t, warden.Config{Credentials: prov, CanPause: true}, tool)
+	g := mustBind(t, warden.Config{Ungoverned: true, Credentials: prov, CanPause: true}, tool)
 	out := call(t, g, "send", `{"to":"a@b.c"}`)
 	if out.Status != warden.StatusPending || out.Pending == nil || out.Pending.Kind != warden.KindCheckIn {
 		t.Fatalf("got %+v, want a pending check-in", viewOf(out))
@@ -178,7 +179,7 @@ func TestOrder_CheckInAsksBeforeCredentials(t *testing.T) {
 	if prov.n.Load() != 0 || p.runs() != 0 {
 		t.Fatalf("before the decision: credentials %d runs %d; want 0, 0", prov.n.Load(), p.runs())
 	}
-	out, err := g.Resume(context.Background(), *out.Pending, warden.Approved{By: "alice", Digest: out.Pending.ApprovalDigest()})
+	out, err := g.Resume(context.Background(), *out.Pending, warden.Approved{By: "alice", Digest: out.Pending.ApprovalDigest()}, owner(*out.Pending))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +223,7 @@ func TestCeiling_PerToolResultCeiling(t *testing.T) {
 					return warden.KeepResult()
 				},
 			}
-			g := mustBind(t, warden.Config{Middleware: []*warden.Middleware{watch}, Sinks: []warden.Sink{rec}}, tool)
+			g := mustBind(t, warden.Config{Ungoverned: true, Middleware: []*warden.Middleware{watch}, Sinks: []warden.Sink{rec}}, tool)
 			out := call(t, g, "big", `{}`)
 			checkView(t, out, tt.want)
 			refused := tt.want.Stage == warden.StageCeiling
@@ -250,7 +251,7 @@ func TestCeiling_MaxResultChars(t *testing.T) {
 	}
 	for _, n := range []int{capN - 1, capN, capN + 1, 10 * capN} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
-			g := mustBind(t, warden.Config{MaxResultChars: capN}, mk(n))
+			g := mustBind(t, warden.Config{Ungoverned: true, MaxResultChars: capN}, mk(n))
 			out := call(t, g, "dump", `{}`)
 			if n <= capN {
 				if out.ModelText != strings.Repeat("a", n) || out.Stage != warden.StageExecute {
@@ -306,7 +307,7 @@ func TestCeiling_TruncationMarkerFitsEveryCap(t *testing.T) {
 	n := utf8.RuneCountInString(text)
 	sawReasonOnly, sawHead, sawBare := false, false, false
 	for capN := 18; capN < n; capN++ {
-		marker := warden.TruncationMarker("dump", text, n, capN)
+		marker := spectext.TruncationMarker("dump", text, n, capN)
 		checkMarker(t, marker, "dump", text, n, capN)
 		var m map[string]any
 		_ = json.Unmarshal([]byte(marker), &m)
@@ -326,10 +327,10 @@ func TestCeiling_TruncationMarkerFitsEveryCap(t *testing.T) {
 	}
 	// Through a Guard, for a small cap that drops the head first.
 	tool := warden.Executable{Tool: warden.Tool{Name: "dump"}, Run: func(context.Context, warden.Args, *warden.Credential) (any, error) { return text, nil }}
-	reasonLen := utf8.RuneCountInString(warden.TruncationMarker("dump", text, n, 100))
-	g := mustBind(t, warden.Config{MaxResultChars: 100}, tool)
+	reasonLen := utf8.RuneCountInString(spectext.TruncationMarker("dump", text, n, 100))
+	g := mustBind(t, warden.Config{Ungoverned: true, MaxResultChars: 100}, tool)
 	out := call(t, g, "dump", `{}`)
-	if out.ModelText != warden.TruncationMarker("dump", text, n, 100) || reasonLen > 100 {
+	if out.ModelText != spectext.TruncationMarker("dump", text, n, 100) || reasonLen > 100 {
 		t.Errorf("guard marker %q", out.ModelText)
 	}
 }
@@ -343,7 +344,7 @@ func TestCredentials_NoProvider(t *testing.T) {
 	var p probe
 	tool := p.tool("gh")
 	tool.Needs = &warden.Needs{Service: "github", Scopes: []string{"repo"}}
-	g := mustBind(t, warden.Config{Sinks: []warden.Sink{rec}}, tool)
+	g := mustBind(t, warden.Config{Ungoverned: true, Sinks: []warden.Sink{rec}}, tool)
 	out := call(t, g, "gh", `{}`)
 	checkView(t, out, refusedAt(warden.StageCredentials, "credential error for 'github': no credential provider configured"))
 	if p.runs() != 0 {
@@ -368,7 +369,7 @@ func TestCredentials_ProviderFailures(t *testing.T) {
 			var p probe
 			tool := p.tool("gh")
 			tool.Needs = &warden.Needs{Service: "github"}
-			g := mustBind(t, warden.Config{Credentials: tt.prov}, tool)
+			g := mustBind(t, warden.Config{Ungoverned: true, Credentials: tt.prov}, tool)
 			out := call(t, g, "gh", `{}`)
 			if out.Status != warden.StatusRefused || out.Stage != warden.StageCredentials || !strings.HasPrefix(out.ModelText, tt.want) || p.runs() != 0 {
 				t.Errorf("got %+v runs %d, want refused at credentials with %q", viewOf(out), p.runs(), tt.want)
@@ -409,7 +410,7 @@ func TestCredentials_TokenNeverLeaks(t *testing.T) {
 					gotCred = c
 					return tt.run(c)
 				}}
-			cfg := warden.Config{Credentials: &provider{token: token}, Sinks: []warden.Sink{rec}}
+			cfg := warden.Config{Ungoverned: true, Credentials: &provider{token: token}, Sinks: []warden.Sink{rec}}
 			if tt.result != nil {
 				cfg.Middleware = []*warden.Middleware{tt.result}
 			}
@@ -464,11 +465,11 @@ func TestCredentials_NeverForCallsThatWillNotRun(t *testing.T) {
 		cfg  warden.Config
 		args string
 	}{
-		{"gate", warden.Config{Gate: warden.GateFunc(func(context.Context, warden.Invocation) (bool, error) { return false, nil })}, `{"n":1,"path":"a"}`},
+		{"gate", warden.Config{Ungoverned: true, Gate: warden.GateFunc(func(context.Context, warden.Invocation) (bool, error) { return false, nil })}, `{"n":1,"path":"a"}`},
 		{"checker", warden.Config{Checkers: []warden.Checker{always("no", warden.Decision{Effect: warden.Deny})}}, `{"n":1,"path":"a"}`},
-		{"middleware", warden.Config{Middleware: []*warden.Middleware{{Name: "d", OnToolCall: func(context.Context, warden.ToolCall) warden.CallOutcome { return warden.DenyCall("no") }}}}, `{"n":1,"path":"a"}`},
-		{"validation", warden.Config{}, `{"n":1}`},
-		{"pending ask", warden.Config{CanPause: true, Middleware: []*warden.Middleware{askMW("a", "ok?")}}, `{"n":1,"path":"a"}`},
+		{"middleware", warden.Config{Ungoverned: true, Middleware: []*warden.Middleware{{Name: "d", OnToolCall: func(context.Context, warden.ToolCall) warden.CallOutcome { return warden.DenyCall("no") }}}}, `{"n":1,"path":"a"}`},
+		{"validation", warden.Config{Ungoverned: true}, `{"n":1}`},
+		{"pending ask", warden.Config{Ungoverned: true, CanPause: true, Middleware: []*warden.Middleware{askMW("a", "ok?")}}, `{"n":1,"path":"a"}`},
 		{"escalation without pause", warden.Config{Checkers: []warden.Checker{always("esc", warden.Decision{Effect: warden.Ask, Rationale: "escalate by rule: *"})}}, `{"n":1,"path":"a"}`},
 	}
 	for _, tt := range tests {
@@ -495,7 +496,7 @@ func TestCredentials_NeverForCallsThatWillNotRun(t *testing.T) {
 
 func TestGate_NoGateAllows(t *testing.T) {
 	var p probe
-	g := mustBind(t, warden.Config{}, p.tool("ls"))
+	g := mustBind(t, warden.Config{Ungoverned: true}, p.tool("ls"))
 	if out := call(t, g, "ls", `{}`); out.Status != warden.StatusRan {
 		t.Errorf("got %+v, want ran", viewOf(out))
 	}
@@ -509,7 +510,7 @@ func TestGate_ByFunctionName(t *testing.T) {
 		return inv.Function != "rm", nil
 	})
 	var rm, ls probe
-	g := mustBind(t, warden.Config{Gate: gate, Sinks: []warden.Sink{rec}}, rm.tool("rm"), ls.tool("ls"))
+	g := mustBind(t, warden.Config{Ungoverned: true, Gate: gate, Sinks: []warden.Sink{rec}}, rm.tool("rm"), ls.tool("ls"))
 	out, err := g.Call(context.Background(), warden.Call{Tool: "rm", Args: A(`{"path":"/"}`), Session: "sess-1"})
 	if err != nil {
 		t.Fatalf("a gate refusal is data, not an error: %v", err)
@@ -541,7 +542,7 @@ func TestGate_FailuresRefuse(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			var p probe
 			var add = p.tool("add")
-			cfg := warden.Config{}
+			cfg := warden.Config{Ungoverned: true}
 			if gate != nil {
 				cfg.Gate = gate
 			}
@@ -583,7 +584,7 @@ func TestGate_OnArguments(t *testing.T) {
 		yi, _ := y.(json.Number).Int64()
 		return xi + yi, nil
 	}}
-	g := mustBind(t, warden.Config{Gate: gate}, add)
+	g := mustBind(t, warden.Config{Ungoverned: true, Gate: gate}, add)
 	if out := call(t, g, "add", `{"a":1,"b":2}`); out.ModelText != "3" || out.Status != warden.StatusRan {
 		t.Errorf("add(1,2): %+v, want 3", viewOf(out))
 	}
@@ -614,12 +615,12 @@ func TestGate_RunsBeforeCheckers(t *testing.T) {
 }
 
 func TestGateDeniedText(t *testing.T) {
-	got := warden.GateDeniedText("add")
+	got := spectext.GateDeniedText("add")
 	if d := cmp.Diff(`{"error":"denied by governance gate","function":"add"}`, got); d != "" {
 		t.Error(d)
 	}
 	var m map[string]string
-	if err := json.Unmarshal([]byte(warden.GateDeniedText(`we"ird`)), &m); err != nil || m["function"] != `we"ird` {
+	if err := json.Unmarshal([]byte(spectext.GateDeniedText(`we"ird`)), &m); err != nil || m["function"] != `we"ird` {
 		t.Errorf("GateDeniedText with a quote: %v %v", m, err)
 	}
 }
@@ -633,7 +634,7 @@ func TestCredentials_TokenNeverLeaksOnCancellation(t *testing.T) {
 			<-ctx.Done()
 			return nil, fmt.Errorf("request with %s aborted: %w", c.Token, ctx.Err())
 		}}
-	g := mustBind(t, warden.Config{Credentials: &provider{token: token}}, tool)
+	g := mustBind(t, warden.Config{Ungoverned: true, Credentials: &provider{token: token}}, tool)
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { <-started; cancel() }()
 	out, err := g.Call(ctx, warden.Call{Tool: "gh", Args: A(`{}`)})
@@ -713,11 +714,11 @@ func TestJournal_WritesAheadOfExecution(t *testing.T) {
 }
 
 func TestJournal_FailingBeginRefuses(t *testing.T) {
-	logs := captureSlog(t)
+	log, logs := testLogger()
 	rec := &warden.Recorder{}
 	j := &journal{beginErr: errors.New("disk full")}
 	var p probe
-	g := mustBind(t, warden.Config{Journal: j, Sinks: []warden.Sink{rec}}, p.tool("t"))
+	g := mustBind(t, warden.Config{Ungoverned: true, Logger: log, Journal: j, Sinks: []warden.Sink{rec}}, p.tool("t"))
 	out := call(t, g, "t", `{}`)
 	checkView(t, out, refusedAt(warden.StageExecute, warden.JournalUnavailableText("t")))
 	if p.runs() != 0 {
@@ -730,16 +731,16 @@ func TestJournal_FailingBeginRefuses(t *testing.T) {
 		t.Errorf("journal.failed events %d, want 1", n)
 	}
 	if !strings.Contains(logs.String(), "disk full") {
-		t.Errorf("the failure is not reported through slog: %q", logs.String())
+		t.Errorf("the failure is not reported to Config.Logger: %q", logs.String())
 	}
 }
 
 func TestJournal_FailingEndChangesNothing(t *testing.T) {
-	logs := captureSlog(t)
+	log, logs := testLogger()
 	rec := &warden.Recorder{}
 	j := &journal{endErr: errors.New("replica lag")}
 	var p probe
-	g := mustBind(t, warden.Config{Journal: j, Sinks: []warden.Sink{rec}}, p.tool("t"))
+	g := mustBind(t, warden.Config{Ungoverned: true, Logger: log, Journal: j, Sinks: []warden.Sink{rec}}, p.tool("t"))
 	out := call(t, g, "t", `{}`)
 	if out.Status != warden.StatusRan || p.runs() != 1 {
 		t.Errorf("got %+v; a failing End must not change an outcome that happened", viewOf(out))
@@ -748,7 +749,7 @@ func TestJournal_FailingEndChangesNothing(t *testing.T) {
 		t.Errorf("journal.failed events %d, want 1", n)
 	}
 	if !strings.Contains(logs.String(), "replica lag") {
-		t.Errorf("the failure is not reported through slog: %q", logs.String())
+		t.Errorf("the failure is not reported to Config.Logger: %q", logs.String())
 	}
 }
 
@@ -760,7 +761,7 @@ func TestJournal_EndOutlivesCancellation(t *testing.T) {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}}
-	g := mustBind(t, warden.Config{Journal: j}, tool)
+	g := mustBind(t, warden.Config{Ungoverned: true, Journal: j}, tool)
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { <-started; cancel() }()
 	if _, err := g.Call(ctx, warden.Call{Tool: "t", Args: A(`{}`)}); !errors.Is(err, context.Canceled) {

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/internal/spectext"
 )
 
 type checkerAnswer int
@@ -161,7 +162,7 @@ func resultHook(name string, a resAnswer) func(context.Context, warden.ToolResul
 
 func (s pipelineSpec) build(t *testing.T, p *probe) *warden.Guard {
 	t.Helper()
-	cfg := warden.Config{CanPause: s.canPause, CheckTimeout: 5 * time.Millisecond}
+	cfg := warden.Config{Ungoverned: len(s.checkers) == 0, CanPause: s.canPause, CheckTimeout: 5 * time.Millisecond}
 	for i, a := range s.checkers {
 		name := fmt.Sprintf("c%d", i)
 		switch a {
@@ -270,10 +271,10 @@ walk:
 			text, decided, stage = l.name+" withholds", true, warden.StageResult
 			break walk
 		case rPanic:
-			linkFailure, decided, stage = warden.ThrewText(l.name, "panic: "+l.name+" result panics"), false, warden.StageResult
+			linkFailure, decided, stage = spectext.ThrewText(l.name, "panic: "+l.name+" result panics"), false, warden.StageResult
 			break walk
 		case rInvalid:
-			linkFailure, decided, stage = warden.ThrewText(l.name, "transform without a why"), false, warden.StageResult
+			linkFailure, decided, stage = spectext.ThrewText(l.name, "transform without a why"), false, warden.StageResult
 			break walk
 		}
 	}
@@ -336,7 +337,7 @@ func (s pipelineSpec) oracle(approved bool) expected {
 		case mDeny:
 			return expected{warden.StatusRefused, warden.StageMiddleware, name + " denies", false}
 		case mPanic:
-			return expected{warden.StatusRefused, warden.StageMiddleware, warden.ThrewText(name, "panic: "+name+" panics"), false}
+			return expected{warden.StatusRefused, warden.StageMiddleware, spectext.ThrewText(name, "panic: "+name+" panics"), false}
 		case mAsk:
 			if firstMwAsk < 0 {
 				firstMwAsk = j
@@ -359,7 +360,7 @@ func (s pipelineSpec) oracle(approved bool) expected {
 		return expected{warden.StatusPending, stage, "", false}
 	case firstMwAsk >= 0:
 		name := fmt.Sprintf("m%d", firstMwAsk)
-		return expected{warden.StatusRefused, warden.StageMiddleware, warden.NoPauseText(name, name+" asks"), false}
+		return expected{warden.StatusRefused, warden.StageMiddleware, spectext.NoPauseText(name, name+" asks"), false}
 	}
 	return expected{warden.StatusRefused, warden.StageHuman,
 		fmt.Sprintf("[permission denied: Permission escalation required for %s.: c%d escalates. No escalation handler configured.]", propTool, firstAsk), false}
@@ -429,7 +430,7 @@ func TestProperty_RandomPipelines(t *testing.T) {
 		resumed++
 		before = p.runs()
 		pd := *out1.Pending
-		out3, err3 := g.Resume(context.Background(), pd, warden.Approved{By: "prop", Digest: pd.ApprovalDigest()})
+		out3, err3 := g.Resume(context.Background(), pd, warden.Approved{By: "prop", Digest: pd.ApprovalDigest()}, owner(pd))
 		wantResumed := s.oracle(true)
 		checkAgainstOracle(t, i, s, "after approval", out3, err3, before, p.runs(), wantResumed)
 	}

@@ -11,12 +11,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/internal/spectext"
 )
 
 type toolDid int
@@ -92,7 +94,7 @@ func resultPipeline(t *testing.T, did toolDid, said linkSaid, h handlerSaid, cap
 		tool.ResultCeiling = resCeiling
 	}
 	rec := &warden.Recorder{}
-	cfg := warden.Config{Sinks: []warden.Sink{rec}, MaxResultChars: cap}
+	cfg := warden.Config{Ungoverned: true, Sinks: []warden.Sink{rec}, MaxResultChars: cap}
 	if said != linkNone {
 		cfg.Middleware = []*warden.Middleware{{Name: "rs", OnToolResult: func(_ context.Context, r warden.ToolResult) warden.ResultOutcome {
 			switch said {
@@ -154,7 +156,7 @@ func wantResult(did toolDid, said linkSaid, h handlerSaid) resultWant {
 		switch said {
 		case linkNone, linkKeep:
 			if overCeiling {
-				return resultWant{view: ran(warden.StageCeiling, warden.CeilingText(resTool, len("a long result with "+resSecret), resCeiling), true)}
+				return resultWant{view: ran(warden.StageCeiling, spectext.CeilingText(resTool, len("a long result with "+resSecret), resCeiling), true)}
 			}
 			return resultWant{view: ran(warden.StageExecute, "ok "+resSecret, false)}
 		case linkReplace:
@@ -327,7 +329,7 @@ func TestResultSide_CapAppliesLast(t *testing.T) {
 					want := wantResult(did, said, h)
 					text, stage := want.ModelText, want.Stage
 					if n := len([]rune(text)); n > cap {
-						text, stage = warden.TruncationMarker(resTool, text, n, cap), warden.StageCeiling
+						text, stage = spectext.TruncationMarker(resTool, text, n, cap), warden.StageCeiling
 					}
 					want.ModelText, want.Stage = text, stage
 					checkView(t, out, want.view)
@@ -384,6 +386,7 @@ func TestResultSide_Chains(t *testing.T) {
 				return "ok " + resSecret, nil
 			}}
 			g := mustBind(t, warden.Config{
+				Ungoverned:    true,
 				Middleware:    []*warden.Middleware{link("outer", tt.outer, &saw), link("inner", tt.inner, &saw)},
 				ErrorHandlers: []*warden.ErrorHandler{errHandler("h", &calls, warden.Reraise{}, nil)},
 			}, tool)
@@ -407,9 +410,9 @@ func TestResultSide_CeilingHoldsForErrorResult(t *testing.T) {
 		return warden.ErrorResult{Text: long}, nil
 	}}
 	rec := &warden.Recorder{}
-	g := mustBind(t, warden.Config{Sinks: []warden.Sink{rec}}, tool)
+	g := mustBind(t, warden.Config{Ungoverned: true, Sinks: []warden.Sink{rec}}, tool)
 	out := call(t, g, resTool, `{}`)
-	checkView(t, out, view{Status: warden.StatusFailed, Stage: warden.StageCeiling, Executed: true, IsError: true, ModelText: warden.CeilingText(resTool, 40, 10)})
+	checkView(t, out, view{Status: warden.StatusFailed, Stage: warden.StageCeiling, Executed: true, IsError: true, ModelText: spectext.CeilingText(resTool, 40, 10)})
 	if out.Result != nil {
 		t.Errorf("Outcome.Result = %#v, want nil (no data was returned)", out.Result)
 	}
@@ -436,7 +439,7 @@ func TestResultSide_InPlaceEditFailsClosed(t *testing.T) {
 				}
 				return warden.KeepResult()
 			}}
-			g := mustBind(t, warden.Config{Middleware: []*warden.Middleware{scrub}}, tool)
+			g := mustBind(t, warden.Config{Ungoverned: true, Middleware: []*warden.Middleware{scrub}}, tool)
 			out := call(t, g, resTool, `{}`)
 			text := "Tool 't' failed: middleware 'scrub' threw: it changed the result in place (a link changes what the model reads with ReplaceModelResult)"
 			checkView(t, out, view{Status: warden.StatusFailed, Stage: warden.StageResult, Executed: true, IsError: true, ModelText: text})
@@ -461,7 +464,7 @@ func TestResultSide_InPlaceEditFailsClosed(t *testing.T) {
 		}
 		return warden.ReplaceModelResult(clean, "drop ssn")
 	}}
-	g := mustBind(t, warden.Config{Middleware: []*warden.Middleware{scrub}}, tool)
+	g := mustBind(t, warden.Config{Ungoverned: true, Middleware: []*warden.Middleware{scrub}}, tool)
 	out := call(t, g, resTool, `{}`)
 	checkView(t, out, view{Status: warden.StatusRan, Stage: warden.StageResult, Executed: true, ModelText: `{"rows":3}`})
 	if d := cmp.Diff(map[string]any{"rows": 3, "ssn": resSecret}, out.Result); d != "" {
@@ -498,7 +501,7 @@ func TestResultSide_UnrenderableValuesFailClosed(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tool := warden.Executable{Tool: warden.Tool{Name: resTool}, Run: func(context.Context, warden.Args, *warden.Credential) (any, error) { return tt.run, nil }}
-			var cfg warden.Config
+			cfg := warden.Config{Ungoverned: true}
 			if tt.link != nil {
 				cfg.Middleware = []*warden.Middleware{tt.link}
 			}
@@ -537,16 +540,16 @@ func (panickyJournal) Record(context.Context, warden.Call, warden.Outcome) error
 // A journal that panics never unwinds through the Guard: a panicking Begin refuses the
 // call (it does not run), a panicking End is reported and the outcome stands.
 func TestJournal_PanicsFailClosed(t *testing.T) {
-	captureSlog(t)
+	quiet := slog.New(slog.DiscardHandler)
 	var p probe
 	rec := &warden.Recorder{}
-	g := mustBind(t, warden.Config{Journal: panickyJournal{begin: true}, Sinks: []warden.Sink{rec}}, p.tool("t"))
+	g := mustBind(t, warden.Config{Ungoverned: true, Logger: quiet, Journal: panickyJournal{begin: true}, Sinks: []warden.Sink{rec}}, p.tool("t"))
 	out := call(t, g, "t", `{}`)
 	checkView(t, out, refusedAt(warden.StageExecute, warden.JournalUnavailableText("t")))
 	if p.runs() != 0 {
 		t.Error("the tool ran although Begin failed")
 	}
-	g = mustBind(t, warden.Config{Journal: panickyJournal{end: true}, Sinks: []warden.Sink{rec}}, p.tool("t"))
+	g = mustBind(t, warden.Config{Ungoverned: true, Logger: quiet, Journal: panickyJournal{end: true}, Sinks: []warden.Sink{rec}}, p.tool("t"))
 	out = call(t, g, "t", `{}`)
 	if out.Status != warden.StatusRan || p.runs() != 1 {
 		t.Errorf("got %+v after a panicking End, want the call that ran", viewOf(out))

@@ -27,7 +27,7 @@ func TestSeed_AskIsDecidedAfterS2AndValidation(t *testing.T) {
 		var p probe
 		tool := amount
 		tool.Run = p.fn(nil)
-		g := mustBind(t, warden.Config{CanPause: true, Schemas: schema.Compiler{}, Middleware: []*warden.Middleware{askMW("approve", "Refund?")}}, tool)
+		g := mustBind(t, warden.Config{Ungoverned: true, CanPause: true, Schemas: schema.Compiler{}, Middleware: []*warden.Middleware{askMW("approve", "Refund?")}}, tool)
 		out := call(t, g, "refund", `{"amount":"lots"}`)
 		if out.Pending != nil || out.Status != warden.StatusRefused || out.Stage != warden.StageValidation {
 			t.Fatalf("got %+v pending %v; want a validation refusal and nobody asked", viewOf(out), out.Pending)
@@ -185,7 +185,7 @@ func TestSeed_BindSnapshotsMiddlewareValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	mw := passThrough("mw", nil)
-	cfg := warden.Config{Middleware: []*warden.Middleware{mw}}
+	cfg := warden.Config{Ungoverned: true, Middleware: []*warden.Middleware{mw}}
 	g, err := r.Bind(cfg)
 	if err != nil {
 		t.Fatal(err)

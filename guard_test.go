@@ -731,7 +731,7 @@ func TestMiddleware_DenyReasonVerbatim(t *testing.T) {
 		return warden.DenyCall("No deploys on Fridays. Try again on Monday.")
 	}}
 	var p probe
-	g := mustBind(t, warden.Config{Middleware: []*warden.Middleware{deny}}, p.tool("deploy"))
+	g := mustBind(t, warden.Config{Ungoverned: true, Middleware: []*warden.Middleware{deny}}, p.tool("deploy"))
 	out, err := g.Call(context.Background(), warden.Call{Tool: "deploy", Args: A(`{}`)})
 	if err != nil {
 		t.Fatalf("Call: %v (a middleware deny lets the run continue)", err)
@@ -747,7 +747,7 @@ func TestMiddleware_TransformIsRecorded(t *testing.T) {
 	mask := transform("mask", "mask the card number", func(a warden.Args) warden.Args { return a.With("card", "****4242") })
 	same := transform("same", "idempotent normalization", func(a warden.Args) warden.Args { return a })
 	var p probe
-	g := mustBind(t, warden.Config{Middleware: []*warden.Middleware{mask, same}}, p.tool("pay"))
+	g := mustBind(t, warden.Config{Ungoverned: true, Middleware: []*warden.Middleware{mask, same}}, p.tool("pay"))
 	out := call(t, g, "pay", `{"card":"4242424242424242","amount":5}`)
 	if out.Status != warden.StatusRan {
 		t.Fatalf("status %s (%q)", out.Status, out.ModelText)
@@ -771,7 +771,7 @@ func TestMiddleware_FirstDenyStopsLaterLinks(t *testing.T) {
 	var later atomic.Int64
 	deny := &warden.Middleware{Name: "deny", OnToolCall: func(context.Context, warden.ToolCall) warden.CallOutcome { return warden.DenyCall("no") }}
 	var p probe
-	g := mustBind(t, warden.Config{Middleware: []*warden.Middleware{deny, passThrough("later", &later)}}, p.tool("t"))
+	g := mustBind(t, warden.Config{Ungoverned: true, Middleware: []*warden.Middleware{deny, passThrough("later", &later)}}, p.tool("t"))
 	out := call(t, g, "t", `{}`)
 	checkView(t, out, refusedAt(warden.StageMiddleware, "no"))
 	if later.Load() != 0 || len(out.Ledger) != 1 {
@@ -796,7 +796,7 @@ func TestMiddleware_BrokenLinksDeny(t *testing.T) {
 			var later atomic.Int64
 			broken := &warden.Middleware{Name: "broken", OnToolCall: func(context.Context, warden.ToolCall) warden.CallOutcome { return tt.outcome() }}
 			var p probe
-			g := mustBind(t, warden.Config{Middleware: []*warden.Middleware{broken, passThrough("later", &later)}, CanPause: true}, p.tool("t"))
+			g := mustBind(t, warden.Config{Ungoverned: true, Middleware: []*warden.Middleware{broken, passThrough("later", &later)}, CanPause: true}, p.tool("t"))
 			out := call(t, g, "t", `{"x":1}`)
 			if out.Status != warden.StatusRefused || out.Stage != warden.StageMiddleware || out.Executed {
 				t.Fatalf("got %+v, want refused at middleware", viewOf(out))
@@ -824,7 +824,7 @@ func TestMiddleware_TransformsComposeInOrder(t *testing.T) {
 		v, _ := c.Args.String("s")
 		return warden.TransformCall(c.Args.With("s", v+"P"), "preprocessor first")
 	}
-	g := mustBind(t, warden.Config{Middleware: []*warden.Middleware{appendTo("a", "A"), appendTo("b", "B"), appendTo("c", "C")}}, tool)
+	g := mustBind(t, warden.Config{Ungoverned: true, Middleware: []*warden.Middleware{appendTo("a", "A"), appendTo("b", "B"), appendTo("c", "C")}}, tool)
 	out := call(t, g, "t", `{"s":">"}`)
 	if got := js(p.last()); got != `{"s":">PABC"}` {
 		t.Errorf("tool saw %s, want {\"s\":\">PABC\"}", got)
@@ -873,7 +873,7 @@ func TestMiddleware_OnionOrder(t *testing.T) {
 		}
 	}
 	var p probe
-	g := mustBind(t, warden.Config{Middleware: []*warden.Middleware{layer("outer"), layer("middle"), layer("inner")}}, p.tool("t"))
+	g := mustBind(t, warden.Config{Ungoverned: true, Middleware: []*warden.Middleware{layer("outer"), layer("middle"), layer("inner")}}, p.tool("t"))
 	call(t, g, "t", `{}`)
 	want := []string{"before:outer", "before:middle", "before:inner", "after:inner", "after:middle", "after:outer"}
 	if d := cmp.Diff(want, order); d != "" {
@@ -898,7 +898,7 @@ func TestMiddleware_ResultSideDeny(t *testing.T) {
 		}
 		return warden.KeepResult()
 	}}
-	g := mustBind(t, warden.Config{Middleware: []*warden.Middleware{outer, dlp}}, tool)
+	g := mustBind(t, warden.Config{Ungoverned: true, Middleware: []*warden.Middleware{outer, dlp}}, tool)
 	out := call(t, g, "export", `{}`)
 	checkView(t, out, view{Status: warden.StatusRan, Stage: warden.StageResult, Executed: true, IsError: true, ModelText: "The result contained personal data and was withheld."})
 	if sideEffects.Load() != 1 {
@@ -946,7 +946,7 @@ func TestMiddleware_ResultSideOnlyForExecutedCalls(t *testing.T) {
 			tool := schemaTool(&p)
 			tool.Post = func(context.Context, warden.ToolResult) warden.ResultOutcome { post.Add(1); return warden.KeepResult() }
 			g := mustBind(t, warden.Config{
-				Checkers: tt.checkers, Middleware: append(slices.Clone(tt.mw), counter),
+				Checkers: tt.checkers, Ungoverned: len(tt.checkers) == 0, Middleware: append(slices.Clone(tt.mw), counter),
 				Schemas: schema.Compiler{}, CanPause: true,
 			}, tool)
 			out, err := g.Call(context.Background(), warden.Call{Tool: tt.tool, Args: A(tt.args)})
@@ -957,7 +957,7 @@ func TestMiddleware_ResultSideOnlyForExecutedCalls(t *testing.T) {
 				if out.Pending == nil {
 					t.Fatalf("want a pending decision, got %+v", viewOf(out))
 				}
-				out, err = g.Resume(context.Background(), *out.Pending, warden.Approved{By: "alice", Digest: out.Pending.ApprovalDigest()})
+				out, err = g.Resume(context.Background(), *out.Pending, warden.Approved{By: "alice", Digest: out.Pending.ApprovalDigest()}, owner(*out.Pending))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -984,7 +984,7 @@ func TestMiddleware_ToolErrorReachesResultSide(t *testing.T) {
 	tool := warden.Executable{Tool: warden.Tool{Name: "flaky"}, Run: func(context.Context, warden.Args, *warden.Credential) (any, error) {
 		return nil, errors.New("upstream 503")
 	}}
-	g := mustBind(t, warden.Config{Middleware: []*warden.Middleware{watch}}, tool)
+	g := mustBind(t, warden.Config{Ungoverned: true, Middleware: []*warden.Middleware{watch}}, tool)
 	out := call(t, g, "flaky", `{"q":1}`)
 	if !got.IsError || got.Error != "upstream 503" || got.Tool != "flaky" || js(got.Args) != `{"q":1}` {
 		t.Errorf("result link saw %+v, want IsError with the message", got)
@@ -1006,7 +1006,7 @@ func TestMiddleware_PassThroughChains(t *testing.T) {
 				chain[i] = passThrough(fmt.Sprintf("m%d", i), &runs)
 			}
 			var p probe
-			g := mustBind(t, warden.Config{Middleware: chain}, p.tool("t"))
+			g := mustBind(t, warden.Config{Ungoverned: true, Middleware: chain}, p.tool("t"))
 			in := A(`{"b":[1,{"c":null}],"a":"x"}`)
 			out := call(t, g, "t", js(in))
 			if !p.last().Equal(in) || !out.Args.Equal(in) {
@@ -1029,7 +1029,7 @@ func TestMiddleware_PassThroughChains(t *testing.T) {
 					chain[i] = passThrough(fmt.Sprintf("m%d", i), &ran)
 				}
 				var p probe
-				g := mustBind(t, warden.Config{Middleware: chain}, p.tool("t"))
+				g := mustBind(t, warden.Config{Ungoverned: true, Middleware: chain}, p.tool("t"))
 				out := call(t, g, "t", `{}`)
 				if ran.Load() != int64(k+1) || out.Status != warden.StatusRefused || p.runs() != 0 {
 					t.Errorf("deny at link %d: %d links ran, status %s, tool runs %d; want %d, refused, 0", k, ran.Load(), out.Status, p.runs(), k+1)
@@ -1237,7 +1237,7 @@ func TestPlan_PostHandlersSeeEveryResultType(t *testing.T) {
 					return warden.KeepResult()
 				},
 			}
-			g := mustBind(t, warden.Config{Middleware: []*warden.Middleware{mw}}, tool)
+			g := mustBind(t, warden.Config{Ungoverned: true, Middleware: []*warden.Middleware{mw}}, tool)
 			out := call(t, g, "t", `{"q":1}`)
 			if postN != 1 || mwN != 1 {
 				t.Fatalf("post ran %d, middleware %d; want 1, 1", postN, mwN)
@@ -1269,7 +1269,7 @@ func TestPlan_PostHandlerReplacesResult(t *testing.T) {
 		outerSaw = r.Result
 		return warden.KeepResult()
 	}}
-	g := mustBind(t, warden.Config{Middleware: []*warden.Middleware{outer}}, tool)
+	g := mustBind(t, warden.Config{Ungoverned: true, Middleware: []*warden.Middleware{outer}}, tool)
 	out := call(t, g, "t", `{}`)
 	if out.ModelText != "seven (7)" || outerSaw != "seven (7)" || out.Result != 7 {
 		t.Errorf("got model %q, outer saw %#v, Result %#v; want \"seven (7)\", the replacement, 7", out.ModelText, outerSaw, out.Result)
@@ -1293,7 +1293,7 @@ func TestPlan_ErrorHandlers(t *testing.T) {
 			return warden.ReplaceResult{Value: map[string]string{"status": "queued"}}, nil
 		}}
 		mw := transform("mw", "add retry flag", func(a warden.Args) warden.Args { return a.With("retry", true) })
-		g := mustBind(t, warden.Config{ErrorHandlers: []*warden.ErrorHandler{h}, Middleware: []*warden.Middleware{mw}}, failing())
+		g := mustBind(t, warden.Config{Ungoverned: true, ErrorHandlers: []*warden.ErrorHandler{h}, Middleware: []*warden.Middleware{mw}}, failing())
 		out := call(t, g, "t", `{"f":"x"}`)
 		checkView(t, out, view{Status: warden.StatusRan, Stage: warden.StageExecute, Executed: true, ModelText: `{"status":"queued"}`})
 		if out.Err != nil {
@@ -1305,7 +1305,7 @@ func TestPlan_ErrorHandlers(t *testing.T) {
 	})
 	t.Run("first replacement wins", func(t *testing.T) {
 		var n1, n2, n3 atomic.Int64
-		g := mustBind(t, warden.Config{ErrorHandlers: []*warden.ErrorHandler{
+		g := mustBind(t, warden.Config{Ungoverned: true, ErrorHandlers: []*warden.ErrorHandler{
 			errHandler("observe", &n1, nil, nil),
 			errHandler("first", &n2, warden.ReplaceResult{Value: "first"}, nil),
 			errHandler("second", &n3, warden.ReplaceResult{Value: "second"}, nil),
@@ -1320,7 +1320,7 @@ func TestPlan_ErrorHandlers(t *testing.T) {
 	})
 	t.Run("reraise keeps the error", func(t *testing.T) {
 		var n atomic.Int64
-		g := mustBind(t, warden.Config{ErrorHandlers: []*warden.ErrorHandler{errHandler("r", &n, warden.Reraise{}, nil)}}, failing())
+		g := mustBind(t, warden.Config{Ungoverned: true, ErrorHandlers: []*warden.ErrorHandler{errHandler("r", &n, warden.Reraise{}, nil)}}, failing())
 		out := call(t, g, "t", `{}`)
 		if out.Status != warden.StatusFailed || !errors.Is(out.Err, toolErr) || out.ModelText != "Tool 't' failed: disk full" {
 			t.Errorf("got %+v err %v", viewOf(out), out.Err)
@@ -1330,7 +1330,7 @@ func TestPlan_ErrorHandlers(t *testing.T) {
 		var n atomic.Int64
 		herr := errors.New("handler bug")
 		panicky := &warden.ErrorHandler{Name: "panicky", Handle: func(context.Context, warden.ToolError) (warden.ErrorDisposition, error) { panic("oops") }}
-		g := mustBind(t, warden.Config{ErrorHandlers: []*warden.ErrorHandler{errHandler("bad", &n, nil, herr), panicky}}, failing())
+		g := mustBind(t, warden.Config{Ungoverned: true, ErrorHandlers: []*warden.ErrorHandler{errHandler("bad", &n, nil, herr), panicky}}, failing())
 		out := call(t, g, "t", `{}`)
 		if out.Status != warden.StatusFailed || !errors.Is(out.Err, toolErr) {
 			t.Errorf("got %s err %v; want failed with the original error primary", out.Status, out.Err)
@@ -1350,7 +1350,7 @@ func TestPlan_ErrorHandlers(t *testing.T) {
 			return warden.ReplaceResult{Value: "recovered"}, nil
 		}}
 		var tool = ok
-		g := mustBind(t, warden.Config{ErrorHandlers: []*warden.ErrorHandler{h}}, tool)
+		g := mustBind(t, warden.Config{Ungoverned: true, ErrorHandlers: []*warden.ErrorHandler{h}}, tool)
 		out := call(t, g, "t", `{}`)
 		if n.Load() != 1 || saw == nil || !strings.Contains(saw.Error(), "post broke") || out.ModelText != "recovered" {
 			t.Errorf("handler calls %d saw %v, model %q", n.Load(), saw, out.ModelText)
@@ -1370,15 +1370,15 @@ func TestPlan_ErrorHandlersNeverSeeRefusals(t *testing.T) {
 		args string
 		mod  func(*warden.Executable)
 	}{
-		{"gate", warden.Config{Gate: warden.GateFunc(func(context.Context, warden.Invocation) (bool, error) { return false, nil })}, `{"n":1}`, nil},
+		{"gate", warden.Config{Ungoverned: true, Gate: warden.GateFunc(func(context.Context, warden.Invocation) (bool, error) { return false, nil })}, `{"n":1}`, nil},
 		{"checker deny", warden.Config{Checkers: []warden.Checker{always("no", warden.Decision{Effect: warden.Deny})}}, `{"n":1}`, nil},
 		{"checker error", warden.Config{Checkers: []warden.Checker{newSync("e", func(context.Context, warden.Request) (warden.Decision, error) {
 			return warden.Decision{}, errors.New("x")
 		})}}, `{"n":1}`, nil},
-		{"middleware deny", warden.Config{Middleware: []*warden.Middleware{{Name: "d", OnToolCall: func(context.Context, warden.ToolCall) warden.CallOutcome { return warden.DenyCall("no") }}}}, `{"n":1}`, nil},
-		{"invalid args", warden.Config{}, `{"n":"x"}`, nil},
-		{"ask without pause", warden.Config{Middleware: []*warden.Middleware{askMW("a", "q?")}}, `{"n":1}`, nil},
-		{"credentials", warden.Config{}, `{"n":1}`, func(e *warden.Executable) { e.Needs = &warden.Needs{Service: "svc"} }},
+		{"middleware deny", warden.Config{Ungoverned: true, Middleware: []*warden.Middleware{{Name: "d", OnToolCall: func(context.Context, warden.ToolCall) warden.CallOutcome { return warden.DenyCall("no") }}}}, `{"n":1}`, nil},
+		{"invalid args", warden.Config{Ungoverned: true}, `{"n":"x"}`, nil},
+		{"ask without pause", warden.Config{Ungoverned: true, Middleware: []*warden.Middleware{askMW("a", "q?")}}, `{"n":1}`, nil},
+		{"credentials", warden.Config{Ungoverned: true}, `{"n":1}`, func(e *warden.Executable) { e.Needs = &warden.Needs{Service: "svc"} }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -1426,7 +1426,7 @@ func TestPlan_ScopingByToolKeys(t *testing.T) {
 			tool := warden.Executable{Tool: warden.Tool{Name: tt.tool}, Run: func(context.Context, warden.Args, *warden.Credential) (any, error) {
 				return nil, errors.New("fail")
 			}}
-			g := mustBind(t, warden.Config{Middleware: []*warden.Middleware{mw}, ErrorHandlers: []*warden.ErrorHandler{h}}, tool)
+			g := mustBind(t, warden.Config{Ungoverned: true, Middleware: []*warden.Middleware{mw}, ErrorHandlers: []*warden.ErrorHandler{h}}, tool)
 			call(t, g, tt.tool, `{}`)
 			if (mwN.Load() == 1) != tt.want || (hN.Load() == 1) != tt.want {
 				t.Errorf("middleware ran %d, handler %d; want applied=%v", mwN.Load(), hN.Load(), tt.want)
@@ -1441,7 +1441,7 @@ func TestPlan_UncompilableSchema(t *testing.T) {
 	bad.InputSchema = json.RawMessage(`{"type":"object","properties":{"n":{"type":"integr"}}}`)
 	good := p.tool("good")
 	good.InputSchema = json.RawMessage(`{"type":"object"}`)
-	g := mustBind(t, warden.Config{Schemas: schema.Compiler{}}, bad, good)
+	g := mustBind(t, warden.Config{Ungoverned: true, Schemas: schema.Compiler{}}, bad, good)
 	probs := g.Problems()
 	if len(probs) != 1 || !strings.Contains(probs[0].Error(), "bad") {
 		t.Fatalf("Problems(): %v, want one problem naming the tool", probs)
@@ -1471,13 +1471,13 @@ func TestPlan_BindErrors(t *testing.T) {
 		cfg  warden.Config
 		tool warden.Executable
 	}{
-		{"schema without compiler", warden.Config{}, withSchema},
-		{"negative cap", warden.Config{MaxResultChars: -1}, p.tool("t")},
-		{"cap below the marker", warden.Config{MaxResultChars: 17}, p.tool("t")},
-		{"unnamed middleware", warden.Config{Middleware: []*warden.Middleware{{OnToolCall: func(context.Context, warden.ToolCall) warden.CallOutcome { return warden.AllowCall() }}}}, p.tool("t")},
-		{"nil middleware", warden.Config{Middleware: []*warden.Middleware{nil}}, p.tool("t")},
+		{"schema without compiler", warden.Config{Ungoverned: true}, withSchema},
+		{"negative cap", warden.Config{Ungoverned: true, MaxResultChars: -1}, p.tool("t")},
+		{"cap below the marker", warden.Config{Ungoverned: true, MaxResultChars: 17}, p.tool("t")},
+		{"unnamed middleware", warden.Config{Ungoverned: true, Middleware: []*warden.Middleware{{OnToolCall: func(context.Context, warden.ToolCall) warden.CallOutcome { return warden.AllowCall() }}}}, p.tool("t")},
+		{"nil middleware", warden.Config{Ungoverned: true, Middleware: []*warden.Middleware{nil}}, p.tool("t")},
 		{"nil checker", warden.Config{Checkers: []warden.Checker{nil}}, p.tool("t")},
-		{"handler without Handle", warden.Config{ErrorHandlers: []*warden.ErrorHandler{{Name: "h"}}}, p.tool("t")},
+		{"handler without Handle", warden.Config{Ungoverned: true, ErrorHandlers: []*warden.ErrorHandler{{Name: "h"}}}, p.tool("t")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -1492,9 +1492,100 @@ func TestPlan_BindErrors(t *testing.T) {
 	}
 	for _, ok := range []int{0, 18, 1 << 20} {
 		r := &warden.Registry{}
-		if _, err := r.Bind(warden.Config{MaxResultChars: ok}); err != nil {
+		if _, err := r.Bind(warden.Config{Ungoverned: true, MaxResultChars: ok}); err != nil {
 			t.Errorf("MaxResultChars %d: %v", ok, err)
 		}
+	}
+}
+
+// TestPlan_MiddlewareMustApplyWhereInstalled pins that a middleware which would do
+// nothing where it is installed is refused, naming it, instead of silently ignored.
+func TestPlan_MiddlewareMustApplyWhereInstalled(t *testing.T) {
+	onCall := func(context.Context, warden.ToolCall) warden.CallOutcome { return warden.AllowCall() }
+	onResult := func(context.Context, warden.ToolResult) warden.ResultOutcome { return warden.KeepResult() }
+	onMessage := func(context.Context, warden.Message) warden.MessageOutcome { return warden.KeepMessage() }
+	var p probe
+	refused := []struct {
+		name string
+		m    warden.Middleware
+		says string
+	}{
+		{"only OnMessage", warden.Middleware{Name: "scanner", OnMessage: onMessage}, "neither OnToolCall nor OnToolResult"},
+		{"no hook at all", warden.Middleware{Name: "scanner"}, "neither OnToolCall nor OnToolResult"},
+		{"OnMessage beside a call hook", warden.Middleware{Name: "scanner", OnToolCall: onCall, OnMessage: onMessage}, "sets OnMessage, which never runs there"},
+		{"OnMessage beside a result hook", warden.Middleware{Name: "scanner", OnToolResult: onResult, OnMessage: onMessage}, "sets OnMessage, which never runs there"},
+	}
+	for _, tt := range refused {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &warden.Registry{}
+			if err := r.Register(p.tool("t")); err != nil {
+				t.Fatal(err)
+			}
+			m := tt.m
+			g, err := r.Bind(warden.Config{Ungoverned: true, Middleware: []*warden.Middleware{&m}})
+			if err == nil || g != nil {
+				t.Fatalf("Bind: got %v, %v; want a refusal", g, err)
+			}
+			if !strings.Contains(err.Error(), `"scanner"`) || !strings.Contains(err.Error(), tt.says) {
+				t.Errorf("Bind: %v; want it to name the middleware and say %q", err, tt.says)
+			}
+		})
+	}
+	for _, m := range []warden.Middleware{{Name: "c", OnToolCall: onCall}, {Name: "r", OnToolResult: onResult}, {Name: "both", OnToolCall: onCall, OnToolResult: onResult}} {
+		r := &warden.Registry{}
+		if _, err := r.Bind(warden.Config{Ungoverned: true, Middleware: []*warden.Middleware{&m}}); err != nil {
+			t.Errorf("Bind of middleware %q: %v", m.Name, err)
+		}
+	}
+
+	if err := warden.CheckMessageMiddleware([]*warden.Middleware{{Name: "scanner", OnMessage: onMessage}}); err != nil {
+		t.Errorf("a message chain of OnMessage hooks: %v", err)
+	}
+	for _, tt := range []struct {
+		name  string
+		chain []*warden.Middleware
+		says  string
+	}{
+		{"nil link", []*warden.Middleware{nil}, "message middleware 0 has no name"},
+		{"unnamed link", []*warden.Middleware{{OnMessage: onMessage}}, "message middleware 0 has no name"},
+		{"no OnMessage", []*warden.Middleware{{Name: "ok", OnMessage: onMessage}, {Name: "scanner", OnToolCall: onCall}}, `"scanner" (1) has no OnMessage`},
+		{"no hook at all", []*warden.Middleware{{Name: "scanner"}}, `"scanner" (0) has no OnMessage`},
+		{"a tool hook beside OnMessage", []*warden.Middleware{{Name: "scanner", OnMessage: onMessage, OnToolResult: onResult}}, `"scanner" (0) sets OnToolCall or OnToolResult`},
+	} {
+		if err := warden.CheckMessageMiddleware(tt.chain); err == nil || !strings.Contains(err.Error(), tt.says) {
+			t.Errorf("%s: CheckMessageMiddleware = %v, want it to say %q", tt.name, err, tt.says)
+		}
+	}
+}
+
+// TestPlan_BindIsGovernedUnlessItSaysNot pins the strict default: a Config with no
+// checker binds only when it says Ungoverned, and says it only without checkers.
+func TestPlan_BindIsGovernedUnlessItSaysNot(t *testing.T) {
+	var p probe
+	r := &warden.Registry{}
+	if err := r.Register(p.tool("t")); err != nil {
+		t.Fatal(err)
+	}
+	for _, cfg := range []warden.Config{{}, {CanPause: true, Middleware: []*warden.Middleware{askMW("a", "ok?")}}} {
+		g, err := r.Bind(cfg)
+		if !errors.Is(err, warden.ErrUngoverned) || g != nil {
+			t.Fatalf("Bind with no checker: got %v, %v; want ErrUngoverned", g, err)
+		}
+		for _, says := range []string{"Checkers is empty", "no permission check", "Ungoverned: true"} {
+			if !strings.Contains(err.Error(), says) {
+				t.Errorf("the refusal %q does not say %q", err, says)
+			}
+		}
+	}
+	if g, err := r.Bind(warden.Config{Ungoverned: true, Checkers: []warden.Checker{allowChecker("c")}}); err == nil || g != nil || !strings.Contains(err.Error(), "either governed") {
+		t.Fatalf("Bind with Ungoverned and a checker: got %v, %v; want a refusal", g, err)
+	}
+	g, err := r.Bind(warden.Config{Ungoverned: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := call(t, g, "t", `{}`); out.Status != warden.StatusRan || p.runs() != 1 {
+		t.Fatalf("an ungoverned guard runs the tool: got %+v", viewOf(out))
 	}
 }
 
@@ -1523,7 +1614,7 @@ func TestRegistry_RegisterErrors(t *testing.T) {
 	if got := r.Tools()[1].Capabilities; got[0] != warden.CapMemoryRead {
 		t.Errorf("registered capabilities changed with the caller's slice: %v", got)
 	}
-	g, err := r.Bind(warden.Config{})
+	g, err := r.Bind(warden.Config{Ungoverned: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1537,7 +1628,7 @@ func TestRegistry_RegisterErrors(t *testing.T) {
 }
 
 func TestPlan_EmptyRegistryAndUnknownTool(t *testing.T) {
-	g := mustBind(t, warden.Config{})
+	g := mustBind(t, warden.Config{Ungoverned: true})
 	out := call(t, g, "ghost", `{}`)
 	if out.Status != warden.StatusRefused || out.Stage != warden.StageLookup || out.Executed {
 		t.Errorf("unknown tool: %+v", viewOf(out))
@@ -1551,7 +1642,7 @@ func TestPlan_EmptyRegistryAndUnknownTool(t *testing.T) {
 func TestCancellation_BeforeTheCall(t *testing.T) {
 	var n atomic.Int64
 	var p probe
-	g := mustBind(t, warden.Config{ErrorHandlers: []*warden.ErrorHandler{errHandler("h", &n, warden.ReplaceResult{Value: "x"}, nil)}}, p.tool("t"))
+	g := mustBind(t, warden.Config{Ungoverned: true, ErrorHandlers: []*warden.ErrorHandler{errHandler("h", &n, warden.ReplaceResult{Value: "x"}, nil)}}, p.tool("t"))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	out, err := g.Call(ctx, warden.Call{Tool: "t", Args: A(`{}`)})
@@ -1597,7 +1688,7 @@ func TestCancellation_ToolObservesCancellation(t *testing.T) {
 		<-ctx.Done()
 		return nil, fmt.Errorf("download aborted: %w", ctx.Err())
 	}}
-	g := mustBind(t, warden.Config{ErrorHandlers: []*warden.ErrorHandler{errHandler("swallow", &n, warden.ReplaceResult{Value: "all good"}, nil)}}, tool)
+	g := mustBind(t, warden.Config{Ungoverned: true, ErrorHandlers: []*warden.ErrorHandler{errHandler("swallow", &n, warden.ReplaceResult{Value: "all good"}, nil)}}, tool)
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { <-started; cancel() }()
 	out, err := g.Call(ctx, warden.Call{Tool: "t", Args: A(`{}`)})
@@ -1808,7 +1899,7 @@ func TestErrorResult(t *testing.T) {
 	tool := warden.Executable{Tool: warden.Tool{Name: "t"}, Run: func(context.Context, warden.Args, *warden.Credential) (any, error) {
 		return warden.ErrorResult{Text: "upstream said: no such note"}, nil
 	}}
-	g := mustBind(t, warden.Config{ErrorHandlers: []*warden.ErrorHandler{h}, Middleware: []*warden.Middleware{post}}, tool)
+	g := mustBind(t, warden.Config{Ungoverned: true, ErrorHandlers: []*warden.ErrorHandler{h}, Middleware: []*warden.Middleware{post}}, tool)
 	out := call(t, g, "t", `{}`)
 	checkView(t, out, view{Status: warden.StatusFailed, Stage: warden.StageExecute, Executed: true, ModelText: "upstream said: no such note", IsError: true})
 	if handled.Load() != 0 {

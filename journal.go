@@ -13,8 +13,8 @@ import (
 //
 // A Journal must be safe for concurrent use. A failing (or panicking) Begin refuses the
 // call (an unrecordable call does not run); a failing or panicking End or Record is
-// reported as an event and through slog, and never changes an outcome that already
-// happened.
+// reported as an event and through [Config.Logger], and never changes an outcome that
+// already happened.
 type Journal interface {
 	Begin(ctx context.Context, c Call, o Outcome) (JournalRef, error)
 	End(ctx context.Context, ref JournalRef, c Call, o Outcome) error
@@ -49,5 +49,5 @@ func (st *callState) journalFailed(ctx context.Context, op string, err error) {
 	e := st.event(EventJournalFailed)
 	e.Error, e.Detail = err.Error(), op
 	st.emit(ctx, e)
-	slog.Default().LogAttrs(ctx, slog.LevelError, "warden: journal failed", slog.String("op", op), slog.String("tool", st.call.Tool), slog.String("call_id", st.call.ID), slog.String("error", err.Error()))
+	st.g.cfg.Logger.LogAttrs(ctx, slog.LevelError, "warden: journal failed", slog.String("op", op), slog.String("tool", st.call.Tool), slog.String("call_id", st.call.ID), slog.String("error", err.Error()))
 }

@@ -3,12 +3,21 @@ package warden
 import (
 	"context"
 	"errors"
+	"fmt"
+	"github.com/wardenhq/warden/internal/spectext"
 	"strings"
 )
 
 // Middleware is one link of the middleware chain: a separate layer from the permission
-// checkers, with three verbs (allow, deny, ask) and no way to answer for the tool. Any of
-// its hooks may be nil.
+// checkers, with three verbs (allow, deny, ask) and no way to answer for the tool.
+//
+// A Middleware is installed in one of two places, and each place runs only its own
+// hooks: [Config.Middleware] runs OnToolCall and OnToolResult (at least one is
+// required, and OnMessage is refused there: it would never run), and a message chain
+// (the agent's MessageMiddleware, run by [RunMessageMiddleware]) runs OnMessage only
+// (see [CheckMessageMiddleware]). A middleware that judges both tool calls and messages
+// is two values, one in each place. Bind refuses a middleware that would silently do
+// nothing where it is installed.
 //
 // On the call side the chain runs in declaration order after the first permission pass
 // (the tool's own preprocessor first); the first answer that is not an allow wins. On the
@@ -185,11 +194,6 @@ func DenyMessage(reason string) MessageOutcome {
 	return MessageOutcome{kind: okDeny, reason: reason}
 }
 
-// ThrewText is the denial for a middleware hook that panicked or misbehaved.
-func ThrewText(middleware string, msg string) string {
-	return "middleware '" + middleware + "' threw: " + msg
-}
-
 // appliesTo reports whether a scoped declaration (middleware, error handler) covers a
 // tool: no keys or "*" cover every tool; otherwise a key matches the tool's canonical
 // name, with or without a "_tool" suffix, case-insensitively.
@@ -211,8 +215,45 @@ func hookKey(s string) string {
 	return strings.TrimSuffix(s, "_tool")
 }
 
+// toolHooksApply reports, for a middleware in [Config.Middleware], why it cannot be
+// installed there: it has no hook that runs there, or a hook that never would.
+func toolHooksApply(i int, m *Middleware) error {
+	switch {
+	case m.OnToolCall == nil && m.OnToolResult == nil:
+		return fmt.Errorf("warden: middleware %q (Config.Middleware[%d]) has neither OnToolCall nor OnToolResult, so it would never run there; "+
+			"set one of them, or install a message middleware (OnMessage) in the agent's MessageMiddleware instead", m.Name, i)
+	case m.OnMessage != nil:
+		return fmt.Errorf("warden: middleware %q (Config.Middleware[%d]) sets OnMessage, which never runs there (Config.Middleware sees tool calls and results only); "+
+			"move the OnMessage hook to a separate middleware in the agent's MessageMiddleware", m.Name, i)
+	}
+	return nil
+}
+
+// CheckMessageMiddleware reports why a message chain (the middleware [RunMessageMiddleware]
+// runs, the agent's MessageMiddleware) cannot be installed: a nil or unnamed link, a link
+// with no OnMessage (it would never run on messages), or one that sets OnToolCall or
+// OnToolResult (those never run in a message chain; they belong in
+// [Config.Middleware]). It returns nil for a chain every link of which runs. Programs
+// that run a message chain call it once, when they are configured.
+func CheckMessageMiddleware(chain []*Middleware) error {
+	for i, m := range chain {
+		switch {
+		case m == nil || strings.TrimSpace(m.Name) == "":
+			return fmt.Errorf("warden: message middleware %d has no name", i)
+		case m.OnMessage == nil:
+			return fmt.Errorf("warden: message middleware %q (%d) has no OnMessage, so it would never run on messages; "+
+				"set OnMessage, or install a tool-call middleware in warden.Config.Middleware instead", m.Name, i)
+		case m.OnToolCall != nil || m.OnToolResult != nil:
+			return fmt.Errorf("warden: message middleware %q (%d) sets OnToolCall or OnToolResult, which never run in a message chain; "+
+				"move those hooks to a separate middleware in warden.Config.Middleware", m.Name, i)
+		}
+	}
+	return nil
+}
+
 // RunMessageMiddleware runs message middleware over text for one phase ("input" or
-// "output"), in order. It returns the (possibly rewritten) text and the ledger rows, or a
+// "output"), in order: the OnMessage hook of each link (a chain that passes
+// [CheckMessageMiddleware] has one on every link; a link without one is skipped). It returns the (possibly rewritten) text and the ledger rows, or a
 // [*MessageDeniedError] when a link denies. A panicking link denies.
 func RunMessageMiddleware(ctx context.Context, chain []*Middleware, phase, text string) (string, []LedgerRow, error) {
 	var ledger []LedgerRow
@@ -231,7 +272,7 @@ func RunMessageMiddleware(ctx context.Context, chain []*Middleware, phase, text 
 			ledger = append(ledger, LedgerRow{Middleware: m.Name, Moment: phase, Outcome: "deny", Why: out.reason})
 			return text, ledger, &MessageDeniedError{Phase: phase, Middleware: m.Name, Reason: out.reason}
 		default:
-			reason := ThrewText(m.Name, errText(out.err))
+			reason := spectext.ThrewText(m.Name, errText(out.err))
 			ledger = append(ledger, LedgerRow{Middleware: m.Name, Moment: phase, Outcome: "deny", Why: reason})
 			return text, ledger, &MessageDeniedError{Phase: phase, Middleware: m.Name, Reason: reason}
 		}

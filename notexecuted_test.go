@@ -26,7 +26,7 @@ func TestRunNotExecuted(t *testing.T) {
 			tool := warden.Executable{Tool: warden.Tool{Name: "t"}, Run: func(context.Context, warden.Args, *warden.Credential) (any, error) {
 				return nil, c.err
 			}}
-			g := mustBind(t, warden.Config{Sinks: []warden.Sink{rec}}, tool)
+			g := mustBind(t, warden.Config{Ungoverned: true, Sinks: []warden.Sink{rec}}, tool)
 			out := call(t, g, "t", `{}`)
 			if out.Executed != c.executed || out.Status != warden.StatusFailed || out.Stage != warden.StageExecute || !out.IsError {
 				t.Errorf("outcome: executed=%t status=%s stage=%s isError=%t; want executed=%t, failed", out.Executed, out.Status, out.Stage, out.IsError, c.executed)

@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -219,21 +218,6 @@ func DeclinedText(note string) string {
 		return "declined by human"
 	}
 	return "declined by human: " + note
-}
-
-// NoPauseText is what the model reads when a middleware asks and there is no pause to
-// carry the question (an MCP front without approvals, or a second ask on a resume).
-func NoPauseText(middleware, question string) string {
-	return "middleware '" + middleware + "' asked a person to decide, and there is no pause here to carry that ask: " + question
-}
-
-// GateDeniedText is the tool-shaped error the model reads when the session gate refuses.
-func GateDeniedText(function string) string {
-	b, _ := json.Marshal(struct {
-		Error    string `json:"error"`
-		Function string `json:"function"`
-	}{"denied by governance gate", function})
-	return string(b)
 }
 
 // ErrRegistryBound is returned when a tool is registered after the registry was bound.

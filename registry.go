@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"os"
 	"reflect"
 	"slices"
 	"strings"
@@ -258,15 +260,24 @@ func (r *Registry) Tools() []Tool {
 }
 
 // Config is what [Registry.Bind] binds to every tool. Slices are snapshotted; the caller
-// may reuse them afterwards. The zero Config binds no checkers and no middleware: every
-// registered tool runs after schema validation (nothing is refused that nobody asked to
-// refuse), which is exactly ADR D3's "missing policy" case.
+// may reuse them afterwards. The zero Config is refused by Bind: it names no checker, so
+// the Guard would run every tool with no permission check. A Guard without checkers is
+// bound only when the Config says so ([Config.Ungoverned]).
 type Config struct {
-	// Checkers are asked in order, in both security passes.
+	// Checkers are asked in order, in both security passes. At least one is required
+	// unless Ungoverned is set.
 	Checkers []Checker
+	// Ungoverned is the exception: it binds a Guard with no checker at all, which runs
+	// every tool with no permission check (only the gate, middleware, schema validation
+	// and the human stage still apply). It is for tests and for tools that are governed
+	// elsewhere. Bind refuses it together with Checkers: a Config is either governed by
+	// its checkers or says it is not.
+	Ungoverned bool
 	// Gate is the session governance gate; nil allows.
 	Gate Gate
-	// Middleware, in declaration order.
+	// Middleware, in declaration order: tool-call middleware, each with an OnToolCall
+	// or an OnToolResult hook and no OnMessage (Bind refuses a middleware that would
+	// never run here; message middleware belongs to the agent's message chain).
 	Middleware []*Middleware
 	// ErrorHandlers, in declaration order.
 	ErrorHandlers []*ErrorHandler
@@ -291,6 +302,12 @@ type Config struct {
 	CanPause bool
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Logger receives what the Guard cannot report as an outcome or an event: a sink
+	// that panicked, a journal that failed to record a call (that one is also an
+	// event). nil means a text logger on standard error, so that such errors are
+	// never lost silently; pass slog.New(slog.DiscardHandler) to drop them. The Guard
+	// never uses slog.Default().
+	Logger *slog.Logger
 }
 
 // Synchronous is implemented by checkers that can decide in-process without blocking
@@ -311,6 +328,11 @@ type Interruptible interface {
 	Interruptible() bool
 }
 
+// ErrUngoverned is returned by [Registry.Bind] for a Config with no checker that does
+// not set [Config.Ungoverned].
+var ErrUngoverned = errors.New("warden: Config.Checkers is empty: the Guard would run every tool with no permission check; " +
+	"add a checker (a policy from package policy), or set Config.Ungoverned: true when that is what you mean (tests, tools governed elsewhere)")
+
 // ErrPlanConflict is returned by a second [Registry.Bind] with different inputs.
 var ErrPlanConflict = errors.New("warden: registry is already bound to a different plan")
 
@@ -330,8 +352,10 @@ const minResultCap = len(`{"truncated":true}`)
 // is a conflict, never a silent reuse of the older plan. Middleware and error handlers
 // are compared by what they hold now (name, scope and hooks) with what was bound.
 //
-// Bind fails for an invalid result cap, a middleware without a name, or a tool with a
-// schema when no [Config.Schemas] is set. A schema that fails to compile does not fail
+// Bind fails for a Config with no checker that does not set [Config.Ungoverned] (or one
+// that sets it and names checkers), an invalid result cap, a middleware without a name
+// or that would never run in Config.Middleware (no OnToolCall or OnToolResult, or an
+// OnMessage set), or a tool with a schema when no [Config.Schemas] is set. A schema that fails to compile does not fail
 // Bind: that tool is refused at call time (see [Guard.Problems]).
 func (r *Registry) Bind(cfg Config) (*Guard, error) {
 	r.mu.Lock()
@@ -342,6 +366,12 @@ func (r *Registry) Bind(cfg Config) (*Guard, error) {
 		}
 		return nil, ErrPlanConflict
 	}
+	switch {
+	case len(cfg.Checkers) == 0 && !cfg.Ungoverned:
+		return nil, ErrUngoverned
+	case len(cfg.Checkers) > 0 && cfg.Ungoverned:
+		return nil, fmt.Errorf("warden: Config.Ungoverned is set and Config.Checkers names %d checker(s); a Guard is either governed by its checkers or ungoverned: drop one of the two", len(cfg.Checkers))
+	}
 	if cfg.MaxResultChars < 0 {
 		return nil, fmt.Errorf("warden: MaxResultChars %d is negative", cfg.MaxResultChars)
 	}
@@ -351,6 +381,9 @@ func (r *Registry) Bind(cfg Config) (*Guard, error) {
 	for i, m := range cfg.Middleware {
 		if m == nil || strings.TrimSpace(m.Name) == "" {
 			return nil, fmt.Errorf("warden: middleware %d has no name", i)
+		}
+		if err := toolHooksApply(i, m); err != nil {
+			return nil, err
 		}
 	}
 	for i, h := range cfg.ErrorHandlers {
@@ -388,6 +421,9 @@ func (r *Registry) Bind(cfg Config) (*Guard, error) {
 	}
 	if snap.Now == nil {
 		snap.Now = time.Now
+	}
+	if snap.Logger == nil {
+		snap.Logger = stderrLogger()
 	}
 	g := &Guard{cfg: snap, plans: map[string]*plan{}}
 	for i, c := range snap.Checkers {
@@ -441,6 +477,10 @@ func (r *Registry) Bind(cfg Config) (*Guard, error) {
 	return g, nil
 }
 
+// stderrLogger is the logger of a Guard or an [AsyncSink] whose options name none: a
+// text logger on standard error (nothing is written until there is an error to report).
+func stderrLogger() *slog.Logger { return slog.New(slog.NewTextHandler(os.Stderr, nil)) }
+
 // describeChecker records checker i's name and how it is called. A checker whose Name,
 // Synchronous or Interruptible method panics is refused: Bind cannot know how to call it.
 func (g *Guard) describeChecker(i int, c Checker) (err error) {
@@ -470,7 +510,7 @@ func checkerName(c Checker, i int) string {
 // same reports whether cfg asks for the plan already bound (see [Registry.Bind]).
 func (b *boundState) same(cfg Config) bool {
 	a := b.cfg
-	if a.Revision != cfg.Revision || a.CheckTimeout != cfg.CheckTimeout || a.MaxResultChars != cfg.MaxResultChars || a.CanPause != cfg.CanPause {
+	if a.Revision != cfg.Revision || a.CheckTimeout != cfg.CheckTimeout || a.MaxResultChars != cfg.MaxResultChars || a.CanPause != cfg.CanPause || a.Ungoverned != cfg.Ungoverned || a.Logger != cfg.Logger {
 		return false
 	}
 	if !sameValue(a.Gate, cfg.Gate) || !sameValue(a.Schemas, cfg.Schemas) || !sameValue(a.Credentials, cfg.Credentials) || !sameValue(a.Journal, cfg.Journal) {

@@ -66,7 +66,7 @@ func TestGuardOffers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g := mustBind(t, warden.Config{Checkers: tt.checkers}, tools...)
+			g := mustBind(t, warden.Config{Checkers: tt.checkers, Ungoverned: len(tt.checkers) == 0}, tools...)
 			for tool, want := range tt.want {
 				if got := g.Offers(tool); got != want {
 					t.Errorf("Offers(%s) = %v, want %v", tool, got, want)
@@ -176,7 +176,7 @@ func TestGuardOffersSkill(t *testing.T) {
 	t.Run("a done context hides", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		g := mustBind(t, warden.Config{})
+		g := mustBind(t, warden.Config{Ungoverned: true})
 		if g.OffersSkill(ctx, "refunds", warden.Viewer{}) || warden.SkillOffered(ctx, nil, "refunds", warden.Viewer{}, 0) {
 			t.Error("offered under a done context")
 		}
@@ -211,7 +211,7 @@ func TestGuardOffers_UncompilableSchema(t *testing.T) {
 	var p probe
 	bad := p.tool("bad")
 	bad.InputSchema = json.RawMessage(`{"type":"object","properties":{"n":{"type":"integr"}}}`)
-	g := mustBind(t, warden.Config{Schemas: schema.Compiler{}}, bad, p.tool("good"))
+	g := mustBind(t, warden.Config{Ungoverned: true, Schemas: schema.Compiler{}}, bad, p.tool("good"))
 	if g.Offers("bad") || !g.Offers("good") {
 		t.Errorf("Offers(bad) = %v, Offers(good) = %v", g.Offers("bad"), g.Offers("good"))
 	}

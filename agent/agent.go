@@ -65,7 +65,8 @@ type Options struct {
 	// MessageMiddleware runs over the model's input (phase "input": each new user
 	// text, before the model is called) and its output (phase "output": the text of
 	// each model turn). A deny ends the run with a [*warden.MessageDeniedError]; a
-	// rewrite replaces the text in the conversation. Only OnMessage hooks are used.
+	// rewrite replaces the text in the conversation. Every link must have an OnMessage hook
+	// and no tool hooks ([warden.CheckMessageMiddleware]; New refuses anything else).
 	MessageMiddleware []*warden.Middleware
 	// Skills is the skill catalogue. When it is not empty the Guard must have the tool
 	// built by [ReadSkillTool] from the same catalogue bound under
@@ -155,6 +156,9 @@ func New(provider Provider, guard *warden.Guard, opts *Options) (*Agent, error) 
 		if m == nil || strings.TrimSpace(m.Name) == "" {
 			return nil, fmt.Errorf("agent: message middleware %d has no name", i)
 		}
+	}
+	if err := warden.CheckMessageMiddleware(cfg.MessageMiddleware); err != nil {
+		return nil, err
 	}
 	switch {
 	case cfg.SkillCheckTimeout < 0:

@@ -30,7 +30,7 @@ func TestSystemPrompt(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var p probe
-			g := bind(t, warden.Config{}, p.tool("lookup", ""))
+			g := bind(t, warden.Config{Ungoverned: true}, p.tool("lookup", ""))
 			sc := script(use(tc("c", "lookup", `{}`)), say("ok"))
 			a := newAgent(t, sc, g, &agent.Options{Instructions: tt.instructions, Directives: tt.directives})
 			if _, err := a.Run(context.Background(), "hi"); err != nil {
@@ -139,7 +139,7 @@ func TestVisibility(t *testing.T) {
 	t.Run("specs carry description and schema", func(t *testing.T) {
 		sc := script(say("ok"))
 		var q probe
-		g2 := bind(t, warden.Config{}, q.tool("note", noteSchema), q.tool("bare", ""))
+		g2 := bind(t, warden.Config{Ungoverned: true}, q.tool("note", noteSchema), q.tool("bare", ""))
 		if _, err := newAgent(t, sc, g2, nil).Run(context.Background(), "x"); err != nil {
 			t.Fatal(err)
 		}
@@ -159,7 +159,7 @@ func TestMaxIterations(t *testing.T) {
 	}{{1, 1}, {3, 3}, {0, agent.DefaultMaxIterations}}
 	for _, tt := range tests {
 		var p probe
-		g := bind(t, warden.Config{}, p.tool("lookup", ""))
+		g := bind(t, warden.Config{Ungoverned: true}, p.tool("lookup", ""))
 		turns := make([]agent.ModelResponse, 20)
 		for i := range turns {
 			turns[i] = use(tc("", "lookup", `{}`))
@@ -176,7 +176,7 @@ func TestMaxIterations(t *testing.T) {
 			t.Errorf("max %d: calls %d executed %d", tt.max, len(res.Calls), res.Executed())
 		}
 	}
-	if _, err := agent.New(script(), bind(t, warden.Config{}), &agent.Options{MaxIterations: -1}); err == nil {
+	if _, err := agent.New(script(), bind(t, warden.Config{Ungoverned: true}), &agent.Options{MaxIterations: -1}); err == nil {
 		t.Error("negative MaxIterations accepted")
 	}
 }
@@ -185,7 +185,7 @@ func TestMaxIterations(t *testing.T) {
 // valid sibling in the same turn still runs.
 func TestInvalidToolCallJSON(t *testing.T) {
 	var p probe
-	g := bind(t, warden.Config{}, p.tool("save_note", noteSchema))
+	g := bind(t, warden.Config{Ungoverned: true}, p.tool("save_note", noteSchema))
 	tests := []struct {
 		name, args string
 	}{
@@ -221,7 +221,7 @@ func TestInvalidToolCallJSON(t *testing.T) {
 	}
 	// An empty argument string is a call without arguments.
 	var q probe
-	g2 := bind(t, warden.Config{}, q.tool("ping", ""))
+	g2 := bind(t, warden.Config{Ungoverned: true}, q.tool("ping", ""))
 	sc := script(use(agent.ToolCall{ID: "p", Name: "ping"}), say("pong"))
 	res, err := newAgent(t, sc, g2, nil).Run(context.Background(), "ping")
 	if err != nil || !res.Calls[0].Executed {
@@ -311,7 +311,7 @@ func TestCallsCarrySequenceAndIdentity(t *testing.T) {
 // Tool calls without ids get ids, so every tool result pairs with its call.
 func TestMissingCallIDsAreFilled(t *testing.T) {
 	var p probe
-	g := bind(t, warden.Config{}, p.tool("a", ""))
+	g := bind(t, warden.Config{Ungoverned: true}, p.tool("a", ""))
 	sc := script(use(tc("", "a", `{}`), tc("", "a", `{}`)), say("ok"))
 	res, err := newAgent(t, sc, g, nil).Run(context.Background(), "x")
 	if err != nil {
@@ -326,7 +326,7 @@ func TestMissingCallIDsAreFilled(t *testing.T) {
 
 func TestCancellation(t *testing.T) {
 	var p probe
-	g := bind(t, warden.Config{}, p.tool("a", ""))
+	g := bind(t, warden.Config{Ungoverned: true}, p.tool("a", ""))
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -350,7 +350,7 @@ func TestCancellation(t *testing.T) {
 }
 
 func TestProviderError(t *testing.T) {
-	g := bind(t, warden.Config{})
+	g := bind(t, warden.Config{Ungoverned: true})
 	sc := script()
 	sc.errs = map[int]error{0: errors.New("rate limited: retries exhausted")}
 	_, err := newAgent(t, sc, g, nil).Run(context.Background(), "x")
@@ -360,7 +360,7 @@ func TestProviderError(t *testing.T) {
 }
 
 func TestNew_OptionErrors(t *testing.T) {
-	g := bind(t, warden.Config{})
+	g := bind(t, warden.Config{Ungoverned: true})
 	tests := []struct {
 		name     string
 		provider agent.Provider
@@ -375,6 +375,7 @@ func TestNew_OptionErrors(t *testing.T) {
 		{"negative skill timeout", script(), g, &agent.Options{SkillCheckTimeout: -1}, "SkillCheckTimeout"},
 		{"nil middleware", script(), g, &agent.Options{MessageMiddleware: []*warden.Middleware{nil}}, "no name"},
 		{"unnamed middleware", script(), g, &agent.Options{MessageMiddleware: []*warden.Middleware{{}}}, "no name"},
+		{"message middleware without OnMessage", script(), g, &agent.Options{MessageMiddleware: []*warden.Middleware{{Name: "audit", OnToolCall: func(context.Context, warden.ToolCall) warden.CallOutcome { return warden.AllowCall() }}}}, `"audit" (0) has no OnMessage`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -391,7 +392,7 @@ func TestNew_OptionErrors(t *testing.T) {
 // The result is JSON-encodable for audit and the CLI.
 func TestResultJSON(t *testing.T) {
 	var p probe
-	g := bind(t, warden.Config{}, p.tool("a", ""))
+	g := bind(t, warden.Config{Ungoverned: true}, p.tool("a", ""))
 	sc := script(use(tc("1", "a", `{"x":1}`)), say("ok"))
 	res, err := newAgent(t, sc, g, &agent.Options{MaxTokens: 64}).Run(context.Background(), "x")
 	if err != nil {
@@ -423,7 +424,7 @@ func (f providerFunc) Complete(ctx context.Context, req agent.ModelRequest) (age
 // One Agent serves concurrent runs: each has its own state.
 func TestConcurrentRuns(t *testing.T) {
 	var p probe
-	g := bind(t, warden.Config{}, p.tool("echo", ""))
+	g := bind(t, warden.Config{Ungoverned: true}, p.tool("echo", ""))
 	prov := providerFunc(func(_ context.Context, req agent.ModelRequest) (agent.ModelResponse, error) {
 		last := req.Messages[len(req.Messages)-1]
 		if len(last.ToolResults) > 0 {

@@ -26,7 +26,7 @@ func messageGuard(phase string) *warden.Middleware {
 
 func TestMessageMiddleware_InputDeny(t *testing.T) {
 	var p probe
-	g := bind(t, warden.Config{}, p.tool("a", ""))
+	g := bind(t, warden.Config{Ungoverned: true}, p.tool("a", ""))
 	sc := script(say("never"))
 	a := newAgent(t, sc, g, &agent.Options{MessageMiddleware: []*warden.Middleware{messageGuard("input")}})
 	res, err := a.Run(context.Background(), "use the key "+secret)
@@ -50,7 +50,7 @@ func TestMessageMiddleware_InputDeny(t *testing.T) {
 
 func TestMessageMiddleware_OutputDeny(t *testing.T) {
 	var p probe
-	g := bind(t, warden.Config{}, p.tool("a", ""))
+	g := bind(t, warden.Config{Ungoverned: true}, p.tool("a", ""))
 	// The model leaks the key in the same turn as a tool call: the turn is denied
 	// before any of its calls runs.
 	sc := script(agent.ModelResponse{Text: "here it is: " + secret, ToolCalls: []agent.ToolCall{tc("1", "a", `{}`)}})
@@ -89,7 +89,7 @@ func TestMessageMiddleware_Rewrite(t *testing.T) {
 		return warden.KeepMessage()
 	}}
 	var p probe
-	g := bind(t, warden.Config{}, p.tool("a", ""))
+	g := bind(t, warden.Config{Ungoverned: true}, p.tool("a", ""))
 	sc := script(use(tc("1", "a", `{}`)), say("your key is "+secret))
 	res, err := newAgent(t, sc, g, &agent.Options{MessageMiddleware: []*warden.Middleware{redact, spy}}).Run(context.Background(), "store "+secret)
 	if err != nil {
@@ -122,7 +122,7 @@ func TestMessageMiddleware_Rewrite(t *testing.T) {
 
 func TestMessageMiddleware_PanicDenies(t *testing.T) {
 	broken := &warden.Middleware{Name: "broken", OnMessage: func(context.Context, warden.Message) warden.MessageOutcome { panic("nil map") }}
-	g := bind(t, warden.Config{})
+	g := bind(t, warden.Config{Ungoverned: true})
 	sc := script(say("x"))
 	_, err := newAgent(t, sc, g, &agent.Options{MessageMiddleware: []*warden.Middleware{broken}}).Run(context.Background(), "x")
 	md := asError[*warden.MessageDeniedError](t, err)

@@ -62,7 +62,7 @@ func (a *Agent) Resume(ctx context.Context, checkpoint []byte, answer warden.Ans
 	}
 	rev := a.guard.Revision()
 	st.resumed = &Resumed{CheckpointRevision: cp.Revision, Revision: rev, RevisionChanged: cp.Revision != rev}
-	out, err := a.guard.ResumeAs(ctx, cp.Pending, answer, warden.Caller{Identity: st.identity, Session: st.session, Sequence: st.sequence, Unauthorized: slices.Clip(st.unauthorized)})
+	out, err := a.guard.Resume(ctx, cp.Pending, answer, warden.Caller{Identity: st.identity, Session: st.session, Sequence: st.sequence, Unauthorized: slices.Clip(st.unauthorized)})
 	var dre *warden.DecisionRequiredError
 	if errors.As(err, &dre) {
 		return Result{}, err

@@ -323,7 +323,7 @@ func TestCheckpoint_OtherConfiguredKey(t *testing.T) {
 }
 
 func TestCheckpoint_KeyChecksAtNew(t *testing.T) {
-	g := bind(t, warden.Config{})
+	g := bind(t, warden.Config{Ungoverned: true})
 	for _, tt := range []struct {
 		key  []byte
 		want string

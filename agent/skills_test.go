@@ -309,8 +309,8 @@ func TestSkills_ConfigErrors(t *testing.T) {
 	cat := newCatalogue()
 	body := func(context.Context) (string, error) { return "", nil }
 	var p probe
-	withTool := bind(t, warden.Config{}, agent.ReadSkillTool(cat.skills))
-	without := bind(t, warden.Config{}, p.tool("x", ""))
+	withTool := bind(t, warden.Config{Ungoverned: true}, agent.ReadSkillTool(cat.skills))
+	without := bind(t, warden.Config{Ungoverned: true}, p.tool("x", ""))
 	tests := []struct {
 		name   string
 		guard  *warden.Guard

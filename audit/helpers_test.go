@@ -133,7 +133,7 @@ func newGuard(t testing.TB, j warden.Journal, tools ...warden.Executable) *warde
 			t.Fatal(err)
 		}
 	}
-	cfg := warden.Config{Revision: "rev-test"}
+	cfg := warden.Config{Ungoverned: true, Revision: "rev-test"}
 	if j != nil {
 		cfg.Journal = j
 	}

@@ -719,7 +719,7 @@ func (g *Gateway) callTool(ctx context.Context, f *front, name string, req *sdk.
 		if answer == nil {
 			return textResult(text, true), nil
 		}
-		out, err = view.guard.ResumeAs(ctx, *out.Pending, answer, warden.Caller{Identity: id, Session: session, Unauthorized: call.Unauthorized})
+		out, err = view.guard.Resume(ctx, *out.Pending, answer, warden.Caller{Identity: id, Session: session, Unauthorized: call.Unauthorized})
 	}
 	var halt *warden.PolicyHaltError
 	if errors.As(err, &halt) {

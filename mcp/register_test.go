@@ -372,7 +372,7 @@ func TestRegisterToolsAfterBind(t *testing.T) {
 	faultOnPATH(t)
 	marker := filepath.Join(t.TempDir(), "pids")
 	reg := &warden.Registry{}
-	if _, err := reg.Bind(warden.Config{}); err != nil {
+	if _, err := reg.Bind(warden.Config{Ungoverned: true}); err != nil {
 		t.Fatal(err)
 	}
 	tools, err := mcp.RegisterTools(context.Background(), reg, mcp.ToolsConfig{Servers: []mcp.ServerConfig{faultConfig("-marker", marker)}, Transport: admitFault}, nil)

@@ -122,7 +122,7 @@ func TestApproveThenResume(t *testing.T) {
 			if err != nil || !ok || got.ID != f.deploy {
 				t.Fatalf("ConsumeApproval = %v, %v, %v", got.ID, ok, err)
 			}
-			out, err := g.Resume(ctx, pd, warden.Approved{By: p.DecidedBy, Digest: pd.ApprovalDigest()})
+			out, err := g.Resume(ctx, pd, warden.Approved{By: p.DecidedBy, Digest: pd.ApprovalDigest()}, warden.Caller{Identity: pd.Identity, Session: pd.Session})
 			if err != nil || out.Status != warden.StatusRan || !out.Executed {
 				t.Fatalf("Resume: %s %v %s", out.Status, err, out.ModelText)
 			}
