@@ -302,11 +302,14 @@ func startGateway(tb testing.TB, name, syncMode string) *benchTarget {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { st.Close() })
-	gw, err := gateway.New(context.Background(), cfg, gateway.Options{Store: st})
+	gw, err := gateway.New(cfg, &gateway.Options{Store: st})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() { gw.Close() })
+	tb.Cleanup(func() { gw.Close(context.Background()) })
+	if err := gw.Start(context.Background()); err != nil {
+		tb.Fatal(err)
+	}
 	if err := gw.Ready(); err != nil {
 		tb.Fatal(err)
 	}

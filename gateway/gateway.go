@@ -51,6 +51,7 @@ type Gateway struct {
 	mu        sync.Mutex // serializes reloads and rebuilds
 	upstreams map[string]*upstreamEntry
 	installed map[string]string // tool name -> definition hash, as installed on the fronts
+	started   bool
 	closed    bool
 
 	state  atomic.Pointer[gatewayState]
@@ -105,42 +106,74 @@ type governedTool struct {
 	tool upstream.Tool
 }
 
-// New loads the policy, admits and discovers every upstream server, and binds
-// the governed tools. A server that is denied or cannot be reached serves nothing and
-// is reported in the log and by [Gateway.Ready]; the gateway still starts.
-func New(ctx context.Context, cfg *File, opts Options) (*Gateway, error) {
-	if opts.Store == nil {
-		return nil, errors.New("mcp: a gateway needs a store for its audit log, approvals and pins")
+// New checks file and opts and returns a Gateway for them. It does no I/O and starts
+// nothing: [Gateway.Start] loads the policy, admits and discovers the upstream
+// servers and starts the background work. Until Start has succeeded the gateway
+// serves no tool and [Gateway.Ready] reports it is starting. A nil opts is the zero
+// Options, which New refuses: a gateway needs a store.
+func New(file *File, opts *Options) (*Gateway, error) {
+	if file == nil {
+		return nil, errors.New("gateway: no gateway file")
 	}
-	log := opts.Logger
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Store == nil {
+		return nil, errors.New("gateway: a gateway needs a store for its audit log, approvals and pins")
+	}
+	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	g := &Gateway{
-		opts:      opts,
+		opts:      o,
 		log:       log,
 		events:    NewEventLog(10000),
 		upstreams: map[string]*upstreamEntry{},
 		installed: map[string]string{},
 	}
 	g.bg, g.bgCancel = context.WithCancel(context.Background())
-	g.journal = sendJournal{audit.NewJournal(opts.Store, &audit.Options{RedactArgs: cfg.RedactArgs})}
-	g.sink = multiSink(append([]warden.Sink{g.events, logSink{log}}, opts.Sinks...))
-	version := opts.Version
+	g.journal = sendJournal{audit.NewJournal(o.Store, &audit.Options{RedactArgs: file.RedactArgs})}
+	g.sink = multiSink(append([]warden.Sink{g.events, logSink{log}}, o.Sinks...))
+	version := o.Version
 	if version == "" {
 		version = "dev"
 	}
 	for _, kind := range []string{"http", "stdio"} {
 		g.fronts = append(g.fronts, g.newFront(kind, version))
 	}
-	if err := g.Reload(ctx, cfg); err != nil {
-		g.Close()
-		return nil, err
+	// Nothing is served before Start: no policy, no tool, no client.
+	g.state.Store(&gatewayState{cfg: file, views: map[string]*roleView{}, tools: map[string]*governedTool{}, clients: map[string]Client{}})
+	return g, nil
+}
+
+// Start loads the policy, admits and discovers every upstream server, binds the
+// governed tools and starts the background re-check of pins. ctx bounds the first
+// discovery. A server that is denied or cannot be reached serves nothing and is
+// reported in the log and by [Gateway.Ready]; the gateway still starts. An error (the
+// policy cannot be loaded, the gateway was started or closed already) leaves the
+// gateway serving nothing; Close it.
+func (g *Gateway) Start(ctx context.Context) error {
+	g.mu.Lock()
+	switch {
+	case g.closed:
+		g.mu.Unlock()
+		return errors.New("gateway: Start after Close")
+	case g.started:
+		g.mu.Unlock()
+		return errors.New("gateway: started twice")
+	}
+	g.started = true
+	file := g.state.Load().cfg
+	g.mu.Unlock()
+	if err := g.Reload(ctx, file); err != nil {
+		return err
 	}
 	g.ready.Store(true)
 	g.bgWG.Add(1)
 	go g.recheckPins()
-	return g, nil
+	return nil
 }
 
 // Events returns the gateway's in-memory event log.
@@ -150,7 +183,13 @@ func (g *Gateway) Events() *EventLog { return g.events }
 func (g *Gateway) File() *File { return g.state.Load().cfg }
 
 // Revision returns the revision of the policy in force (see [policy.Policy.Revision]).
-func (g *Gateway) Revision() string { return g.state.Load().pol.Revision() }
+// Before Start it is "".
+func (g *Gateway) Revision() string {
+	if pol := g.state.Load().pol; pol != nil {
+		return pol.Revision()
+	}
+	return ""
+}
 
 var _ warden.Journal = sendJournal{}
 
@@ -179,14 +218,11 @@ func (g *Gateway) Ready() error {
 	return nil
 }
 
-// Close waits up to the context's deadline for calls in flight, then stops every
-// upstream connection. It is safe to call more than once.
-func (g *Gateway) Close() error {
-	return g.Shutdown(context.Background())
-}
-
-// Shutdown is Close bounded by ctx: in-flight calls get until ctx ends to finish.
-func (g *Gateway) Shutdown(ctx context.Context) error {
+// Close stops the gateway: no call starts any more, calls in flight get until ctx
+// ends to finish (then Close returns an error wrapping ctx.Err()), the background
+// work ends, and every upstream server is stopped, each waited for until ctx ends. It
+// is safe to call more than once; later calls return nil at once.
+func (g *Gateway) Close(ctx context.Context) error {
 	g.mu.Lock()
 	if g.closed {
 		g.mu.Unlock()
@@ -212,7 +248,12 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 	for _, e := range ups {
 		if e.up != nil {
 			wg.Add(1)
-			go func() { defer wg.Done(); e.up.Close() }()
+			go func() {
+				defer wg.Done()
+				if cerr := e.up.Close(ctx); cerr != nil {
+					g.log.Warn("gateway: an upstream server did not stop in time", "server", e.cfg.Name, "err", cerr)
+				}
+			}()
 		}
 	}
 	wg.Wait()

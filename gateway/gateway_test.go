@@ -183,18 +183,21 @@ func gwStart(t *testing.T, s gwSetup) *gwEnv {
 	logger := slog.New(slog.NewTextHandler(e.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	gw, err := gateway.New(ctx, cfg, gateway.Options{Store: st, Logger: logger, Sinks: []warden.Sink{e.events}, Version: "test"})
+	gw, err := gateway.New(cfg, &gateway.Options{Store: st, Logger: logger, Sinks: []warden.Sink{e.events}, Version: "test"})
 	if err != nil {
-		t.Fatalf("NewGateway: %v\nlog:\n%s", err, e.log.String())
+		t.Fatalf("gateway.New: %v", err)
 	}
 	e.gw = gw
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if err := gw.Shutdown(ctx); err != nil {
-			t.Errorf("Shutdown: %v", err)
+		if err := gw.Close(ctx); err != nil {
+			t.Errorf("Close: %v", err)
 		}
 	})
+	if err := gw.Start(ctx); err != nil {
+		t.Fatalf("Start: %v\nlog:\n%s", err, e.log.String())
+	}
 	mux := http.NewServeMux()
 	mux.Handle(cfg.Path, gw.MCPHandler())
 	health := gw.HealthHandler()

@@ -50,11 +50,14 @@ clients:
 		t.Fatal(err)
 	}
 	defer st.Close()
-	gw, err := gateway.New(ctx, cfg, gateway.Options{Store: st})
+	gw, err := gateway.New(cfg, &gateway.Options{Store: st})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer gw.Close()
+	defer gw.Close(context.Background())
+	if err := gw.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
 	mux := http.NewServeMux()
 	mux.Handle(cfg.Path, gw.MCPHandler())
 	srv := httptest.NewServer(mux)

@@ -65,7 +65,7 @@ func (g *Gateway) Reload(ctx context.Context, cfg *File) error {
 		}
 		e := &upstreamEntry{cfg: sc, tp: cfg.Transport}
 		tp := cfg.Transport
-		up, err := upstream.New(sc, upstream.Options{
+		up, err := upstream.New(sc, &upstream.Options{
 			Policy:         &tp,
 			Pins:           g.opts.Store,
 			Sink:           g.sink,
@@ -90,7 +90,7 @@ func (g *Gateway) Reload(ctx context.Context, cfg *File) error {
 		g.mu.Unlock()
 		unlocked = true
 		for _, e := range started {
-			e.up.Close()
+			e.up.Close(context.Background())
 		}
 		return err
 	}
@@ -103,7 +103,7 @@ func (g *Gateway) Reload(ctx context.Context, cfg *File) error {
 	g.upstreams = next
 	g.swap(st)
 	for _, e := range stale {
-		go e.up.Close()
+		go e.up.Close(context.Background())
 	}
 	g.log.Info("gateway configuration in force", "revision", pol.Revision(), "tools", len(st.names), "servers", len(next))
 	return nil

@@ -90,16 +90,19 @@ func startE2E(t *testing.T) *e2eEnv {
 	logger := slog.New(slog.NewTextHandler(e.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if e.gw, err = gateway.New(ctx, cfg, gateway.Options{Store: e.st, Logger: logger, Version: "test"}); err != nil {
-		t.Fatalf("NewGateway: %v\nlog:\n%s", err, e.log.String())
+	if e.gw, err = gateway.New(cfg, &gateway.Options{Store: e.st, Logger: logger, Version: "test"}); err != nil {
+		t.Fatalf("gateway.New: %v", err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if err := e.gw.Shutdown(ctx); err != nil {
-			t.Errorf("gateway Shutdown: %v", err)
+		if err := e.gw.Close(ctx); err != nil {
+			t.Errorf("gateway Close: %v", err)
 		}
 	})
+	if err := e.gw.Start(ctx); err != nil {
+		t.Fatalf("gateway Start: %v\nlog:\n%s", err, e.log.String())
+	}
 	if err := e.gw.Ready(); err != nil {
 		t.Fatalf("gateway not ready: %v\nlog:\n%s", err, e.log.String())
 	}

@@ -51,7 +51,7 @@ func TestAttack2CloseLeavesTheServersChildrenRunning(t *testing.T) {
 	if len(tools.Names()) == 0 {
 		t.Fatalf("no tools: %v", tools.Problems())
 	}
-	if err := tools.Close(); err != nil {
+	if err := tools.Close(context.Background()); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
 	data, err := os.ReadFile(pidFile)

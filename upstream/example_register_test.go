@@ -32,7 +32,7 @@ func ExampleRegisterTools() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer tools.Close() // stops notes-server
+	defer tools.Close(context.Background()) // stops notes-server
 	for _, p := range tools.Problems() {
 		fmt.Println("not loaded:", p) // e.g. a server the transport policy denied
 	}

@@ -44,7 +44,7 @@ func discoveredUpstream(t *testing.T, log *mcptest.LogBuffer, cfg upstream.Serve
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	u, err := upstream.New(cfg, upstream.Options{
+	u, err := upstream.New(cfg, &upstream.Options{
 		Policy: policy,
 		Pins:   st,
 		Logger: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug})),
@@ -53,7 +53,7 @@ func discoveredUpstream(t *testing.T, log *mcptest.LogBuffer, cfg upstream.Serve
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := u.Close(); err != nil {
+		if err := u.Close(context.Background()); err != nil {
 			t.Errorf("Close: %v", err)
 		}
 	})

@@ -66,6 +66,7 @@ type Tools struct {
 
 	closeOnce sync.Once
 	closeErr  error
+	closed    chan struct{} // closed when closeErr is set
 }
 
 // Names returns the names of the tools registered, in registration order.
@@ -81,17 +82,27 @@ func (t *Tools) Problems() []error { return slices.Clone(t.problems) }
 
 // Close stops every upstream server: child processes are ended, connections closed.
 // A call of a registered tool afterwards fails unsent. It is safe to call more than
-// once; later calls return the first call's result.
-func (t *Tools) Close() error {
-	t.closeOnce.Do(func() { t.closeErr = closeAll(t.ups) })
-	return t.closeErr
+// once; later calls return the first call's result. Close waits until ctx ends; then
+// it returns an error wrapping ctx.Err() and the servers are still stopped in the
+// background.
+func (t *Tools) Close(ctx context.Context) error {
+	t.closeOnce.Do(func() {
+		t.closed = make(chan struct{})
+		go func() { t.closeErr = closeAll(t.ups); close(t.closed) }()
+	})
+	select {
+	case <-t.closed:
+		return t.closeErr
+	case <-ctx.Done():
+		return fmt.Errorf("closing the MCP servers: %w", ctx.Err())
+	}
 }
 
 func closeAll(ups []*Server) error {
 	errs := make([]error, len(ups))
 	var wg sync.WaitGroup
 	for i, u := range ups {
-		wg.Go(func() { errs[i] = u.Close() })
+		wg.Go(func() { errs[i] = u.Close(context.Background()) })
 	}
 	wg.Wait()
 	return errors.Join(errs...)
@@ -171,7 +182,7 @@ func RegisterTools(ctx context.Context, reg *warden.Registry, cfg ToolsConfig, o
 	policy.EnvDeny = slices.Clone(policy.EnvDeny)
 	ups := make([]*Server, len(servers))
 	for i, s := range servers {
-		u, err := New(s, Options{
+		u, err := New(s, &Options{
 			Policy:      &policy,
 			Pins:        o.Pins,
 			Sink:        o.Sink,

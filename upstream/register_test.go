@@ -79,7 +79,7 @@ func registerTools(t *testing.T, cfg upstream.ToolsConfig, opts *upstream.ToolsO
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := tools.Close(); err != nil {
+		if err := tools.Close(context.Background()); err != nil {
 			t.Errorf("Close: %v", err)
 		}
 	})
@@ -341,7 +341,7 @@ func TestRegisterToolsLeavesOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tools.Close()
+	defer tools.Close(context.Background())
 	want := []string{
 		`server "fault": tool "mcp__fault__echo" not registered: the registry already holds a tool of that name`,
 		`server "fault": tool "mcp__fault__pid" not registered: Tool 'mcp__fault__pid' changed its definition since it was approved; an operator must review it.`,
@@ -420,7 +420,7 @@ func TestClosedToolsFailUnsent(t *testing.T) {
 	faultOnPATH(t)
 	reg, tools := registerTools(t, upstream.ToolsConfig{Servers: []upstream.ServerConfig{faultConfig()}, Transport: admitFault}, nil)
 	g := bind(t, reg, mustPolicy(t, "version: 1\nmode: allow_all\n"))
-	if err := tools.Close(); err != nil {
+	if err := tools.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	args, _ := warden.NewArgs("text", "x")

@@ -67,7 +67,7 @@ const (
 // to an upstream server while the server is in restart backoff after a failure.
 var ErrServerRestarting = errors.New("upstream server is restarting")
 
-// ErrClosed is wrapped by the error of any use of an [Server] after Close.
+// ErrClosed is wrapped by the error of any use of a [Server] after Close.
 var ErrClosed = errors.New("upstream closed")
 
 // ErrNotSent is wrapped by the error of an [Server.Call] that failed before the
@@ -91,7 +91,7 @@ func notSent(err error) error {
 	return notSentError{err}
 }
 
-// Options configure an [Server]. The zero value is usable and denies
+// Options configure a [Server]. The zero value is usable and denies
 // everything: no transport is admitted and, without Pins, nothing is discovered.
 type Options struct {
 	// Policy admits the server's transport; nil means the zero policy, which denies
@@ -254,14 +254,19 @@ type upstreamConn struct {
 	shutOnce sync.Once
 }
 
-// New checks cfg and opts and returns an Server for the server. It starts
-// nothing: no process, no connection, no goroutine.
+// New checks cfg and opts and returns a Server for the server; a nil opts is the
+// zero Options. It starts nothing: no process, no connection, no goroutine (the
+// first [Server.Discover] or [Server.Call] starts a connection).
 //
 // Errors: an invalid cfg (see [ServerConfig.Validate]) or Policy (see
 // [TransportPolicy.Validate]), a header that is not a valid HTTP header or that the
 // MCP transport manages itself, a negative CallTimeout or backoff, or BackoffMin
 // greater than BackoffMax.
-func New(cfg ServerConfig, opts Options) (*Server, error) {
+func New(cfg ServerConfig, o *Options) (*Server, error) {
+	var opts Options
+	if o != nil {
+		opts = *o
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -333,12 +338,26 @@ func (u *Server) Name() string { return u.cfg.Name }
 // serving a call are killed at once, and the call fails), waits until every child is
 // reaped and every goroutine of the Server has ended, and stops rediscovery.
 // Close is idempotent; later uses of the Server fail with [ErrClosed].
-func (u *Server) Close() error {
+//
+// Close waits for all of that until ctx ends; then it returns an error wrapping
+// ctx.Err(), and the children are still ended and reaped in the background.
+func (u *Server) Close(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { u.close(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("server %q: close: %w", u.cfg.Name, ctx.Err())
+	}
+}
+
+func (u *Server) close() {
 	u.mu.Lock()
 	if u.closed {
 		u.mu.Unlock()
 		u.wg.Wait()
-		return nil
+		return
 	}
 	u.closed = true
 	close(u.done)
@@ -369,7 +388,6 @@ func (u *Server) Close() error {
 	if u.ownsHTTP {
 		u.httpClient.CloseIdleConnections()
 	}
-	return nil
 }
 
 func (u *Server) isClosed() bool {

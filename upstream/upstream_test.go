@@ -60,7 +60,7 @@ func openPinStore(t *testing.T) store.Store {
 	return s
 }
 
-// newUpstream returns an Server whose Close is checked at the end of the test: no
+// newUpstream returns a Server whose Close is checked at the end of the test: no
 // child process may be left, not even a zombie.
 func newUpstream(t *testing.T, cfg ServerConfig, opts Options) *Server {
 	t.Helper()
@@ -71,13 +71,13 @@ func newUpstream(t *testing.T, cfg ServerConfig, opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(testLogWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	u, err := New(cfg, opts)
+	u, err := New(cfg, &opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		pids := u.livePIDs()
-		if err := u.Close(); err != nil {
+		if err := u.Close(context.Background()); err != nil {
 			t.Errorf("Close: %v", err)
 		}
 		for _, pid := range pids {
@@ -303,11 +303,11 @@ func TestUpstreamNoPinStoreRefuses(t *testing.T) {
 	t.Parallel()
 	needFaultServer(t)
 	marker := filepath.Join(t.TempDir(), "started")
-	u, err := New(faultServer("nopins", "-marker", marker), Options{Policy: faultPolicy(0)})
+	u, err := New(faultServer("nopins", "-marker", marker), &Options{Policy: faultPolicy(0)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer u.Close()
+	defer u.Close(context.Background())
 	if _, _, err := u.Discover(context.Background()); err == nil || !strings.Contains(err.Error(), "no pin store") {
 		t.Fatalf("err %v", err)
 	}
@@ -331,7 +331,7 @@ func TestNewUpstreamValidates(t *testing.T) {
 		{"header with newline", ServerConfig{Name: "a", URL: "https://x", Headers: map[string]string{"X-A": "1\r\nX-B: 2"}}, Options{}},
 		{"bad header name", ServerConfig{Name: "a", URL: "https://x", Headers: map[string]string{"X A": "1"}}, Options{}},
 	} {
-		if _, err := New(tc.cfg, tc.opts); err == nil {
+		if _, err := New(tc.cfg, &tc.opts); err == nil {
 			t.Errorf("%s: accepted", tc.name)
 		}
 	}
@@ -765,11 +765,11 @@ func (r *lineRecorder) all() []string {
 func TestUpstreamCloseKillsEverything(t *testing.T) {
 	t.Parallel()
 	needFaultServer(t)
-	u, err := New(faultServer("closing"), Options{Policy: faultPolicy(3), Pins: openPinStore(t)})
+	u, err := New(faultServer("closing"), &Options{Policy: faultPolicy(3), Pins: openPinStore(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { u.Close() }) // when the test fails early
+	t.Cleanup(func() { u.Close(context.Background()) }) // when the test fails early
 	if _, _, err := u.Discover(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -793,7 +793,7 @@ func TestUpstreamCloseKillsEverything(t *testing.T) {
 	}
 	pids := u.livePIDs()
 	start := time.Now()
-	if err := u.Close(); err != nil {
+	if err := u.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("Close took %s", time.Since(start))
@@ -810,7 +810,7 @@ func TestUpstreamCloseKillsEverything(t *testing.T) {
 	if _, err := u.Call(context.Background(), "echo", nil, nil); !errors.Is(err, ErrClosed) {
 		t.Errorf("call after Close: %v", err)
 	}
-	if err := u.Close(); err != nil {
+	if err := u.Close(context.Background()); err != nil {
 		t.Errorf("second Close: %v", err)
 	}
 }
@@ -881,14 +881,14 @@ func TestUpstreamLeavesNoGoroutines(t *testing.T) {
 	needFaultServer(t)
 	before := sdkGoroutines()
 	func() {
-		u, err := New(faultServer("leak", "-mode", "changing"), Options{
+		u, err := New(faultServer("leak", "-mode", "changing"), &Options{
 			Policy: faultPolicy(2), Pins: openPinStore(t), BackoffMin: time.Millisecond, CallTimeout: 200 * time.Millisecond,
 			OnToolsChanged: func(string) {},
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer u.Close()
+		defer u.Close(context.Background())
 		discover(t, u)
 		u.Call(context.Background(), "crash", nil, nil)
 		time.Sleep(5 * time.Millisecond)

@@ -504,7 +504,7 @@ const defaultInstructions = "You are an agent working in a workspace directory. 
 
 func (rt *runtime) close() {
 	if rt.mcp != nil {
-		if err := rt.mcp.Close(); err != nil {
+		if err := rt.mcp.Close(context.Background()); err != nil {
 			fmt.Fprintf(os.Stderr, "warning: stopping the MCP servers: %v\n", err)
 		}
 		rt.mcp = nil

@@ -120,7 +120,12 @@ func runServe(ctx context.Context, o serveOptions, stdin io.Reader, stdout, stde
 		return configError(fmt.Errorf("%s: opening the store %s: %w", cfg.File, redactDSN(cfg.Store), err))
 	}
 	defer st.Close()
-	gw, err := gateway.New(ctx, cfg, gateway.Options{Store: st, Logger: log, Version: version()})
+	gw, err := gateway.New(cfg, &gateway.Options{Store: st, Logger: log, Version: version()})
+	if err == nil {
+		if err = gw.Start(ctx); err != nil {
+			gw.Close(context.Background())
+		}
+	}
 	if err != nil {
 		return configError(err)
 	}
@@ -138,14 +143,14 @@ func runServe(ctx context.Context, o serveOptions, stdin io.Reader, stdout, stde
 		if len(cfg.Operators) > 0 {
 			ib, err = inbox.New(inbox.Options{Store: st, Operators: inboxOperators(cfg), Path: cfg.UIPath, Events: gw.Events().ForCall, Logger: log})
 			if err != nil {
-				gw.Close()
+				gw.Close(context.Background())
 				return configError(fmt.Errorf("%s: web inbox: %w", cfg.File, err))
 			}
 			mux.Handle(cfg.UIPath, ib)
 		}
 		ln, err := net.Listen("tcp", cfg.Listen)
 		if err != nil {
-			gw.Close()
+			gw.Close(context.Background())
 			return configError(fmt.Errorf("%s: listen %s: %w", cfg.File, cfg.Listen, err))
 		}
 		srv = &http.Server{Handler: requests.wrap(mux), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
@@ -215,7 +220,7 @@ loop:
 		srv.Close()
 		<-httpDone
 	}
-	if err := gw.Shutdown(sctx); err != nil {
+	if err := gw.Close(sctx); err != nil {
 		log.Warn("shutdown", "error", err)
 	}
 	return runErr
