@@ -15,6 +15,7 @@ import (
 
 	"github.com/wardenhq/warden"
 	"github.com/wardenhq/warden/audit"
+	"github.com/wardenhq/warden/internal/fanout"
 	"github.com/wardenhq/warden/policy"
 	"github.com/wardenhq/warden/store"
 	"github.com/wardenhq/warden/upstream"
@@ -135,7 +136,7 @@ func New(file *File, opts *Options) (*Gateway, error) {
 	}
 	g.bg, g.bgCancel = context.WithCancel(context.Background())
 	g.journal = sendJournal{audit.NewJournal(o.Store, &audit.Options{RedactArgs: file.RedactArgs})}
-	g.sink = multiSink(append([]warden.Sink{g.events, logSink{log}}, o.Sinks...))
+	g.sink = fanout.Sinks{Log: log, Sinks: append([]warden.Sink{g.events, logSink{log}}, o.Sinks...)}
 	version := o.Version
 	if version == "" {
 		version = "dev"

@@ -132,6 +132,8 @@ type gwSetup struct {
 	seed func(t *testing.T, st store.Store)
 	// files are written into the test directory before the gateway starts.
 	files map[string]string
+	// sinks come before the test's event recorder in Options.Sinks.
+	sinks []warden.Sink
 }
 
 // gwEnv is a running gateway behind an HTTP test server.
@@ -183,7 +185,7 @@ func gwStart(t *testing.T, s gwSetup) *gwEnv {
 	logger := slog.New(slog.NewTextHandler(e.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	gw, err := gateway.New(cfg, &gateway.Options{Store: st, Logger: logger, Sinks: []warden.Sink{e.events}, Version: "test"})
+	gw, err := gateway.New(cfg, &gateway.Options{Store: st, Logger: logger, Sinks: append(slices.Clone(s.sinks), e.events), Version: "test"})
 	if err != nil {
 		t.Fatalf("gateway.New: %v", err)
 	}
@@ -1127,6 +1129,28 @@ func TestGatewayReload(t *testing.T) {
 		t.Errorf("revision after a failed reload: %s, want %s", rec.Revision, r2)
 	}
 	gwWant(t, gwCall(t, w, "mcp__notes__list_notes", map[string]any{}), false, "No notes.")
+}
+
+// A sink that panics does not starve the sinks after it: the test's recorder, after
+// a sink that panics on every event, still gets the transport denial, and the panic
+// is in the gateway's log (Options.Logger), not lost to a process-wide logger.
+func TestGatewayPanickingSinkDoesNotStarveTheNext(t *testing.T) {
+	var panics atomic.Int32
+	boom := warden.SinkFunc(func(context.Context, warden.Event) { panics.Add(1); panic("sink exploded") })
+	e := gwStart(t, gwSetup{
+		transport: "transport:\n  allow_commands: false\n",
+		servers:   "servers:\n  blocked:\n    command: faultserver\n",
+		sinks:     []warden.Sink{boom},
+	})
+	if ev := e.events.named(warden.EventTransportDenied); len(ev) != 1 || ev[0].Target != "faultserver" {
+		t.Errorf("the sink after the panicking one got the transport-denied events %+v, want one", ev)
+	}
+	if panics.Load() == 0 {
+		t.Fatal("the panicking sink was never called")
+	}
+	if log := e.log.String(); !strings.Contains(log, "warden: event sink panicked") || !strings.Contains(log, "sink exploded") {
+		t.Errorf("the sink's panic is not in the gateway's log:\n%s", log)
+	}
 }
 
 // 12. A server the transport policy denies serves nothing, starts nothing, and is

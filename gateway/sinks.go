@@ -9,14 +9,6 @@ import (
 	"github.com/wardenhq/warden"
 )
 
-type multiSink []warden.Sink
-
-func (m multiSink) Emit(ctx context.Context, e warden.Event) {
-	for _, s := range m {
-		s.Emit(ctx, e)
-	}
-}
-
 // logSink writes the events an operator must notice (transport denials, changed
 // tool definitions) to the log.
 type logSink struct{ log *slog.Logger }

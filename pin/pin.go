@@ -12,13 +12,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/internal/fanout"
 	"github.com/wardenhq/warden/store"
 )
 
@@ -200,27 +200,13 @@ func Check(ctx context.Context, pins Store, sink warden.Sink, name, hash string,
 	if err := pins.PutPin(ctx, p); err != nil {
 		return true, fmt.Errorf("recording the changed definition of tool %q: %w", name, err)
 	}
-	pinEmit(ctx, sink, warden.Event{
+	fanout.Emit(ctx, nil, sink, warden.Event{
 		Name:   warden.EventDefinitionChanged,
 		Time:   time.Now(),
 		Tool:   name,
 		Detail: fmt.Sprintf("tool %q changed its definition since it was approved: %s -> %s; quarantined until an operator approves it", name, old, hash),
 	})
 	return true, nil
-}
-
-// pinEmit delivers e to sink (which may be nil), containing a panic.
-func pinEmit(ctx context.Context, sink warden.Sink, e warden.Event) {
-	if sink == nil {
-		return
-	}
-	defer func() {
-		if r := recover(); r != nil {
-			slog.Default().LogAttrs(ctx, slog.LevelError, "warden: event sink panicked",
-				slog.String("event", e.Name), slog.String("panic", fmt.Sprint(r)))
-		}
-	}()
-	sink.Emit(ctx, e)
 }
 
 // Approve accepts the pending definition of the tool name, but only when its

@@ -38,7 +38,7 @@ func (u *Server) Discover(ctx context.Context) (tools []Tool, problems []ToolPro
 	if u.opts.Pins == nil {
 		return nil, nil, fmt.Errorf("server %q: no pin store: tool definitions cannot be pinned, so no tool is discovered", u.cfg.Name)
 	}
-	if err := u.policy.Admit(ctx, u.cfg, u.opts.Sink); err != nil {
+	if err := u.policy.Admit(ctx, u.cfg, u.sink); err != nil {
 		return nil, nil, err
 	}
 	u.mu.Lock()
@@ -86,7 +86,7 @@ func (u *Server) Refresh(ctx context.Context) error {
 	changed := false
 	var errs []error
 	for i := range tools {
-		q, err := pin.Check(ctx, u.opts.Pins, u.opts.Sink, tools[i].Name, tools[i].Hash, tools[i].def)
+		q, err := pin.Check(ctx, u.opts.Pins, u.sink, tools[i].Name, tools[i].Hash, tools[i].def)
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -364,7 +364,7 @@ func (u *Server) checkTools(ctx context.Context, listed []*mcp.Tool) ([]Tool, []
 			refuse("definition cannot be hashed: " + err.Error())
 			continue
 		}
-		q, err := pin.Check(ctx, u.opts.Pins, u.opts.Sink, name, hash, def)
+		q, err := pin.Check(ctx, u.opts.Pins, u.sink, name, hash, def)
 		if err != nil {
 			u.log.Error("tool definition pin could not be checked; the tool is quarantined", slog.String("tool", name), slog.String("error", err.Error()))
 			refuse("definition pin could not be checked, so the tool is quarantined: " + err.Error())

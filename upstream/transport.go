@@ -11,7 +11,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/netip"
 	"net/url"
 	"slices"
@@ -19,6 +18,7 @@ import (
 	"time"
 
 	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/internal/fanout"
 )
 
 // DefaultMaxConnections is the number of concurrent connections the gateway keeps
@@ -406,8 +406,8 @@ func pyRepr(s string) string {
 //     DeniedError's Target, Reason its Message, and Detail naming the server;
 //   - nil when the server is admitted. Admission allows no tool.
 //
-// A sink that panics is recovered and logged: it cannot turn the denial into an
-// allow.
+// A sink that panics is recovered (a [Server] logs the panic to its Logger): it
+// cannot turn the denial into an allow.
 func (p *TransportPolicy) Admit(ctx context.Context, s ServerConfig, sink warden.Sink) error {
 	if err := p.Validate(); err != nil {
 		return fmt.Errorf("transport policy: %w", err)
@@ -452,13 +452,7 @@ func (p *TransportPolicy) Admit(ctx context.Context, s ServerConfig, sink warden
 }
 
 func emitDenied(ctx context.Context, sink warden.Sink, d *DeniedError) {
-	defer func() {
-		if r := recover(); r != nil {
-			slog.Default().LogAttrs(ctx, slog.LevelError, "warden: event sink panicked",
-				slog.String("event", warden.EventTransportDenied), slog.String("panic", fmt.Sprint(r)))
-		}
-	}()
-	sink.Emit(ctx, warden.Event{
+	fanout.Emit(ctx, nil, sink, warden.Event{
 		Name:    warden.EventTransportDenied,
 		Time:    time.Now(),
 		Checker: "transport",

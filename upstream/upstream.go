@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/internal/fanout"
 	"github.com/wardenhq/warden/pin"
 )
 
@@ -100,7 +101,8 @@ type Options struct {
 	// Pins stores the tool definition pins. Nil makes Discover refuse (fail closed):
 	// a definition that cannot be pinned is not served.
 	Pins pin.Store
-	// Sink receives transport denials and definition changes; may be nil.
+	// Sink receives transport denials and definition changes; may be nil. A panic in
+	// Sink is recovered and logged to Logger.
 	Sink warden.Sink
 	// Logger receives operational logs, including the child's stderr; nil discards.
 	Logger *slog.Logger
@@ -183,6 +185,7 @@ type Server struct {
 	opts       Options
 	policy     *TransportPolicy
 	log        *slog.Logger
+	sink       fanout.Sinks // opts.Sink, its panics recovered and logged to log
 	client     *mcp.Client
 	httpClient *http.Client
 	ownsHTTP   bool // httpClient's transport was made here: Close closes its idle connections
@@ -304,6 +307,7 @@ func New(cfg ServerConfig, o *Options) (*Server, error) {
 		opts:       opts,
 		policy:     policy,
 		log:        log,
+		sink:       fanout.Sinks{Log: log, Sinks: []warden.Sink{opts.Sink}},
 		slots:      make(chan struct{}, policy.MaxConns()),
 		done:       make(chan struct{}),
 		live:       make(map[*upstreamConn]struct{}),
