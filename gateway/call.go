@@ -171,14 +171,14 @@ func (g *Gateway) callTool(ctx context.Context, f *front, name string, req *mcp.
 	if text, ok := g.halted.Load(session); ok {
 		// Refused like every other refusal: the audit log shows each call the halted
 		// session still tried.
-		g.auditRefusal(ctx, st, name, id, session, req, warden.StageGate, haltedReason)
+		g.refuse(ctx, st, name, id, session, req, warden.StageGate, haltedReason)
 		return textResult(text.(string), true), nil
 	}
 	// hideCalls checked visibility against the revision it loaded; a reload since
 	// may have hidden the tool. Refused the same way (fail closed).
 	if ok, why := visible(st, cl, name); !ok {
 		if why != "" {
-			g.auditRefusal(ctx, st, name, id, session, req, warden.StageLookup, why)
+			g.refuse(ctx, st, name, id, session, req, warden.StageLookup, why)
 		}
 		return nil, unknownTool(name)
 	}
@@ -274,9 +274,12 @@ func (g *Gateway) noteFault(session string, req *mcp.CallToolRequest, out *warde
 	}
 }
 
-// auditRefusal records a call the gateway refused before the pipeline (it never
-// executed). A failure to record is logged; the call is refused either way.
-func (g *Gateway) auditRefusal(ctx context.Context, st *gatewayState, name string, id warden.Identity, session string, req *mcp.CallToolRequest, stage warden.Stage, reason string) {
+// refuse is the one path of a call the gateway refuses before the pipeline (a halted
+// session, a tool hidden or quarantined): like a refusal in the pipeline, the call is
+// recorded in the audit log as refused and never executed, and a
+// [warden.EventToolEnd] with its stage, status and reason goes to every sink. A
+// failure to record is logged; the call is refused either way.
+func (g *Gateway) refuse(ctx context.Context, st *gatewayState, name string, id warden.Identity, session string, req *mcp.CallToolRequest, stage warden.Stage, reason string) {
 	rec := store.CallRecord{
 		CallID: newID("call"), Session: session, Tool: name, Identity: id,
 		Stage: stage, Reason: reason,
@@ -288,9 +291,16 @@ func (g *Gateway) auditRefusal(ctx context.Context, st *gatewayState, name strin
 			rec.Args = args.AppendJSON(nil)
 		}
 	}
-	if err := g.opts.Store.RecordCall(context.WithoutCancel(ctx), rec); err != nil {
+	ctx = context.WithoutCancel(ctx) // the refusal happened: it is recorded and told
+	if err := g.opts.Store.RecordCall(ctx, rec); err != nil {
 		g.log.Error("cannot record a refused call", "tool", name, "error", err)
 	}
+	now := time.Now()
+	g.sink.Emit(ctx, warden.Event{
+		Name: warden.EventToolEnd, Time: now, Start: now,
+		Session: session, Identity: id, CallID: rec.CallID, Tool: name, Revision: rec.Revision,
+		Executed: false, Status: warden.StatusRefused, Stage: stage, Reason: reason,
+	})
 }
 
 func textResult(text string, isErr bool) *mcp.CallToolResult {

@@ -95,7 +95,7 @@ func (f *front) hideCalls(next mcp.MethodHandler) mcp.MethodHandler {
 		if ok, why := visible(st, cl, name); !ok {
 			if why != "" {
 				id := warden.Identity{Tenant: cl.Tenant, Principal: cl.Principal}
-				f.g.auditRefusal(ctx, st, name, id, f.sessionID(call), call, warden.StageLookup, why)
+				f.g.refuse(ctx, st, name, id, f.sessionID(call), call, warden.StageLookup, why)
 			}
 			return nil, unknownTool(name)
 		}

@@ -480,6 +480,26 @@ func TestGatewayListPerIdentity(t *testing.T) {
 	if rec.Executed || rec.Status != warden.StatusRefused || rec.Reason != "tool definition changed since it was approved" {
 		t.Errorf("audit of the quarantined call: %+v", rec)
 	}
+	// The refusal reaches the sinks too, as the same call the store holds.
+	var ends []warden.Event
+	for _, ev := range e.events.named(warden.EventToolEnd) {
+		if ev.Tool == "mcp__fault__pid" {
+			ends = append(ends, ev)
+		}
+	}
+	if len(ends) != 2 { // the writer's call and the stdio client's
+		t.Fatalf("tool-end events of the quarantined tool: %+v, want 2", ends)
+	}
+	if ev := ends[0]; ev.Executed || ev.Status != warden.StatusRefused || ev.Stage != warden.StageLookup ||
+		ev.Reason != rec.Reason || ev.Identity.Principal != "writer-agent" {
+		t.Errorf("tool-end event of the writer's quarantined call: %+v", ev)
+	}
+	if last := ends[1]; last.CallID == "" || last.CallID == ends[0].CallID {
+		t.Errorf("call ids of the two refusals: %q and %q", ends[0].CallID, last.CallID)
+	}
+	if ends[0].CallID != rec.CallID {
+		t.Errorf("the event's call id %q is not the recorded call's", ends[0].CallID)
+	}
 	if ev := e.events.named(warden.EventDefinitionChanged); len(ev) != 1 || ev[0].Tool != "mcp__fault__pid" {
 		t.Errorf("definition-changed events: %+v", ev)
 	}
