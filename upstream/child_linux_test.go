@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wardenhq/warden/internal/mcptest"
 )
 
 // TestDieWithGateway kills a stand-in gateway with SIGKILL and checks that the kernel
@@ -50,14 +52,12 @@ func TestDieWithGateway(t *testing.T) {
 	}
 	parent.Process.Kill()
 	parent.Wait()
-	deadline := time.Now().Add(10 * time.Second)
-	for alive(pid) {
-		if time.Now().After(deadline) {
+	t.Cleanup(func() { // a child that outlived the test is not left behind
+		if alive(pid) {
 			exec.Command("kill", "-9", strconv.Itoa(pid)).Run()
-			t.Fatalf("child %d outlived its killed parent", pid)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	})
+	mcptest.WaitFor(t, 10*time.Second, fmt.Sprintf("child %d ends with its killed parent", pid), func() bool { return !alive(pid) })
 }
 
 // alive reports whether pid is a running process (a zombie, dead but not yet reaped,

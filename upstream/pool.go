@@ -73,7 +73,7 @@ func (u *Server) take(ctx context.Context, unverifiedFirst bool) (*upstreamConn,
 		u.mu.Unlock()
 		return c, nil
 	}
-	if wait := time.Until(u.retryAt); wait > 0 {
+	if wait := u.retryAt.Sub(u.now()); wait > 0 {
 		why, at := u.lastFailure, u.retryAt
 		u.mu.Unlock()
 		return nil, fmt.Errorf("server %q: %w after a failure (%s); the next start is in %s (at %s)", u.cfg.Name, ErrServerRestarting, why, wait.Round(time.Millisecond), at.Format(time.RFC3339Nano))
@@ -151,7 +151,7 @@ func (u *Server) noteFailureLocked(why string) {
 		d *= 2
 	}
 	d = min(d, u.opts.BackoffMax)
-	u.retryAt = time.Now().Add(d)
+	u.retryAt = u.now().Add(d)
 	u.lastFailure = why
 }
 

@@ -111,6 +111,9 @@ type Options struct {
 	// runs on the Server's own goroutine: never concurrently for one Server, and
 	// coalesced (a burst of notifications gives few calls). It must not call Close.
 	OnToolsChanged func(server string)
+	// Now is the clock of the restart backoff (when the next start may be); nil
+	// means time.Now. Tests set it to step past a backoff without waiting for it.
+	Now func() time.Time
 	// CallTimeout bounds one upstream tools/call once it holds a connection; 0 means
 	// no bound beyond the caller's context.
 	CallTimeout time.Duration
@@ -289,6 +292,9 @@ func New(cfg ServerConfig, o *Options) (*Server, error) {
 	if opts.BackoffMax == 0 {
 		opts.BackoffMax = max(defaultBackoffMax, opts.BackoffMin)
 	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
 	if opts.BackoffMin > opts.BackoffMax {
 		return nil, fmt.Errorf("server %q: backoff min %s is greater than max %s", cfg.Name, opts.BackoffMin, opts.BackoffMax)
 	}
@@ -393,6 +399,9 @@ func (u *Server) close() {
 		u.httpClient.CloseIdleConnections()
 	}
 }
+
+// now reads the clock of the restart backoff.
+func (u *Server) now() time.Time { return u.opts.Now() }
 
 func (u *Server) isClosed() bool {
 	u.mu.Lock()

@@ -111,13 +111,28 @@ func processAlive(pid int) bool {
 
 func waitGone(t *testing.T, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for processAlive(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("pid %d still exists", pid)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	mcptest.WaitFor(t, 10*time.Second, fmt.Sprintf("pid %d is gone", pid), func() bool { return !processAlive(pid) })
+}
+
+// testClock is a clock for the restart backoff ([Options.Now]) that moves only when
+// the test says so: a test steps past a backoff instead of sleeping through it.
+type testClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newTestClock() *testClock { return &testClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)} }
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *testClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
 }
 
 func textOf(t *testing.T, r *mcp.CallToolResult) string {
@@ -357,7 +372,8 @@ func TestUpstreamIsErrorIsAResult(t *testing.T) {
 
 func TestUpstreamCrashBackoffAndRestart(t *testing.T) {
 	t.Parallel()
-	u := newUpstream(t, faultServer("crashy"), Options{Policy: faultPolicy(0), BackoffMin: 400 * time.Millisecond, BackoffMax: time.Second})
+	clock := newTestClock()
+	u := newUpstream(t, faultServer("crashy"), Options{Policy: faultPolicy(0), BackoffMin: time.Hour, BackoffMax: 2 * time.Hour, Now: clock.Now})
 	discover(t, u)
 	pid1 := callPID(t, u)
 
@@ -378,7 +394,7 @@ func TestUpstreamCrashBackoffAndRestart(t *testing.T) {
 	}
 
 	// After the backoff a new process serves the call.
-	time.Sleep(450 * time.Millisecond)
+	clock.Advance(time.Hour)
 	pid2 := callPID(t, u)
 	if pid2 == pid1 {
 		t.Fatalf("same pid %d after a crash", pid2)
@@ -498,12 +514,7 @@ func TestUpstreamPoolBound(t *testing.T) {
 	wg.Add(2)
 	go slow()
 	go slow()
-	for deadline := time.Now().Add(5 * time.Second); busy() < 2; {
-		if time.Now().After(deadline) {
-			t.Fatal("two calls never ran at once")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	mcptest.WaitFor(t, 5*time.Second, "two calls run at once", func() bool { return busy() >= 2 })
 	// A third call waits for a free connection, bounded by its context.
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
 	_, err := u.Call(ctx, "echo", json.RawMessage(`{"text":"x"}`), nil)
@@ -719,12 +730,9 @@ func TestUpstreamEnvFilteredAndStderrLogged(t *testing.T) {
 	if got := get("WARDEN_TEST_PLAIN"); got != "true visible" {
 		t.Errorf("plain variable: %q", got)
 	}
-	for deadline := time.Now().Add(5 * time.Second); !lines.hasPrefix("faultserver: starting mode=ok pid="); {
-		if time.Now().After(deadline) {
-			t.Fatalf("stderr not forwarded; logged: %v", lines.all())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	mcptest.WaitFor(t, 5*time.Second, "the child's stderr is forwarded to the log", func() bool {
+		return lines.hasPrefix("faultserver: starting mode=ok pid=")
+	})
 }
 
 type lineRecorder struct {
@@ -775,19 +783,21 @@ func TestUpstreamCloseKillsEverything(t *testing.T) {
 	}
 	// Two busy connections, one of them hung for good, and an idle one.
 	errs := make(chan error, 2)
-	go func() { _, err := u.Call(context.Background(), "hang", nil, nil); errs <- err }()
+	sent := make(chan struct{}, 2)
+	sending := &CallOptions{BeforeSend: func(context.Context) error { sent <- struct{}{}; return nil }}
+	go func() { _, err := u.Call(context.Background(), "hang", nil, sending); errs <- err }()
 	go func() {
-		_, err := u.Call(context.Background(), "slow", json.RawMessage(`{"ms":60000}`), nil)
+		_, err := u.Call(context.Background(), "slow", json.RawMessage(`{"ms":60000}`), sending)
 		errs <- err
 	}()
-	for deadline := time.Now().Add(5 * time.Second); len(u.livePIDs()) < 2; {
-		if time.Now().After(deadline) {
-			t.Fatalf("live %v", u.livePIDs())
+	for range 2 { // both requests are on their way, each on a connection of its own
+		select {
+		case <-sent:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the two calls were not sent; live %v", u.livePIDs())
 		}
-		time.Sleep(5 * time.Millisecond)
 	}
-	time.Sleep(100 * time.Millisecond) // let the calls reach the servers
-	callPID(t, u)                      // a third connection, idle after this call
+	callPID(t, u) // a third connection, idle after this call
 	if n := len(u.livePIDs()); n != 3 {
 		t.Fatalf("%d connections, want 3", n)
 	}
@@ -881,9 +891,10 @@ func TestUpstreamLeavesNoGoroutines(t *testing.T) {
 	needFaultServer(t)
 	before := sdkGoroutines()
 	func() {
+		clock := newTestClock()
 		u, err := New(faultServer("leak", "-mode", "changing"), &Options{
 			Policy: faultPolicy(2), Pins: openPinStore(t), BackoffMin: time.Millisecond, CallTimeout: 200 * time.Millisecond,
-			OnToolsChanged: func(string) {},
+			OnToolsChanged: func(string) {}, Now: clock.Now,
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -891,11 +902,18 @@ func TestUpstreamLeavesNoGoroutines(t *testing.T) {
 		defer u.Close(context.Background())
 		discover(t, u)
 		u.Call(context.Background(), "crash", nil, nil)
-		time.Sleep(5 * time.Millisecond)
+		clock.Advance(time.Second) // past the backoff
 		u.Call(context.Background(), "hang", nil, nil)
+		clock.Advance(time.Second)
 		u.Call(context.Background(), "flood", json.RawMessage(`{"n":50}`), nil)
-		go u.Call(context.Background(), "slow", json.RawMessage(`{"ms":10000}`), nil)
-		time.Sleep(50 * time.Millisecond)
+		clock.Advance(time.Second)
+		sent := make(chan struct{})
+		go u.Call(context.Background(), "slow", json.RawMessage(`{"ms":10000}`), &CallOptions{BeforeSend: func(context.Context) error { close(sent); return nil }})
+		select { // Close meets a call in flight
+		case <-sent:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the slow call was never sent")
+		}
 	}()
 	deadline := time.Now().Add(5 * time.Second)
 	for sdkGoroutines() > before {
@@ -911,7 +929,8 @@ func TestUpstreamLeavesNoGoroutines(t *testing.T) {
 // the gateway: every bad answer is an error or a result, and the server stays usable.
 func TestUpstreamSurvivesGarbage(t *testing.T) {
 	t.Parallel()
-	u := newUpstream(t, faultServer("junky", "-mode", "garbage"), Options{Policy: faultPolicy(0), BackoffMin: time.Millisecond, BackoffMax: time.Millisecond})
+	clock := newTestClock()
+	u := newUpstream(t, faultServer("junky", "-mode", "garbage"), Options{Policy: faultPolicy(0), BackoffMin: time.Millisecond, BackoffMax: time.Millisecond, Now: clock.Now})
 	tools, problems := discover(t, u)
 	if got := toolNames(tools); !slices.Equal(got, []string{"mcp__junky__junk", "mcp__junky__ok"}) {
 		t.Errorf("tools %v (problems %v)", got, problems)
@@ -927,7 +946,7 @@ func TestUpstreamSurvivesGarbage(t *testing.T) {
 		if err == nil && r == nil {
 			t.Errorf("%s: neither result nor error", what)
 		}
-		time.Sleep(5 * time.Millisecond) // past the backoff
+		clock.Advance(time.Second) // past the backoff
 		ok, err := u.Call(context.Background(), "ok", nil, nil)
 		if err != nil || textOf(t, ok) != "fine" {
 			t.Fatalf("after %s: %v", what, err)

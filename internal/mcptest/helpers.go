@@ -155,12 +155,25 @@ func ToolNames(tb testing.TB, cs *mcp.ClientSession, timeout time.Duration) []st
 // ready", for the failure message.
 func WaitFor(tb testing.TB, timeout time.Duration, what string, cond func() bool) {
 	tb.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
+	if cond() {
+		return
+	}
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(25 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-tick.C:
+			if cond() {
+				return
+			}
+		case <-deadline.C:
+			if cond() {
+				return
+			}
 			tb.Fatalf("timed out after %v waiting until %s", timeout, what)
 		}
-		time.Sleep(25 * time.Millisecond)
 	}
 }
 
