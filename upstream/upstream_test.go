@@ -730,6 +730,11 @@ func TestUpstreamEnvFilteredAndStderrLogged(t *testing.T) {
 	if got := get("WARDEN_TEST_PLAIN"); got != "true visible" {
 		t.Errorf("plain variable: %q", got)
 	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("logged: %v", lines.all())
+		}
+	})
 	mcptest.WaitFor(t, 5*time.Second, "the child's stderr is forwarded to the log", func() bool {
 		return lines.hasPrefix("faultserver: starting mode=ok pid=")
 	})
