@@ -436,7 +436,7 @@ func TestClosedToolsFailUnsent(t *testing.T) {
 	}
 }
 
-// MemoryPins trusts a definition on first use and quarantines a change (the pin store
+// pin.Memory trusts a definition on first use and quarantines a change (the pin store
 // a library user gets by default).
 func TestMemoryPins(t *testing.T) {
 	ctx := context.Background()
