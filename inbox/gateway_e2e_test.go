@@ -1,6 +1,6 @@
 package inbox_test
 
-// End-to-end browser tests with the real gateway: an mcp.Gateway in front of the
+// End-to-end browser tests with the real gateway: an gateway.Gateway in front of the
 // example notes server (a real child process) and the inbox share one HTTP mux, as
 // `warden serve` wires them. An MCP client (the official SDK, without elicitation)
 // makes a call the policy escalates; the call waits while an operator decides it in
@@ -21,12 +21,12 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/gateway"
 	"github.com/wardenhq/warden/inbox"
 	"github.com/wardenhq/warden/internal/mcptest"
-	"github.com/wardenhq/warden/mcp"
 	"github.com/wardenhq/warden/store"
 )
 
@@ -63,7 +63,7 @@ approvals:
 // e2eEnv is a gateway and its inbox behind one test server.
 type e2eEnv struct {
 	st     store.Store
-	gw     *mcp.Gateway
+	gw     *gateway.Gateway
 	base   string // the inbox's absolute URL, ending in "/"
 	mcpURL string
 	notes  string             // the notes server's directory
@@ -76,9 +76,9 @@ func startE2E(t *testing.T) *e2eEnv {
 	dir := t.TempDir()
 	mcptest.CopyExamplePolicy(t, dir)
 	e := &e2eEnv{notes: filepath.Join(dir, "notes"), log: &mcptest.LogBuffer{}}
-	data := fmt.Appendf(nil, e2eConfig, e.notes, e2eAgent, mcp.HashToken(clientToken), operatorName, mcp.HashToken(operatorToken))
+	data := fmt.Appendf(nil, e2eConfig, e.notes, e2eAgent, inbox.HashToken(clientToken), operatorName, inbox.HashToken(operatorToken))
 	file := mcptest.WriteFile(t, dir, "gateway.yaml", data)
-	cfg, err := mcp.ParseConfig(file, data, func(string) string { return "" })
+	cfg, err := gateway.ParseFile(file, data, func(string) string { return "" })
 	if err != nil {
 		t.Fatalf("gateway config:\n%s\n%v", data, err)
 	}
@@ -90,16 +90,19 @@ func startE2E(t *testing.T) *e2eEnv {
 	logger := slog.New(slog.NewTextHandler(e.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if e.gw, err = mcp.NewGateway(ctx, cfg, mcp.GatewayOptions{Store: e.st, Logger: logger, Version: "test"}); err != nil {
-		t.Fatalf("NewGateway: %v\nlog:\n%s", err, e.log.String())
+	if e.gw, err = gateway.New(cfg, &gateway.Options{Store: e.st, Logger: logger, Version: "test"}); err != nil {
+		t.Fatalf("gateway.New: %v", err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if err := e.gw.Shutdown(ctx); err != nil {
-			t.Errorf("gateway Shutdown: %v", err)
+		if err := e.gw.Close(ctx); err != nil {
+			t.Errorf("gateway Close: %v", err)
 		}
 	})
+	if err := e.gw.Start(ctx); err != nil {
+		t.Fatalf("gateway Start: %v\nlog:\n%s", err, e.log.String())
+	}
 	if err := e.gw.Ready(); err != nil {
 		t.Fatalf("gateway not ready: %v\nlog:\n%s", err, e.log.String())
 	}
@@ -130,13 +133,13 @@ func startE2E(t *testing.T) *e2eEnv {
 
 // connect opens an MCP session with token, over streamable HTTP. The client declares
 // no elicitation, so a call that needs a person waits for an operator.
-func (e *e2eEnv) connect(t *testing.T, token string) (*sdk.ClientSession, error) {
+func (e *e2eEnv) connect(t *testing.T, token string) (*mcp.ClientSession, error) {
 	t.Helper()
-	c := sdk.NewClient(&sdk.Implementation{Name: "inbox-e2e", Version: "1"}, nil)
+	c := mcp.NewClient(&mcp.Implementation{Name: "inbox-e2e", Version: "1"}, nil)
 	return mcptest.ConnectHTTP(t, c, e.mcpURL, token, nil, 30*time.Second)
 }
 
-func (e *e2eEnv) agent(t *testing.T) *sdk.ClientSession {
+func (e *e2eEnv) agent(t *testing.T) *mcp.ClientSession {
 	t.Helper()
 	cs, err := e.connect(t, clientToken)
 	if err != nil {
@@ -146,25 +149,25 @@ func (e *e2eEnv) agent(t *testing.T) *sdk.ClientSession {
 }
 
 // callTool makes one call and returns its result, failing t on a protocol error.
-func callTool(t *testing.T, cs *sdk.ClientSession, tool string, args map[string]any) *sdk.CallToolResult {
+func callTool(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any) *mcp.CallToolResult {
 	t.Helper()
 	return mcptest.CallTool(t, cs, 30*time.Second, tool, args)
 }
 
 type callResult struct {
-	res     *sdk.CallToolResult
+	res     *mcp.CallToolResult
 	err     error
 	elapsed time.Duration
 }
 
 // callAsync starts a call on its own goroutine; the channel delivers its result.
-func callAsync(t *testing.T, cs *sdk.ClientSession, tool string, args map[string]any) <-chan callResult {
+func callAsync(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any) <-chan callResult {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel) // a call still waiting when the test ends is abandoned
 	ch := make(chan callResult, 1)
 	go func() {
 		start := time.Now()
-		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: args})
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
 		ch <- callResult{res, err, time.Since(start)}
 	}()
 	return ch
@@ -186,7 +189,7 @@ func awaitCall(t *testing.T, ch <-chan callResult, within time.Duration) callRes
 }
 
 // writeNote writes a note through the gateway (the policy allows it without a person).
-func writeNote(t *testing.T, cs *sdk.ClientSession, name, text string) {
+func writeNote(t *testing.T, cs *mcp.ClientSession, name, text string) {
 	t.Helper()
 	res := callTool(t, cs, "mcp__notes__write_note", map[string]any{"name": name, "text": text})
 	if want := fmt.Sprintf("Wrote note %q (%d bytes).", name, len(text)); res.IsError || mcptest.ResultText(res) != want {

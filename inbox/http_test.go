@@ -14,6 +14,7 @@ import (
 
 	"github.com/wardenhq/warden"
 	"github.com/wardenhq/warden/inbox"
+	"github.com/wardenhq/warden/internal/mcptest"
 	"github.com/wardenhq/warden/store"
 	"github.com/wardenhq/warden/store/sqlite"
 	"github.com/wardenhq/warden/store/sqlite/sqlitetest"
@@ -643,13 +644,7 @@ func TestEventStream(t *testing.T) {
 
 	// The last listener leaving stops the poller.
 	cancel()
-	deadline := time.Now().Add(3 * time.Second)
-	for inbox.PollerRunning(f.ib) && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if inbox.PollerRunning(f.ib) {
-		t.Error("poller still running with no listener")
-	}
+	mcptest.WaitFor(t, 3*time.Second, "the poller stops with no listener", func() bool { return !inbox.PollerRunning(f.ib) })
 }
 
 func TestCloseEndsStreams(t *testing.T) {

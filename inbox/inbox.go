@@ -71,7 +71,6 @@ import (
 	"time"
 
 	"github.com/wardenhq/warden"
-	"github.com/wardenhq/warden/mcp"
 	"github.com/wardenhq/warden/store"
 )
 
@@ -91,10 +90,14 @@ const ContentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 
 // hashPrefix starts every operator token hash.
 const hashPrefix = "sha256:"
 
-// HashToken returns the form in which an operator token is configured: "sha256:"
-// followed by the lower-case hex SHA-256 of the token (the gateway's [mcp.HashToken]).
-// The inbox compares hashes in constant time and never keeps the token.
-func HashToken(token string) string { return mcp.HashToken(token) }
+// HashToken returns the form in which a token is configured: "sha256:" followed by the
+// lower-case hex SHA-256 of the token. The gateway file holds the tokens of its
+// clients and operators in this form. The inbox compares hashes in constant time and
+// never keeps the token.
+func HashToken(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hashPrefix + hex.EncodeToString(sum[:])
+}
 
 // Operator is a person allowed to use the inbox. Name is shown in the pages and
 // recorded as the decider (store.Verdict.By, store.Pin.ApprovedBy); TokenHash is

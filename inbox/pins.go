@@ -9,7 +9,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/wardenhq/warden/mcp"
+	"github.com/wardenhq/warden/pin"
 	"github.com/wardenhq/warden/store"
 )
 
@@ -37,7 +37,7 @@ func (ib *Inbox) pinsPage(w http.ResponseWriter, r *http.Request, s session) {
 			d.Approved = append(d.Approved, p)
 			continue
 		}
-		v := pinView{Pin: p, Diff: diffLines(mcp.PinDiff(p))}
+		v := pinView{Pin: p, Diff: diffLines(pin.Diff(p))}
 		for _, l := range v.Diff {
 			switch l.Class {
 			case "add":
@@ -65,15 +65,15 @@ func (ib *Inbox) approvePin(w http.ResponseWriter, r *http.Request, s session) {
 		return
 	}
 	ctx := context.WithoutCancel(r.Context()) // an approval once sent is recorded, even if the browser goes away
-	p, err := mcp.ApprovePin(ctx, ib.store, name, hash, s.Operator)
+	p, err := pin.Approve(ctx, ib.store, name, hash, s.Operator)
 	switch {
 	case err == nil:
 		ib.log.Info("inbox: tool definition approved", "tool", name, "hash", p.Hash, "operator", s.Operator)
 		back(flash{"ok", "Approved the new definition of " + name + ". The tool is served again."})
-	case errors.Is(err, mcp.ErrPendingHashMismatch):
+	case errors.Is(err, pin.ErrPendingHashMismatch):
 		back(flash{"error", "The definition of " + name + " changed again after you loaded the page. " +
 			"Nothing was approved: review the new diff below."})
-	case errors.Is(err, mcp.ErrNothingPending):
+	case errors.Is(err, pin.ErrNothingPending):
 		back(flash{"info", name + " has no changed definition waiting for review (approved already?). Nothing was changed."})
 	case errors.Is(err, store.ErrNotFound):
 		back(flash{"error", "No tool named " + name + " is pinned. Nothing was approved."})

@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/wardenhq/warden/mcp"
+	"github.com/wardenhq/warden/pin"
 	"github.com/wardenhq/warden/store"
 )
 
@@ -161,7 +161,7 @@ func runPinsDiff(ctx context.Context, w io.Writer, o pinsOptions, name string) e
 	// a bidi or invisible character in a description must not reorder or hide what
 	// the operator approves.
 	fmt.Fprintf(w, "%s changed its definition.\napproved: %s (by %s)\npending:  %s\n\n", shown(name), shown(p.Hash), dash(p.ApprovedBy), shown(p.PendingHash))
-	for _, l := range strings.SplitAfter(mcp.PinDiff(p), "\n") {
+	for _, l := range strings.SplitAfter(pin.Diff(p), "\n") {
 		if l != "" {
 			fmt.Fprintln(w, shown(strings.TrimSuffix(l, "\n")))
 		}
@@ -192,7 +192,7 @@ func runPinsApprove(ctx context.Context, w io.Writer, o pinsOptions, name string
 		}
 		hash = p.PendingHash
 	}
-	p, err := mcp.ApprovePin(ctx, s, name, hash, by)
+	p, err := pin.Approve(ctx, s, name, hash, by)
 	if err != nil {
 		return cmdError(exitUsage, "%v", err)
 	}

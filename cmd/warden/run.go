@@ -35,7 +35,6 @@ import (
 	"github.com/wardenhq/warden/internal/display"
 	"github.com/wardenhq/warden/internal/seal"
 	"github.com/wardenhq/warden/internal/yamlstrict"
-	"github.com/wardenhq/warden/mcp"
 	"github.com/wardenhq/warden/policy"
 	"github.com/wardenhq/warden/provider/anthropic"
 	"github.com/wardenhq/warden/provider/openai"
@@ -43,6 +42,7 @@ import (
 	"github.com/wardenhq/warden/schema"
 	"github.com/wardenhq/warden/shell"
 	"github.com/wardenhq/warden/store"
+	"github.com/wardenhq/warden/upstream"
 )
 
 // `warden run` runs a real agent: a model provider, the policy file, and four built-in
@@ -389,11 +389,11 @@ type runtime struct {
 	wsCreated bool
 	agent     *agent.Agent
 	guard     *warden.Guard
-	mcp       *mcp.Tools  // the MCP servers of agent.yaml's mcp: section; nil without one
-	mcpNotes  []string    // what the header says about them
-	st        store.Store // where a pause keeps its checkpoint; nil: a file
-	dsn       string      // st's DSN, for the resume command
-	key       []byte      // seals checkpoints
+	mcp       *upstream.Tools // the MCP servers of agent.yaml's mcp: section; nil without one
+	mcpNotes  []string        // what the header says about them
+	st        store.Store     // where a pause keeps its checkpoint; nil: a file
+	dsn       string          // st's DSN, for the resume command
+	key       []byte          // seals checkpoints
 }
 
 func newRuntime(cfg *runConfig, saved *runCheckpoint, key []byte, w io.Writer) (*runtime, error) {
@@ -502,7 +502,7 @@ const defaultInstructions = "You are an agent working in a workspace directory. 
 
 func (rt *runtime) close() {
 	if rt.mcp != nil {
-		if err := rt.mcp.Close(); err != nil {
+		if err := rt.mcp.Close(context.Background()); err != nil {
 			fmt.Fprintf(os.Stderr, "warning: stopping the MCP servers: %v\n", err)
 		}
 		rt.mcp = nil
@@ -529,9 +529,9 @@ func (rt *runtime) registerMCP(reg *warden.Registry) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), mcpDiscoveryTimeout)
 	defer cancel()
-	tools, err := mcp.RegisterTools(ctx, reg, tc, &mcp.ToolsOptions{
+	tools, err := upstream.RegisterTools(ctx, reg, tc, &upstream.ToolsOptions{
 		Logger:      slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		CallTimeout: mcp.DefaultCallTimeout,
+		CallTimeout: upstream.DefaultCallTimeout,
 	})
 	if err != nil {
 		if errors.Is(err, warden.ErrRegistryBound) {
@@ -1350,7 +1350,7 @@ type runConfig struct {
 	workspaceNode  *yaml.Node
 	checkpointDir  string
 	store          string
-	mcp            *mcp.ToolsConfig // nil without an mcp: section
+	mcp            *upstream.ToolsConfig // nil without an mcp: section
 	mcpNode        *yaml.Node
 }
 
@@ -1534,9 +1534,9 @@ func (d *runDecoder) decodeRunConfig(root *yaml.Node) *runConfig {
 }
 
 // decodeMCP decodes the mcp: section with the gateway configuration's own decoders
-// for servers and transport (package mcp), keeping its located errors.
-func (d *runDecoder) decodeMCP(n *yaml.Node) *mcp.ToolsConfig {
-	tc, err := mcp.DecodeToolsConfig(d.file, n, "mcp.", os.Getenv)
+// for servers and transport (package upstream), keeping its located errors.
+func (d *runDecoder) decodeMCP(n *yaml.Node) *upstream.ToolsConfig {
+	tc, err := upstream.DecodeToolsConfig(d.file, n, "mcp.", os.Getenv)
 	if err != nil {
 		if many, ok := err.(interface{ Unwrap() []error }); ok {
 			d.errs = append(d.errs, many.Unwrap()...)

@@ -1,7 +1,7 @@
 package main
 
 // warden run with an mcp: section, against the fault server
-// (./mcp/internal/faultserver) started as a real child process.
+// (./internal/faultserver) started as a real child process.
 
 import (
 	"errors"
@@ -21,7 +21,7 @@ type mcpRun struct {
 	dir, workspace, config, marker string
 }
 
-const faultPkg = "./mcp/internal/faultserver"
+const faultPkg = "./internal/faultserver"
 
 // newMCPRun writes policy.yaml (policy) and agent.yaml: the scripted replies, then an
 // mcp: section holding the fault server and the given transport and extra lines.

@@ -20,8 +20,8 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
+	"github.com/wardenhq/warden/gateway"
 	"github.com/wardenhq/warden/inbox"
-	"github.com/wardenhq/warden/mcp"
 	"github.com/wardenhq/warden/store"
 )
 
@@ -81,7 +81,7 @@ whose token changed, is signed out of the inbox at once and the old token is ref
 			if len(tok) < 16 {
 				return usageErrorf("the token on stdin is %d characters; use a random token of at least 16 (e.g. openssl rand -hex 32)", len(tok))
 			}
-			fmt.Fprintln(stdout, mcp.HashToken(tok))
+			fmt.Fprintln(stdout, inbox.HashToken(tok))
 			return nil
 		},
 	})
@@ -120,7 +120,12 @@ func runServe(ctx context.Context, o serveOptions, stdin io.Reader, stdout, stde
 		return configError(fmt.Errorf("%s: opening the store %s: %w", cfg.File, redactDSN(cfg.Store), err))
 	}
 	defer st.Close()
-	gw, err := mcp.NewGateway(ctx, cfg, mcp.GatewayOptions{Store: st, Logger: log, Version: version()})
+	gw, err := gateway.New(cfg, &gateway.Options{Store: st, Logger: log, Version: version()})
+	if err == nil {
+		if err = gw.Start(ctx); err != nil {
+			gw.Close(context.Background())
+		}
+	}
 	if err != nil {
 		return configError(err)
 	}
@@ -138,14 +143,14 @@ func runServe(ctx context.Context, o serveOptions, stdin io.Reader, stdout, stde
 		if len(cfg.Operators) > 0 {
 			ib, err = inbox.New(inbox.Options{Store: st, Operators: inboxOperators(cfg), Path: cfg.UIPath, Events: gw.Events().ForCall, Logger: log})
 			if err != nil {
-				gw.Close()
+				gw.Close(context.Background())
 				return configError(fmt.Errorf("%s: web inbox: %w", cfg.File, err))
 			}
 			mux.Handle(cfg.UIPath, ib)
 		}
 		ln, err := net.Listen("tcp", cfg.Listen)
 		if err != nil {
-			gw.Close()
+			gw.Close(context.Background())
 			return configError(fmt.Errorf("%s: listen %s: %w", cfg.File, cfg.Listen, err))
 		}
 		srv = &http.Server{Handler: requests.wrap(mux), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
@@ -215,14 +220,14 @@ loop:
 		srv.Close()
 		<-httpDone
 	}
-	if err := gw.Shutdown(sctx); err != nil {
+	if err := gw.Close(sctx); err != nil {
 		log.Warn("shutdown", "error", err)
 	}
 	return runErr
 }
 
 // inboxOperators returns the operators of cfg as the inbox takes them.
-func inboxOperators(cfg *mcp.Config) []inbox.Operator {
+func inboxOperators(cfg *gateway.File) []inbox.Operator {
 	ops := make([]inbox.Operator, len(cfg.Operators))
 	for i, op := range cfg.Operators {
 		ops[i] = inbox.Operator{Name: op.Name, TokenHash: op.TokenHash}
@@ -267,7 +272,7 @@ type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
 
-func inboxURL(ln net.Listener, cfg *mcp.Config, on bool) string {
+func inboxURL(ln net.Listener, cfg *gateway.File, on bool) string {
 	if !on {
 		return "off (no operators configured)"
 	}
@@ -286,7 +291,7 @@ func version() string {
 // nothing changes) into effect at once: a removed operator, or one whose token changed,
 // is signed out and refused from here on. SetOperators fails closed on a list it cannot
 // accept (nobody signs in), which the config decoder already refuses.
-func applyOperators(ib *inbox.Inbox, next *mcp.Config, log *slog.Logger) {
+func applyOperators(ib *inbox.Inbox, next *gateway.File, log *slog.Logger) {
 	switch {
 	case next == nil:
 	case ib != nil:

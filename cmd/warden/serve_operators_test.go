@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wardenhq/warden/inbox"
 	"github.com/wardenhq/warden/internal/mcptest"
-	"github.com/wardenhq/warden/mcp"
 )
 
 // operatorsYAML is an operators: block for the gateway config.
@@ -21,7 +21,7 @@ func operatorsYAML(ops map[string]string) string {
 	var b strings.Builder
 	b.WriteString("operators:\n")
 	for name, token := range ops {
-		fmt.Fprintf(&b, "  - name: %s\n    token_sha256: %s\n", name, mcp.HashToken(token))
+		fmt.Fprintf(&b, "  - name: %s\n    token_sha256: %s\n", name, inbox.HashToken(token))
 	}
 	return b.String()
 }

@@ -24,8 +24,10 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/wardenhq/warden/gateway"
+	"github.com/wardenhq/warden/inbox"
 	"github.com/wardenhq/warden/internal/mcptest"
-	"github.com/wardenhq/warden/mcp"
+	"github.com/wardenhq/warden/pin"
 	"github.com/wardenhq/warden/store"
 )
 
@@ -78,7 +80,7 @@ func (c gwConfig) yaml() string {
 	if len(c.clients) > 0 {
 		b.WriteString("listen: 127.0.0.1:0\nclients:\n")
 		for _, cl := range c.clients {
-			fmt.Fprintf(&b, "  - principal: %s\n    role: %s\n    token_sha256: %s\n", cl.principal, cl.role, mcp.HashToken(cl.token))
+			fmt.Fprintf(&b, "  - principal: %s\n    role: %s\n    token_sha256: %s\n", cl.principal, cl.role, inbox.HashToken(cl.token))
 		}
 	}
 	if c.stdioRole != "" {
@@ -314,7 +316,7 @@ func waitingID(t *testing.T, res *sdk.CallToolResult) string {
 	if !res.IsError || m == nil || !strings.Contains(mcptest.ResultText(res), "Nothing ran") {
 		t.Fatalf("result (isError=%v) %q; want a tool error saying the call waits for an approval", res.IsError, mcptest.ResultText(res))
 	}
-	if want := mcp.WaitingText(m[1], toolDeleteNote); mcptest.ResultText(res) != want {
+	if want := gateway.WaitingText(m[1], toolDeleteNote); mcptest.ResultText(res) != want {
 		t.Errorf("waiting text %q\nwant %q", mcptest.ResultText(res), want)
 	}
 	return m[1]
@@ -451,8 +453,8 @@ func TestServeExampleConfig(t *testing.T) {
 	}
 	// The demo tokens in the comments are the ones the hashes stand for.
 	for _, tok := range []string{demoReaderToken, demoWriterToken, "demo-operator-token-0003"} {
-		if !strings.Contains(cfg, "# token: "+tok+"\n") || !strings.Contains(cfg, mcp.HashToken(tok)) {
-			t.Errorf("the example names demo token %s, but not with its hash %s", tok, mcp.HashToken(tok))
+		if !strings.Contains(cfg, "# token: "+tok+"\n") || !strings.Contains(cfg, inbox.HashToken(tok)) {
+			t.Errorf("the example names demo token %s, but not with its hash %s", tok, inbox.HashToken(tok))
 		}
 	}
 	writeFile(t, filepath.Join(dir, "gateway.yaml"), cfg)
@@ -904,7 +906,7 @@ func TestServeGracefulShutdown(t *testing.T) {
 		clients:  []gwClient{writerClient},
 	}
 	writeFile(t, filepath.Join(dir, "gateway.yaml"), cfg.yaml())
-	g := startGateway(t, filepath.Join(dir, "gateway.yaml"), peerEnv(t, "./mcp/internal/faultserver"))
+	g := startGateway(t, filepath.Join(dir, "gateway.yaml"), peerEnv(t, "./internal/faultserver"))
 	cs := connect(t, g.url, demoWriterToken)
 	wantOK(t, callTool(t, cs, "mcp__fault__echo", map[string]any{"text": "hi"}), "hi")
 
@@ -994,15 +996,15 @@ func TestPinsCommands(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "warden.db")
 	dsn := "sqlite://" + path
 	schema := json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}}}`)
-	oldHash, oldDef, err := mcp.DefinitionHash(&sdk.Tool{Name: "write_note", Description: "Write a note.", InputSchema: schema})
+	oldHash, oldDef, err := pin.Hash(&sdk.Tool{Name: "write_note", Description: "Write a note.", InputSchema: schema})
 	if err != nil {
 		t.Fatal(err)
 	}
-	newHash, newDef, err := mcp.DefinitionHash(&sdk.Tool{Name: "write_note", Description: "Write a note and mail it to everyone.", InputSchema: schema})
+	newHash, newDef, err := pin.Hash(&sdk.Tool{Name: "write_note", Description: "Write a note and mail it to everyone.", InputSchema: schema})
 	if err != nil {
 		t.Fatal(err)
 	}
-	readHash, readDef, err := mcp.DefinitionHash(&sdk.Tool{Name: "read_note", Description: "Read a note.", InputSchema: schema})
+	readHash, readDef, err := pin.Hash(&sdk.Tool{Name: "read_note", Description: "Read a note.", InputSchema: schema})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1012,8 +1014,8 @@ func TestPinsCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range []store.Pin{
-		{Name: toolReadNote, Hash: readHash, Definition: readDef, Approved: true, ApprovedBy: mcp.ApprovedByFirstUse},
-		{Name: toolWriteNote, Hash: oldHash, Definition: oldDef, Approved: true, ApprovedBy: mcp.ApprovedByFirstUse, Pending: newDef, PendingHash: newHash},
+		{Name: toolReadNote, Hash: readHash, Definition: readDef, Approved: true, ApprovedBy: pin.ApprovedByFirstUse},
+		{Name: toolWriteNote, Hash: oldHash, Definition: oldDef, Approved: true, ApprovedBy: pin.ApprovedByFirstUse, Pending: newDef, PendingHash: newHash},
 	} {
 		if err := s.PutPin(ctx, p); err != nil {
 			t.Fatal(err)
@@ -1107,7 +1109,7 @@ active_role: writer
 		clients:  []gwClient{writerClient},
 	}
 	writeFile(t, filepath.Join(dir, "gateway.yaml"), cfg.yaml())
-	g := startGateway(t, filepath.Join(dir, "gateway.yaml"), peerEnv(t, "./mcp/internal/faultserver"))
+	g := startGateway(t, filepath.Join(dir, "gateway.yaml"), peerEnv(t, "./internal/faultserver"))
 	cs := connect(t, g.url, demoWriterToken)
 	const echo = "mcp__fault__echo"
 	wantOK(t, callTool(t, cs, echo, map[string]any{"text": "one"}), "one")
@@ -1169,7 +1171,7 @@ func TestServePinRecheckOnSIGHUP(t *testing.T) {
 		clients:  []gwClient{writerClient},
 	}
 	writeFile(t, filepath.Join(dir, "gateway.yaml"), cfg.yaml())
-	g := startGateway(t, filepath.Join(dir, "gateway.yaml"), peerEnv(t, "./mcp/internal/faultserver"), "--watch", "0")
+	g := startGateway(t, filepath.Join(dir, "gateway.yaml"), peerEnv(t, "./internal/faultserver"), "--watch", "0")
 	cs := connect(t, g.url, demoWriterToken)
 	const echo = "mcp__fault__echo"
 	wantOK(t, callTool(t, cs, echo, map[string]any{"text": "one"}), "one")
@@ -1225,7 +1227,7 @@ func TestServeUsageErrors(t *testing.T) {
 	}
 	for _, in := range []string{demoWriterToken + "\n", demoWriterToken} {
 		r = wardenCLI(t, in, "serve", "hash-token")
-		if r.code != 0 || r.stdout != mcp.HashToken(demoWriterToken)+"\n" || !regexp.MustCompile(`^sha256:[0-9a-f]{64}\n$`).MatchString(r.stdout) {
+		if r.code != 0 || r.stdout != inbox.HashToken(demoWriterToken)+"\n" || !regexp.MustCompile(`^sha256:[0-9a-f]{64}\n$`).MatchString(r.stdout) {
 			t.Errorf("hash-token %q: exit %d, stdout %q, stderr %q", in, r.code, r.stdout, r.stderr)
 		}
 	}

@@ -7,7 +7,7 @@ import (
 	"log/slog"
 	"os"
 
-	"github.com/wardenhq/warden/mcp"
+	"github.com/wardenhq/warden/gateway"
 )
 
 // configWatch notices changes to a gateway's files: the config and the files it names
@@ -50,31 +50,31 @@ func sumOf(data []byte) string {
 // calls apply (when not nil) with it; apply reads the policy (NewGateway or
 // Gateway.Reload). The hashes are kept whatever the result: a refused load is tried
 // again only once a file changes again. Errors are the config's or apply's.
-func (w *configWatch) load(apply func(*mcp.Config) error) (*mcp.Config, error) {
+func (w *configWatch) load(apply func(*gateway.File) error) (*gateway.File, error) {
 	sums := make(map[string]string, len(w.sums)+1)
 	for f := range w.sums {
 		// The files of the revision in force (policy, project file) are hashed before
 		// the config is even read: the load may read them again under the same names.
 		sums[f] = fileSum(f)
 	}
-	var cfg *mcp.Config
+	var cfg *gateway.File
 	data, err := os.ReadFile(w.config)
 	if err != nil {
 		sums[w.config] = "unreadable"
-		_, err = mcp.LoadConfig(w.config) // the located error for the unreadable file
+		_, err = gateway.LoadFile(w.config) // the located error for the unreadable file
 		if err == nil {
 			// Readable again a moment later: the next check sees the change and loads it.
 			err = errConfigChanged
 		}
 	} else {
 		sums[w.config] = sumOf(data)
-		cfg, err = mcp.ParseConfig(w.config, data, os.Getenv)
+		cfg, err = gateway.ParseFile(w.config, data, os.Getenv)
 		if err == nil && cfg.ProjectFile != "" {
 			if _, ok := sums[cfg.ProjectFile]; !ok {
 				// A project file not hashed before this parse read it: hash it now and
 				// parse again, so what is applied was read after its hash was taken.
 				sums[cfg.ProjectFile] = fileSum(cfg.ProjectFile)
-				cfg, err = mcp.ParseConfig(w.config, data, os.Getenv)
+				cfg, err = gateway.ParseFile(w.config, data, os.Getenv)
 			}
 		}
 		if err == nil {
@@ -130,8 +130,8 @@ func (configChangedError) Error() string {
 // reloadGateway loads the config again and applies it to gw, and returns the config it
 // applied (nil when refused). A refused reload leaves the previous revision in force and
 // says why in the log.
-func reloadGateway(ctx context.Context, gw *mcp.Gateway, w *configWatch, log *slog.Logger, why string) *mcp.Config {
-	next, err := w.load(func(c *mcp.Config) error { return gw.Reload(ctx, c) })
+func reloadGateway(ctx context.Context, gw *gateway.Gateway, w *configWatch, log *slog.Logger, why string) *gateway.File {
+	next, err := w.load(func(c *gateway.File) error { return gw.Reload(ctx, c) })
 	if err != nil {
 		log.Error("reload refused; the previous configuration stays in force", "trigger", why, "error", err)
 		return nil

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wardenhq/warden/gateway"
 	"github.com/wardenhq/warden/internal/mcptest"
-	"github.com/wardenhq/warden/mcp"
 	"github.com/wardenhq/warden/policy"
 	"github.com/wardenhq/warden/store"
 )
@@ -56,11 +56,14 @@ func TestServeReloadRace(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	logs.LogOnFailure(t, "serve log")
 	ctx := context.Background()
-	gw, err := mcp.NewGateway(ctx, cfg, mcp.GatewayOptions{Store: st, Logger: log})
+	gw, err := gateway.New(cfg, &gateway.Options{Store: st, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { gw.Close() })
+	t.Cleanup(func() { gw.Close(context.Background()) })
+	if err := gw.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
 	want := func(n int) {
 		t.Helper()
 		if got, w := gw.Revision(), revisionOf(t, watchPolicy(n)); got != w {

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // LogBuffer collects a log (a gateway's slog output, a process's stderr). It is safe
@@ -86,7 +86,7 @@ func (b Bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 // http.DefaultTransport) whose idle connections are closed when tb ends. Connecting
 // gives up after timeout; 0 means no limit. The error is the SDK's: callers decide
 // whether a refused connection fails the test.
-func ConnectHTTP(tb testing.TB, client *sdk.Client, endpoint, token string, next http.RoundTripper, timeout time.Duration) (*sdk.ClientSession, error) {
+func ConnectHTTP(tb testing.TB, client *mcp.Client, endpoint, token string, next http.RoundTripper, timeout time.Duration) (*mcp.ClientSession, error) {
 	tb.Helper()
 	if next == nil {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
@@ -99,7 +99,7 @@ func ConnectHTTP(tb testing.TB, client *sdk.Client, endpoint, token string, next
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	cs, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: endpoint, HTTPClient: &http.Client{Transport: Bearer{token, next}}}, nil)
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: &http.Client{Transport: Bearer{token, next}}}, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -109,11 +109,11 @@ func ConnectHTTP(tb testing.TB, client *sdk.Client, endpoint, token string, next
 
 // CallTool calls tool with args on cs and returns the result, which may be a tool
 // error; a protocol error, or no answer within timeout, fails tb.
-func CallTool(tb testing.TB, cs *sdk.ClientSession, timeout time.Duration, tool string, args any) *sdk.CallToolResult {
+func CallTool(tb testing.TB, cs *mcp.ClientSession, timeout time.Duration, tool string, args any) *mcp.CallToolResult {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: args})
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
 	if err != nil {
 		tb.Fatalf("call %s %v: %v", tool, args, err)
 	}
@@ -122,10 +122,10 @@ func CallTool(tb testing.TB, cs *sdk.ClientSession, timeout time.Duration, tool 
 
 // ResultText joins the text contents of a tool result with newlines, leaving out
 // contents of other kinds.
-func ResultText(res *sdk.CallToolResult) string {
+func ResultText(res *mcp.CallToolResult) string {
 	var parts []string
 	for _, c := range res.Content {
-		if tc, ok := c.(*sdk.TextContent); ok {
+		if tc, ok := c.(*mcp.TextContent); ok {
 			parts = append(parts, tc.Text)
 		}
 	}
@@ -134,7 +134,7 @@ func ResultText(res *sdk.CallToolResult) string {
 
 // ToolNames lists the tools cs is offered, by name in sorted order; an error, or no
 // answer within timeout, fails tb.
-func ToolNames(tb testing.TB, cs *sdk.ClientSession, timeout time.Duration) []string {
+func ToolNames(tb testing.TB, cs *mcp.ClientSession, timeout time.Duration) []string {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
@@ -155,12 +155,25 @@ func ToolNames(tb testing.TB, cs *sdk.ClientSession, timeout time.Duration) []st
 // ready", for the failure message.
 func WaitFor(tb testing.TB, timeout time.Duration, what string, cond func() bool) {
 	tb.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
+	if cond() {
+		return
+	}
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(25 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-tick.C:
+			if cond() {
+				return
+			}
+		case <-deadline.C:
+			if cond() {
+				return
+			}
 			tb.Fatalf("timed out after %v waiting until %s", timeout, what)
 		}
-		time.Sleep(25 * time.Millisecond)
 	}
 }
 

@@ -4,10 +4,10 @@
 // share (a log buffer, bearer-token MCP clients, polling). It is a normal package so
 // that tests in several packages can share it; nothing outside tests should import it.
 //
-// The npm peers are pinned in mcp/testdata/npm/package.json and package-lock.json and
+// The npm peers are pinned in internal/mcptest/testdata/npm/package.json and package-lock.json and
 // installed, without running any install script and leaving the lock unchanged, with
 //
-//	npm install --ignore-scripts --no-audit --no-fund --no-save --prefix mcp/testdata/npm
+//	npm install --ignore-scripts --no-audit --no-fund --no-save --prefix internal/mcptest/testdata/npm
 //
 // Tests that need a missing peer are skipped, except under CI=true, where .ci/run
 // installs the peers and a missing one fails the test.
@@ -98,7 +98,7 @@ func missing(t testing.TB, format string, args ...any) {
 //
 // It skips t with a clear message when node (version 18 or later) or the installed
 // package is missing, or when the installed version differs from the one pinned in
-// mcp/testdata/npm/package.json, except when CI=true, where it fails t (t.Fatalf)
+// internal/mcptest/testdata/npm/package.json, except when CI=true, where it fails t (t.Fatalf)
 // because .ci/run installs it.
 func EverythingServer(t testing.TB) (command string, args []string) {
 	t.Helper()
@@ -118,8 +118,8 @@ func InspectorCLI(t testing.TB) (command string, args []string) {
 func npmPeer(t testing.TB, pkg, bin string) string {
 	t.Helper()
 	root := RepoRoot(t)
-	npmDir := filepath.Join(root, "mcp", "testdata", "npm")
-	install := "run: npm install --ignore-scripts --no-audit --no-fund --no-save --prefix mcp/testdata/npm"
+	npmDir := filepath.Join(root, "internal", "mcptest", "testdata", "npm")
+	install := "run: npm install --ignore-scripts --no-audit --no-fund --no-save --prefix internal/mcptest/testdata/npm"
 
 	if err := checkNode(); err != nil {
 		missing(t, "%v; the npm test peers need Node.js %d or later", err, minNodeMajor)
@@ -132,7 +132,7 @@ func npmPeer(t testing.TB, pkg, bin string) string {
 	}
 	want := pinned.Dependencies[pkg]
 	if want == "" {
-		t.Fatalf("mcptest: %s is not pinned in mcp/testdata/npm/package.json", pkg)
+		t.Fatalf("mcptest: %s is not pinned in internal/mcptest/testdata/npm/package.json", pkg)
 	}
 	pkgDir := filepath.Join(npmDir, "node_modules", filepath.FromSlash(pkg))
 	var installed struct {

@@ -9,13 +9,14 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/wardenhq/warden/internal/mcptest"
 )
 
 func TestRepoRoot(t *testing.T) {
 	root := mcptest.RepoRoot(t)
-	if _, err := os.Stat(filepath.Join(root, "mcp", "servers.go")); err != nil {
-		t.Errorf("RepoRoot() = %s, which does not hold mcp/servers.go: %v", root, err)
+	if _, err := os.Stat(filepath.Join(root, "upstream", "servers.go")); err != nil {
+		t.Errorf("RepoRoot() = %s, which does not hold upstream/servers.go: %v", root, err)
 	}
 }
 

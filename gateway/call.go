@@ -1,0 +1,314 @@
+// The call path of one tools/call: the pipeline run with the gateway's per-call
+// slot (progress forwarding, the audit intent written when the request is sent, the
+// full upstream result), fault memory per session, and refusals made before the
+// pipeline.
+
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/audit"
+	"github.com/wardenhq/warden/store"
+	"github.com/wardenhq/warden/upstream"
+)
+
+// executable wraps one upstream tool for the pipeline: the shared adapter
+// ([upstream.Server.Executable]) with the gateway's per-call slot (progress forwarding, the
+// deferred audit intent, the full result).
+func (g *Gateway) executable(gt *governedTool) warden.Executable {
+	return gt.up.ExecutableWith(gt.tool, slotHook)
+}
+
+// slotHook takes the call's options from the gateway's slot, and gives the slot the
+// upstream's full result.
+func slotHook(ctx context.Context) (*upstream.CallOptions, func(*mcp.CallToolResult, string)) {
+	slot, _ := ctx.Value(slotKey{}).(*resultSlot)
+	if slot == nil {
+		return nil, nil
+	}
+	opts := &upstream.CallOptions{BeforeSend: slot.beginIntent}
+	if slot.progress != nil {
+		opts.Progress = slot.progress.forward
+	}
+	return opts, func(res *mcp.CallToolResult, text string) { slot.res, slot.text = res, text }
+}
+
+type slotKey struct{}
+
+// resultSlot carries, past the pipeline, what a call's Run needs from the client's
+// request (where its progress goes) and the upstream's full result, so content the
+// model may see unchanged (images, structured content) is passed through as is.
+type resultSlot struct {
+	progress *progressForwarder // nil: the client asked for no progress
+	res      *mcp.CallToolResult
+	text     string
+
+	// The audit intent the pipeline began (see [sendJournal]), written only once the
+	// request is about to be sent. Used by the call's own goroutine only.
+	journal  *audit.Journal
+	call     warden.Call
+	intent   warden.Outcome
+	deferred bool // Begin was called: an intent waits to be written
+	begun    bool // the intent is written, as ref
+	ref      warden.JournalRef
+}
+
+// beginIntent writes the call's deferred audit intent: the upstream is about to
+// receive the request ([upstream.CallOptions.BeforeSend]). An error refuses to send (fail
+// closed: a call that cannot be recorded does not run).
+func (s *resultSlot) beginIntent(ctx context.Context) error {
+	if !s.deferred || s.begun {
+		return nil
+	}
+	ref, err := s.journal.Begin(ctx, s.call, s.intent)
+	if err != nil {
+		return fmt.Errorf("the call could not be recorded in the audit log: %w", err)
+	}
+	s.ref, s.begun = ref, true
+	return nil
+}
+
+// sendJournal is the gateway's journal. The pipeline begins a call's journal entry
+// right before it runs the tool; for a governed MCP call the entry's intent is
+// instead written when the request is about to be sent upstream (once a verified
+// connection is held), so a call that never got that far (no connection, a start
+// or verification failure, a quarantine found at the connection) is recorded as a
+// call that never executed, and one whose intent is written is one the upstream may
+// have received. Calls without the gateway's slot (none today) are journaled at once.
+type sendJournal struct{ inner *audit.Journal }
+
+func (j sendJournal) Begin(ctx context.Context, c warden.Call, o warden.Outcome) (warden.JournalRef, error) {
+	slot, _ := ctx.Value(slotKey{}).(*resultSlot)
+	if slot == nil {
+		return j.inner.Begin(ctx, c, o)
+	}
+	slot.journal, slot.call, slot.intent, slot.deferred, slot.begun = j.inner, c, o, true, false
+	return 0, nil
+}
+
+func (j sendJournal) End(ctx context.Context, ref warden.JournalRef, c warden.Call, o warden.Outcome) error {
+	slot, _ := ctx.Value(slotKey{}).(*resultSlot)
+	switch {
+	case slot == nil:
+		return j.inner.End(ctx, ref, c, o)
+	case slot.begun:
+		return j.inner.End(ctx, slot.ref, c, o)
+	}
+	// The request was never sent: no intent was written, and the call did not execute.
+	o.Executed = false
+	return j.inner.Record(ctx, c, o)
+}
+
+func (j sendJournal) Record(ctx context.Context, c warden.Call, o warden.Outcome) error {
+	return j.inner.Record(ctx, c, o)
+}
+
+// progressSendTimeout bounds forwarding one progress notification to a client. A
+// client that does not take one in time gets no more for that call, so a stalled
+// client never holds an upstream connection for long.
+const progressSendTimeout = 2 * time.Second
+
+// progressForwarder passes an upstream's progress notifications for one call to the
+// client that made it, with the client's progress token.
+type progressForwarder struct {
+	log     *slog.Logger
+	tool    string
+	session *mcp.ServerSession
+	token   any
+	failed  atomic.Bool
+}
+
+// forward is the call's [upstream.CallOptions.Progress] hook: progress, total and message go
+// to the client unchanged, under its own token.
+func (f *progressForwarder) forward(ctx context.Context, p *mcp.ProgressNotificationParams) {
+	if f.failed.Load() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, progressSendTimeout)
+	defer cancel()
+	err := f.session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+		ProgressToken: f.token,
+		Progress:      p.Progress,
+		Total:         p.Total,
+		Message:       p.Message,
+	})
+	if err != nil {
+		f.failed.Store(true)
+		f.log.Debug("progress notification not delivered to the client; the rest of the call's are dropped", "tool", f.tool, "error", err)
+	}
+}
+
+// callTool serves one tools/call through the pipeline.
+func (g *Gateway) callTool(ctx context.Context, f *front, name string, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	g.flightMu.Lock()
+	if g.draining {
+		g.flightMu.Unlock()
+		return textResult("The gateway is shutting down; nothing ran. Call again once it is back.", true), nil
+	}
+	g.inflight.Add(1)
+	g.flightMu.Unlock()
+	defer g.inflight.Done()
+	st := g.state.Load()
+	cl, err := f.identify(st, req)
+	if err != nil {
+		return textResult(err.Error(), true), nil
+	}
+	session := f.sessionID(req)
+	id := warden.Identity{Tenant: cl.Tenant, Principal: cl.Principal}
+	if text, ok := g.halted.Load(session); ok {
+		// Refused like every other refusal: the audit log shows each call the halted
+		// session still tried.
+		g.refuse(ctx, st, name, id, session, req, warden.StageGate, haltedReason)
+		return textResult(text.(string), true), nil
+	}
+	// hideCalls checked visibility against the revision it loaded; a reload since
+	// may have hidden the tool. Refused the same way (fail closed).
+	if ok, why := visible(st, cl, name); !ok {
+		if why != "" {
+			g.refuse(ctx, st, name, id, session, req, warden.StageLookup, why)
+		}
+		return nil, unknownTool(name)
+	}
+	view := st.views[cl.Role]
+	raw := json.RawMessage(req.Params.Arguments)
+	if len(raw) == 0 || string(raw) == "null" {
+		raw = json.RawMessage("{}")
+	}
+	args, err := warden.ParseArgs(raw)
+	if err != nil {
+		return textResult(fmt.Sprintf("Invalid arguments for %s: %v. Send the arguments as one JSON object.", name, err), true), nil
+	}
+	slot := &resultSlot{}
+	if token := req.Params.GetProgressToken(); token != nil && req.Session != nil {
+		slot.progress = &progressForwarder{log: g.log, tool: name, session: req.Session, token: token}
+	}
+	ctx = context.WithValue(ctx, slotKey{}, slot)
+	call := warden.Call{ID: newID("call"), Tool: name, Args: args, Identity: id, Session: session}
+	if list, ok := g.faulted.Load(session); ok {
+		call.Unauthorized = list.([]string)
+	}
+	out, err := view.guard.Call(ctx, call)
+	defer g.noteFault(session, req, &out)
+	if err == nil && out.Status == warden.StatusPending && out.Pending != nil {
+		answer, text := g.decide(ctx, f, st, cl, session, out.Pending, req)
+		if answer == nil {
+			return textResult(text, true), nil
+		}
+		out, err = view.guard.Resume(ctx, *out.Pending, answer, warden.Caller{Identity: id, Session: session, Unauthorized: call.Unauthorized})
+	}
+	var halt *warden.PolicyHaltError
+	if errors.As(err, &halt) {
+		text := out.ModelText
+		if text == "" {
+			text = halt.TellLLM
+		}
+		if _, already := g.halted.LoadOrStore(session, text); !already && req.Session != nil {
+			// The halt lasts as long as the session; forget it once the session ends.
+			go func(ss *mcp.ServerSession) {
+				ss.Wait()
+				g.halted.Delete(session)
+			}(req.Session)
+		}
+		return textResult(text, true), nil
+	}
+	if err != nil || out.Status == warden.StatusPending {
+		// Cancelled, refused by the resume, or a second question on one call (which
+		// cannot be answered in the same call): never a success.
+		text := out.ModelText
+		if text == "" && err != nil {
+			text = "The call did not run: " + err.Error()
+		}
+		return textResult(text, true), nil
+	}
+	if out.Executed && slot.res != nil && out.ModelText == slot.text && !slot.res.IsError {
+		return slot.res, nil
+	}
+	return textResult(out.ModelText, out.IsError), nil
+}
+
+// Reasons of the refusals the gateway records itself, before the pipeline.
+const (
+	haltedReason      = "session halted: every call after a halt is refused"
+	quarantinedReason = "tool definition changed since it was approved"
+)
+
+// noteFault remembers, for the rest of the session, a tool whose authorization faulted
+// (a checker errored, panicked or timed out): later calls to it are refused without
+// asking the checker again, as the fault text says. Calls without a session are not
+// tracked: there is no run to remember it for.
+func (g *Gateway) noteFault(session string, req *mcp.CallToolRequest, out *warden.Outcome) {
+	name, ok := warden.UnauthorizedTarget(*out)
+	if session == "" || !ok {
+		return
+	}
+	g.faultMu.Lock()
+	defer g.faultMu.Unlock()
+	old, known := g.faulted.Load(session)
+	var list []string
+	if known {
+		list = old.([]string)
+	}
+	if slices.Contains(list, name) {
+		return
+	}
+	g.faulted.Store(session, append(slices.Clip(list), name))
+	if !known && req.Session != nil {
+		// Forget the session's faults once it ends.
+		go func(ss *mcp.ServerSession) {
+			ss.Wait()
+			g.faulted.Delete(session)
+		}(req.Session)
+	}
+}
+
+// refuse is the one path of a call the gateway refuses before the pipeline (a halted
+// session, a tool hidden or quarantined): like a refusal in the pipeline, the call is
+// recorded in the audit log as refused and never executed, and a
+// [warden.EventToolEnd] with its stage, status and reason goes to every sink. A
+// failure to record is logged; the call is refused either way.
+func (g *Gateway) refuse(ctx context.Context, st *gatewayState, name string, id warden.Identity, session string, req *mcp.CallToolRequest, stage warden.Stage, reason string) {
+	rec := store.CallRecord{
+		CallID: newID("call"), Session: session, Tool: name, Identity: id,
+		Stage: stage, Reason: reason,
+		Revision: st.pol.Revision(), Status: warden.StatusRefused,
+	}
+	if args, err := warden.ParseArgs(req.Params.Arguments); err == nil {
+		rec.ArgsDigest = args.Digest()
+		if !st.cfg.RedactArgs {
+			rec.Args = args.AppendJSON(nil)
+		}
+	}
+	ctx = context.WithoutCancel(ctx) // the refusal happened: it is recorded and told
+	if err := g.opts.Store.RecordCall(ctx, rec); err != nil {
+		g.log.Error("cannot record a refused call", "tool", name, "error", err)
+	}
+	now := time.Now()
+	g.sink.Emit(ctx, warden.Event{
+		Name: warden.EventToolEnd, Time: now, Start: now,
+		Session: session, Identity: id, CallID: rec.CallID, Tool: name, Revision: rec.Revision,
+		Executed: false, Status: warden.StatusRefused, Stage: stage, Reason: reason,
+	})
+}
+
+func textResult(text string, isErr bool) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, IsError: isErr}
+}
+
+func newID(prefix string) string {
+	var b [12]byte
+	rand.Read(b[:])
+	return prefix + "_" + hex.EncodeToString(b[:])
+}

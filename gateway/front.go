@@ -1,0 +1,280 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/inbox"
+	"github.com/wardenhq/warden/store"
+	"github.com/wardenhq/warden/upstream"
+)
+
+// front is one way clients reach the gateway: the HTTP front (bearer tokens, one
+// identity per token) or the stdio front (one configured identity). Each has its own
+// SDK server holding every governed tool; tools/list is filtered per caller.
+type front struct {
+	g      *Gateway
+	kind   string // "http" or "stdio"
+	server *mcp.Server
+	// stdioSessions names each stdio connection's session (the transport has no
+	// id), by *mcp.ServerSession.
+	stdioSessions sync.Map
+}
+
+// Protocol versions the fronts speak. The gateway asks people mid-call by
+// elicitation, a server-to-client request that protocol versions from 2026-07-28 on
+// no longer allow inside a call, so it serves the session-based versions.
+var frontProtocolVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+
+func (g *Gateway) newFront(kind, version string) *front {
+	f := &front{g: g, kind: kind}
+	f.server = mcp.NewServer(&mcp.Implementation{Name: "warden-gateway", Title: "Warden gateway", Version: version}, &mcp.ServerOptions{
+		Instructions:              "Tools served through Warden. Every call is checked against a policy; a refused call returns a tool error that says why. Some calls wait for a person to approve them.",
+		PageSize:                  1000,
+		Capabilities:              &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+		SupportedProtocolVersions: frontProtocolVersions,
+		GetSessionID:              func() string { return newID("mcp") },
+	})
+	f.server.AddReceivingMiddleware(f.filterList, f.hideCalls)
+	return f
+}
+
+// unknownTool is the error of a tools/call naming a tool this caller cannot see. It is
+// the error the SDK itself gives for a name no server tool has, built here for both
+// cases, so a hidden tool (outside the caller's role, or quarantined) answers exactly
+// like one that does not exist: nothing confirms that it exists, nothing names a role.
+func unknownTool(name string) error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", name)}
+}
+
+// visible reports whether the caller cl may see the tool name: it is served, not
+// quarantined, and the caller's role policy may allow it ([policy.Policy.IsAllowed]).
+// When it is not, why says why (for the audit log only; "" for a name nobody serves).
+func visible(st *gatewayState, cl Client, name string) (ok bool, why string) {
+	gt, served := st.tools[name]
+	view := st.views[cl.Role]
+	switch {
+	case !served || view == nil:
+		return false, ""
+	case gt.tool.Quarantined:
+		return false, quarantinedReason
+	case !view.pol.IsAllowed(name):
+		return false, fmt.Sprintf("tool hidden from the caller: not allowed to role %q", cl.Role)
+	}
+	return true, ""
+}
+
+// hideCalls answers a tools/call of a tool the caller cannot see (see [visible]) with
+// [unknownTool], before the tool's handler runs; a served tool that is hidden is
+// audited as refused. A caller that cannot be identified (its token was removed by a
+// reload) gets the same refusal whatever tool it names, so it learns nothing about
+// which tools exist.
+func (f *front) hideCalls(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		call, ok := req.(*mcp.CallToolRequest)
+		if method != "tools/call" || !ok || call.Params == nil {
+			return next(ctx, method, req)
+		}
+		st := f.g.state.Load()
+		cl, err := f.identifyRequest(st, req)
+		if err != nil {
+			return textResult(err.Error(), true), nil
+		}
+		name := call.Params.Name
+		if ok, why := visible(st, cl, name); !ok {
+			if why != "" {
+				id := warden.Identity{Tenant: cl.Tenant, Principal: cl.Principal}
+				f.g.refuse(ctx, st, name, id, f.sessionID(call), call, warden.StageLookup, why)
+			}
+			return nil, unknownTool(name)
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// install adds (or replaces) one governed tool on this front.
+func (f *front) install(t upstream.Tool) {
+	def := &mcp.Tool{
+		Name:         t.Name,
+		Title:        t.Tool.Title,
+		Description:  t.Tool.Description,
+		InputSchema:  t.InputSchema,
+		OutputSchema: t.Tool.OutputSchema,
+		Annotations:  t.Tool.Annotations,
+	}
+	name := t.Name
+	f.server.AddTool(def, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return f.g.callTool(ctx, f, name, req)
+	})
+}
+
+// filterList keeps, in a tools/list result, only the tools this caller may see:
+// tools the caller's role policy may allow that are not quarantined, and none at all
+// in a halted session.
+func (f *front) filterList(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if method != "tools/list" || err != nil {
+			return res, err
+		}
+		list, ok := res.(*mcp.ListToolsResult)
+		if !ok {
+			return nil, errors.New("tools/list: unexpected result")
+		}
+		st := f.g.state.Load()
+		cl, err := f.identifyRequest(st, req)
+		if err != nil {
+			return nil, err
+		}
+		kept := make([]*mcp.Tool, 0, len(list.Tools))
+		ss, _ := req.GetSession().(*mcp.ServerSession)
+		if _, halted := f.g.halted.Load(f.sessionOf(ss)); halted {
+			// A halted session may call nothing, so it is offered nothing.
+			list = &mcp.ListToolsResult{}
+		}
+		for _, t := range list.Tools {
+			if ok, _ := visible(st, cl, t.Name); ok {
+				kept = append(kept, t)
+			}
+		}
+		out := *list
+		out.Tools = kept
+		return &out, nil
+	}
+}
+
+// identify returns the client a tools/call comes from.
+func (f *front) identify(st *gatewayState, req *mcp.CallToolRequest) (Client, error) {
+	return f.identifyRequest(st, req)
+}
+
+func (f *front) identifyRequest(st *gatewayState, req mcp.Request) (Client, error) {
+	if f.kind == "stdio" {
+		return st.cfg.Stdio, nil
+	}
+	var info *auth.TokenInfo
+	if extra := req.GetExtra(); extra != nil {
+		info = extra.TokenInfo
+	}
+	if info == nil {
+		return Client{}, errors.New("unauthenticated request")
+	}
+	hash, _ := info.Extra["token_hash"].(string)
+	cl, ok := st.clients[hash]
+	if !ok {
+		// The token was valid when the session started but a reload removed it.
+		return Client{}, errors.New("this client's token is no longer configured; reconnect with a current token")
+	}
+	return cl, nil
+}
+
+// sessionID names the caller's MCP session: the HTTP session id, or for a stdio
+// connection an id made on its first call. A call without a session (which the SDK
+// does not produce) shares one fixed id, so a halt can never be escaped that way.
+func (f *front) sessionID(req *mcp.CallToolRequest) string {
+	return f.sessionOf(req.Session)
+}
+
+// sessionOf names the MCP session ss (nil: the fixed id of calls without one).
+func (f *front) sessionOf(ss *mcp.ServerSession) string {
+	if ss == nil {
+		return "mcp_nosession"
+	}
+	if f.kind == "http" && ss.ID() != "" {
+		return ss.ID()
+	}
+	id, _ := f.stdioSessions.LoadOrStore(ss, newID("stdio"))
+	return id.(string)
+}
+
+func (f *front) canElicit(req *mcp.CallToolRequest) bool {
+	if req.Session == nil {
+		return false
+	}
+	p := req.Session.InitializeParams()
+	return p != nil && p.Capabilities != nil && p.Capabilities.Elicitation != nil
+}
+
+func (g *Gateway) front(kind string) *front {
+	for _, f := range g.fronts {
+		if f.kind == kind {
+			return f
+		}
+	}
+	return nil
+}
+
+// MCPHandler returns the streamable HTTP handler of the MCP endpoint: bearer-token
+// authentication (401 without a configured token), a request body limit, DNS
+// rebinding and cross-origin protection, and idle session expiry.
+func (g *Gateway) MCPHandler() http.Handler {
+	cfg := g.File()
+	f := g.front("http")
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return f.server }, &mcp.StreamableHTTPOptions{
+		SessionTimeout:      cfg.SessionIdle,
+		MaxRequestBodyBytes: cfg.MaxRequestBytes,
+		Logger:              g.log,
+	})
+	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+		hash := inbox.HashToken(token)
+		cl, ok := g.state.Load().clients[hash]
+		if !ok {
+			return nil, auth.ErrInvalidToken
+		}
+		return &auth.TokenInfo{
+			UserID:     cl.Principal,
+			Expiration: time.Now().Add(24 * time.Hour),
+			Extra:      map[string]any{"token_hash": hash},
+		}, nil
+	}
+	authed := auth.RequireBearerToken(verify, nil)(h)
+	return http.NewCrossOriginProtection().Handler(authed)
+}
+
+// HealthHandler answers /healthz (the process serves) and /readyz (every configured
+// server was discovered; 503 with the reasons otherwise).
+func (g *Gateway) HealthHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		io.WriteString(w, "ok\n")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		err := g.Ready()
+		if err == nil {
+			ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+			_, err = g.opts.Store.ListPending(ctx, storeProbe)
+			cancel()
+			if err != nil {
+				err = fmt.Errorf("store: %w", err)
+			}
+		}
+		body := map[string]any{"ready": err == nil}
+		if err != nil {
+			body["reason"] = err.Error()
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		json.NewEncoder(w).Encode(body)
+	})
+	return mux
+}
+
+// ServeStdio serves the stdio front on one connection (for clients that start the
+// gateway as a subprocess) until the client disconnects or ctx ends.
+func (g *Gateway) ServeStdio(ctx context.Context, t mcp.Transport) error {
+	return g.front("stdio").server.Run(ctx, t)
+}
+
+var storeProbe = store.PendingFilter{Limit: 1}

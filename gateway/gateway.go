@@ -1,0 +1,262 @@
+// The Gateway: its options, the state it serves from, building one, readiness and
+// shutdown.
+
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/audit"
+	"github.com/wardenhq/warden/internal/fanout"
+	"github.com/wardenhq/warden/policy"
+	"github.com/wardenhq/warden/store"
+	"github.com/wardenhq/warden/upstream"
+)
+
+// Options are what a Gateway needs besides its configuration.
+type Options struct {
+	// Store holds the audit log, pending decisions and tool pins. Required; the
+	// caller opens and closes it.
+	Store store.Store
+	// Logger receives operational messages; nil discards them.
+	Logger *slog.Logger
+	// Sinks receive every event, in addition to the gateway's own EventLog.
+	Sinks []warden.Sink
+	// Version is reported to MCP clients.
+	Version string
+}
+
+// Gateway serves the tools of admitted upstream MCP servers to MCP clients, every
+// call governed by the pipeline: the caller's role selects the policy view, refusals
+// are tool results, human decisions are asked by elicitation or stored for an
+// operator, and everything is audited.
+//
+// A Gateway is safe for concurrent use. Configuration changes ([Gateway.Reload]) apply
+// atomically to calls that start afterwards; calls in flight finish under the
+// configuration they started with.
+type Gateway struct {
+	opts    Options
+	log     *slog.Logger
+	events  *EventLog
+	sink    warden.Sink
+	journal sendJournal
+
+	mu        sync.Mutex // serializes reloads and rebuilds
+	upstreams map[string]*upstreamEntry
+	installed map[string]string // tool name -> definition hash, as installed on the fronts
+	started   bool
+	closed    bool
+
+	state  atomic.Pointer[gatewayState]
+	fronts []*front
+
+	halted sync.Map // MCP session id -> halt text
+	// faulted maps an MCP session to the tools whose authorization faulted in it
+	// ([]string, replaced under faultMu, never edited, so a call may keep the one it
+	// read): the fault text promises the model that this will not change during the
+	// run, so they are refused for the rest of the session. Reading it takes no lock.
+	faultMu sync.Mutex
+	faulted sync.Map
+	// flight counts calls in flight; once draining is set no call starts, so
+	// Shutdown's wait cannot race a late Add.
+	flightMu sync.Mutex
+	draining bool
+	inflight sync.WaitGroup
+	ready    atomic.Bool
+
+	// bg is the context of the gateway's background work (discovery retries, pin
+	// re-checks), cancelled by Shutdown, which waits for bgWG.
+	bg       context.Context
+	bgCancel context.CancelFunc
+	bgWG     sync.WaitGroup
+}
+
+type upstreamEntry struct {
+	cfg  upstream.ServerConfig
+	tp   upstream.TransportPolicy
+	up   *upstream.Server
+	err  error // the last discovery error, if the server serves nothing
+	done bool  // the first discovery finished (successfully or not)
+}
+
+// gatewayState is one immutable revision of everything a call needs.
+type gatewayState struct {
+	cfg     *File
+	pol     *policy.Policy
+	views   map[string]*roleView // by role; "" is the policy's active role
+	tools   map[string]*governedTool
+	clients map[string]Client // by token hash
+	names   []string          // served tool names, sorted
+}
+
+type roleView struct {
+	pol   *policy.Policy
+	guard *warden.Guard
+}
+
+type governedTool struct {
+	up   *upstream.Server
+	tool upstream.Tool
+}
+
+// New checks file and opts and returns a Gateway for them. It does no I/O and starts
+// nothing: [Gateway.Start] loads the policy, admits and discovers the upstream
+// servers and starts the background work. Until Start has succeeded the gateway
+// serves no tool and [Gateway.Ready] reports it is starting. A nil opts is the zero
+// Options, which New refuses: a gateway needs a store.
+func New(file *File, opts *Options) (*Gateway, error) {
+	if file == nil {
+		return nil, errors.New("gateway: no gateway file")
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Store == nil {
+		return nil, errors.New("gateway: a gateway needs a store for its audit log, approvals and pins")
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	g := &Gateway{
+		opts:      o,
+		log:       log,
+		events:    NewEventLog(10000),
+		upstreams: map[string]*upstreamEntry{},
+		installed: map[string]string{},
+	}
+	g.bg, g.bgCancel = context.WithCancel(context.Background())
+	g.journal = sendJournal{audit.NewJournal(o.Store, &audit.Options{RedactArgs: file.RedactArgs})}
+	g.sink = fanout.Sinks{Log: log, Sinks: append([]warden.Sink{g.events, logSink{log}}, o.Sinks...)}
+	version := o.Version
+	if version == "" {
+		version = "dev"
+	}
+	for _, kind := range []string{"http", "stdio"} {
+		g.fronts = append(g.fronts, g.newFront(kind, version))
+	}
+	// Nothing is served before Start: no policy, no tool, no client.
+	g.state.Store(&gatewayState{cfg: file, views: map[string]*roleView{}, tools: map[string]*governedTool{}, clients: map[string]Client{}})
+	return g, nil
+}
+
+// Start loads the policy, admits and discovers every upstream server, binds the
+// governed tools and starts the background re-check of pins. ctx bounds the first
+// discovery. A server that is denied or cannot be reached serves nothing and is
+// reported in the log and by [Gateway.Ready]; the gateway still starts. An error (the
+// policy cannot be loaded, the gateway was started or closed already) leaves the
+// gateway serving nothing; Close it.
+func (g *Gateway) Start(ctx context.Context) error {
+	g.mu.Lock()
+	switch {
+	case g.closed:
+		g.mu.Unlock()
+		return errors.New("gateway: Start after Close")
+	case g.started:
+		g.mu.Unlock()
+		return errors.New("gateway: started twice")
+	}
+	g.started = true
+	file := g.state.Load().cfg
+	g.mu.Unlock()
+	if err := g.Reload(ctx, file); err != nil {
+		return err
+	}
+	g.ready.Store(true)
+	g.bgWG.Add(1)
+	go g.recheckPins()
+	return nil
+}
+
+// Events returns the gateway's in-memory event log.
+func (g *Gateway) Events() *EventLog { return g.events }
+
+// File returns the configuration in force.
+func (g *Gateway) File() *File { return g.state.Load().cfg }
+
+// Revision returns the revision of the policy in force (see [policy.Policy.Revision]).
+// Before Start it is "".
+func (g *Gateway) Revision() string {
+	if pol := g.state.Load().pol; pol != nil {
+		return pol.Revision()
+	}
+	return ""
+}
+
+var _ warden.Journal = sendJournal{}
+
+// Ready reports whether the gateway has finished its first discovery and every
+// configured server serves tools; the error lists what is missing.
+func (g *Gateway) Ready() error {
+	if !g.ready.Load() {
+		return errors.New("starting")
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var problems []string
+	names := make([]string, 0, len(g.upstreams))
+	for name := range g.upstreams {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if e := g.upstreams[name]; e.err != nil {
+			problems = append(problems, fmt.Sprintf("server %s: %v", name, e.err))
+		}
+	}
+	if len(problems) > 0 {
+		return errors.New(strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// Close stops the gateway: no call starts any more, calls in flight get until ctx
+// ends to finish (then Close returns an error wrapping ctx.Err()), the background
+// work ends, and every upstream server is stopped, each waited for until ctx ends. It
+// is safe to call more than once; later calls return nil at once.
+func (g *Gateway) Close(ctx context.Context) error {
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		return nil
+	}
+	g.closed = true
+	ups := g.upstreams
+	g.mu.Unlock()
+	g.flightMu.Lock()
+	g.draining = true
+	g.flightMu.Unlock()
+	done := make(chan struct{})
+	go func() { g.inflight.Wait(); close(done) }()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = fmt.Errorf("calls still in flight at shutdown: %w", ctx.Err())
+	}
+	g.bgCancel()
+	g.bgWG.Wait()
+	var wg sync.WaitGroup
+	for _, e := range ups {
+		if e.up != nil {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if cerr := e.up.Close(ctx); cerr != nil {
+					g.log.Warn("gateway: an upstream server did not stop in time", "server", e.cfg.Name, "err", cerr)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	return err
+}

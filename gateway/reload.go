@@ -1,0 +1,355 @@
+// Building the gateway's state from a file and swapping it in: reloads, discovery
+// and its retries, re-verification of kept upstreams, and the pin re-check.
+
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/policy"
+	"github.com/wardenhq/warden/schema"
+	"github.com/wardenhq/warden/upstream"
+)
+
+// Reload applies a new configuration: the policy is loaded, upstream servers whose
+// configuration (or the transport policy) changed are admitted and discovered again,
+// the tool definitions of the servers kept are listed and their pins checked again,
+// and the new revision replaces the old one atomically. On any error the old revision
+// stays in force and the error says why. Settings that need a restart (listen, path,
+// ui) are reported in the log and otherwise ignored; the operators are the inbox's,
+// which its owner updates (Inbox.SetOperators).
+func (g *Gateway) Reload(ctx context.Context, cfg *File) error {
+	pol, err := policy.LoadFile(cfg.Policy, nil)
+	if err != nil {
+		return err
+	}
+	// Every configured role must exist before anything is started for this revision.
+	if _, err := policyViews(pol, cfg); err != nil {
+		return err
+	}
+	g.mu.Lock()
+	unlocked := false
+	defer func() {
+		if !unlocked {
+			g.mu.Unlock()
+		}
+	}()
+	if g.closed {
+		return errors.New("mcp: gateway is closed")
+	}
+	if old := g.state.Load(); old != nil {
+		// Operators are not the gateway's: the inbox takes the new list at once (see
+		// warden serve); only the addresses need a restart.
+		if old.cfg.Listen != cfg.Listen || old.cfg.Path != cfg.Path || old.cfg.UIPath != cfg.UIPath {
+			g.log.Warn("listen, path and ui apply after a restart; the running values stay in force")
+		}
+	}
+	// Upstreams: keep those whose configuration and transport policy are unchanged.
+	next := map[string]*upstreamEntry{}
+	var started, kept []*upstreamEntry
+	for _, sc := range cfg.Servers {
+		if e, ok := g.upstreams[sc.Name]; ok && reflect.DeepEqual(e.cfg, sc) && reflect.DeepEqual(e.tp, cfg.Transport) {
+			next[sc.Name] = e
+			if e.up != nil && e.done && e.err == nil {
+				kept = append(kept, e)
+			}
+			continue
+		}
+		e := &upstreamEntry{cfg: sc, tp: cfg.Transport}
+		tp := cfg.Transport
+		up, err := upstream.New(sc, &upstream.Options{
+			Policy:         &tp,
+			Pins:           g.opts.Store,
+			Sink:           g.sink,
+			Logger:         g.log.With("server", sc.Name),
+			OnToolsChanged: func(string) { g.rebuild() },
+			CallTimeout:    cfg.CallTimeout,
+		})
+		if err != nil {
+			e.err, e.done = err, true
+		} else {
+			e.up = up
+			started = append(started, e)
+		}
+		next[sc.Name] = e
+	}
+	g.discover(ctx, started)
+	g.reverify(ctx, kept)
+	st, err := g.build(cfg, pol, next)
+	if err != nil {
+		// Close outside g.mu: an upstream's worker may be waiting for it in rebuild
+		// (after a tools/list_changed), and Close waits for that worker.
+		g.mu.Unlock()
+		unlocked = true
+		for _, e := range started {
+			e.up.Close(context.Background())
+		}
+		return err
+	}
+	var stale []*upstreamEntry
+	for name, e := range g.upstreams {
+		if next[name] != e && e.up != nil {
+			stale = append(stale, e)
+		}
+	}
+	g.upstreams = next
+	g.swap(st)
+	for _, e := range stale {
+		go e.up.Close(context.Background())
+	}
+	g.log.Info("gateway configuration in force", "revision", pol.Revision(), "tools", len(st.names), "servers", len(next))
+	return nil
+}
+
+// discover runs the first discovery of new upstreams concurrently. A server that
+// fails is retried in the background until it succeeds or the gateway closes.
+func (g *Gateway) discover(ctx context.Context, entries []*upstreamEntry) {
+	var wg sync.WaitGroup
+	for _, e := range entries {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tools, problems, err := e.up.Discover(ctx)
+			for _, p := range problems {
+				g.log.Warn("upstream tool refused", "server", p.Server, "tool", p.Tool, "problem", p.Problem)
+			}
+			e.err, e.done = err, true
+			if err != nil {
+				var denied *upstream.DeniedError
+				if errors.As(err, &denied) {
+					g.log.Error("upstream server denied by the transport policy; it serves nothing", "server", e.cfg.Name, "reason", denied.Message)
+					return
+				}
+				g.log.Error("upstream server discovery failed; retrying in the background", "server", e.cfg.Name, "error", err)
+				g.bgWG.Add(1)
+				go g.retryDiscovery(e)
+				return
+			}
+			g.log.Info("upstream server discovered", "server", e.cfg.Name, "tools", len(tools))
+		}()
+	}
+	wg.Wait()
+}
+
+// reverifyTimeout bounds re-checking one server's definitions on a reload.
+const reverifyTimeout = 30 * time.Second
+
+// reverify re-checks, concurrently, the tool definitions of the upstreams a reload
+// keeps ([upstream.Server.Reverify]), before the new revision is built from their tools: a
+// definition changed since they were discovered is quarantined before the revision
+// serves it. A server that cannot be reached keeps its tools, with every connection
+// unverified (none serves a call before it has been listed again).
+func (g *Gateway) reverify(ctx context.Context, entries []*upstreamEntry) {
+	var wg sync.WaitGroup
+	for _, e := range entries {
+		wg.Go(func() {
+			// Bounded: a hung server must not hold the reload (and g.mu) forever.
+			ctx, cancel := context.WithTimeout(ctx, reverifyTimeout)
+			defer cancel()
+			if err := e.up.Reverify(ctx); err != nil {
+				g.log.Warn("cannot re-check the tool definitions of a server on reload; each connection is checked before its next call", "server", e.cfg.Name, "error", err)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func (g *Gateway) retryDiscovery(e *upstreamEntry) {
+	defer g.bgWG.Done()
+	delay := time.Second
+	for {
+		select {
+		case <-g.bg.Done():
+			return
+		case <-time.After(delay):
+		}
+		g.mu.Lock()
+		current := !g.closed && g.upstreams[e.cfg.Name] == e
+		g.mu.Unlock()
+		if !current {
+			return
+		}
+		ctx, cancel := context.WithTimeout(g.bg, time.Minute)
+		_, _, err := e.up.Discover(ctx)
+		cancel()
+		g.mu.Lock()
+		e.err = err
+		g.mu.Unlock()
+		if err == nil {
+			g.log.Info("upstream server discovered after retry", "server", e.cfg.Name)
+			g.rebuild()
+			return
+		}
+		delay = min(delay*2, 30*time.Second)
+	}
+}
+
+// pinRecheckInterval is how often, while a tool is quarantined, the gateway re-reads
+// the pins of the servers holding one.
+const pinRecheckInterval = 2 * time.Second
+
+// recheckPins makes an operator's decision on a changed tool definition take effect
+// without a restart: the approval is written to the store, usually by another process
+// (`warden pins approve`), so while any served tool is quarantined the gateway
+// re-reads its server's pins every pinRecheckInterval. [upstream.Server.Refresh] reports a
+// change through OnToolsChanged, which rebuilds the served tool set.
+func (g *Gateway) recheckPins() {
+	defer g.bgWG.Done()
+	tick := time.NewTicker(pinRecheckInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-g.bg.Done():
+			return
+		case <-tick.C:
+		}
+		var ups []*upstream.Server
+		st := g.state.Load()
+		for _, name := range st.names {
+			gt := st.tools[name]
+			if gt.tool.Quarantined && !slices.Contains(ups, gt.up) {
+				ups = append(ups, gt.up)
+			}
+		}
+		for _, up := range ups {
+			ctx, cancel := context.WithTimeout(g.bg, 30*time.Second)
+			if err := up.Refresh(ctx); err != nil && g.bg.Err() == nil {
+				g.log.Warn("cannot re-read tool definition pins; the tools stay quarantined", "server", up.Name(), "error", err)
+			}
+			cancel()
+		}
+	}
+}
+
+// rebuild binds a new revision from the current configuration and the upstreams'
+// current tools (after a tools/list_changed or an operator's pin approval).
+func (g *Gateway) rebuild() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	old := g.state.Load()
+	if g.closed || old == nil {
+		return
+	}
+	st, err := g.build(old.cfg, old.pol, g.upstreams)
+	if err != nil {
+		g.log.Error("cannot bind the changed tool set; the previous one stays in force", "error", err)
+		return
+	}
+	g.swap(st)
+}
+
+// build binds one guard per role over the upstreams' tools.
+func (g *Gateway) build(cfg *File, pol *policy.Policy, ups map[string]*upstreamEntry) (*gatewayState, error) {
+	st := &gatewayState{cfg: cfg, pol: pol, tools: map[string]*governedTool{}, clients: map[string]Client{}}
+	for _, c := range cfg.Clients {
+		st.clients[c.TokenHash] = c
+	}
+	names := make([]string, 0, len(ups))
+	for name := range ups {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		e := ups[name]
+		if e.up == nil {
+			continue
+		}
+		for _, t := range e.up.Tools() {
+			if prev, ok := st.tools[t.Name]; ok {
+				g.log.Error("tool refused: its name is already served by another server", "tool", t.Name, "server", t.Server, "served_by", prev.tool.Server)
+				continue
+			}
+			st.tools[t.Name] = &governedTool{up: e.up, tool: t}
+			st.names = append(st.names, t.Name)
+		}
+	}
+	sort.Strings(st.names)
+	views, err := policyViews(pol, cfg)
+	if err != nil {
+		return nil, err
+	}
+	st.views = map[string]*roleView{}
+	for role, p := range views {
+		var reg warden.Registry
+		for _, name := range st.names {
+			if err := reg.Register(g.executable(st.tools[name])); err != nil {
+				return nil, err
+			}
+		}
+		guard, err := reg.Bind(warden.Config{
+			Checkers: []warden.Checker{p},
+			Schemas:  schema.Compiler{},
+			Sinks:    []warden.Sink{g.sink},
+			Journal:  g.journal,
+			Revision: p.Revision(),
+			CanPause: true,
+			Logger:   g.log,
+		})
+		if err == nil && len(guard.Problems()) > 0 {
+			err = errors.Join(guard.Problems()...)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("binding the tools for role %q: %w", role, err)
+		}
+		st.views[role] = &roleView{pol: p, guard: guard}
+	}
+	return st, nil
+}
+
+// policyViews returns the policy as each configured identity's role sees it.
+func policyViews(pol *policy.Policy, cfg *File) (map[string]*policy.Policy, error) {
+	views := map[string]*policy.Policy{"": pol}
+	roles := []string{cfg.Stdio.Role}
+	for _, c := range cfg.Clients {
+		roles = append(roles, c.Role)
+	}
+	for _, r := range roles {
+		if _, ok := views[r]; ok {
+			continue
+		}
+		p, err := pol.WithActiveRole(r)
+		if err != nil {
+			return nil, fmt.Errorf("role %q named in %s: %w", r, cfg.File, err)
+		}
+		views[r] = p
+	}
+	return views, nil
+}
+
+// swap puts st in force and brings the fronts' tool lists in line with it.
+func (g *Gateway) swap(st *gatewayState) {
+	g.state.Store(st)
+	var gone []string
+	for name := range g.installed {
+		if _, ok := st.tools[name]; !ok {
+			gone = append(gone, name)
+		}
+	}
+	for _, f := range g.fronts {
+		if len(gone) > 0 {
+			f.server.RemoveTools(gone...)
+		}
+	}
+	for _, name := range gone {
+		delete(g.installed, name)
+	}
+	for _, name := range st.names {
+		t := st.tools[name].tool
+		key := t.Hash + fmt.Sprint(t.Quarantined)
+		if g.installed[name] == key {
+			continue
+		}
+		for _, f := range g.fronts {
+			f.install(t)
+		}
+		g.installed[name] = key
+	}
+}

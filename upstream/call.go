@@ -1,0 +1,286 @@
+// One call to an upstream tool: a verified connection is taken from the pool, the
+// request is sent, and an answer is told apart from a transport failure.
+
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/wardenhq/warden/pin"
+)
+
+// CallOptions are optional settings of one [Server.Call]. A nil *CallOptions is
+// the zero value.
+type CallOptions struct {
+	// Progress, when set, asks the upstream for progress: the call is sent with a
+	// progress token of the Server's own, and every notifications/progress the
+	// upstream sends with that token on the call's connection while the call is in
+	// flight is passed to Progress, in the order received. p is the upstream's
+	// notification (its ProgressToken is the Server's token); Progress must not
+	// modify it. Notifications without a call in flight, or with another token, are
+	// dropped (logged at debug level).
+	//
+	// Progress runs on a goroutine of the call, never on the connection's read loop,
+	// one notification at a time; ctx is the call's context. It must return promptly:
+	// up to 16 notifications wait for it and more are dropped, and Call returns only
+	// after Progress has seen every notification the upstream sent before its answer
+	// (for a url server, those the SDK handles within a short wait after the answer)
+	// or ctx has ended. Nil means no progress is asked for.
+	Progress func(ctx context.Context, p *mcp.ProgressNotificationParams)
+	// BeforeSend, when set, is called once the call holds a verified connection, right
+	// before the request is sent; an error aborts the call unsent (the error returned
+	// wraps it and [ErrNotSent]). The gateway writes the call's audit intent here.
+	BeforeSend func(ctx context.Context) error
+}
+
+// Call calls the upstream tool remote (its upstream name) with args (a JSON object;
+// empty means {}) over a pooled connection held for the whole call, and returns the
+// upstream's result. A result with IsError set is returned as a result, not an error.
+// opts may be nil (see [CallOptions]).
+//
+// It refuses a tool that was not discovered (or was refused), and a quarantined tool
+// with a *[pin.QuarantinedError]. Waiting for a free connection is bounded by ctx; the
+// call itself by ctx and CallTimeout. Errors: ctx's error (wrapped) when ctx ends
+// first; context.DeadlineExceeded (wrapped) when CallTimeout passes; an error
+// wrapping [ErrServerRestarting] while the server is in restart backoff; an error
+// wrapping the upstream's *jsonrpc.Error when it answers with a protocol error; an
+// error saying the connection failed when the process crashed or the stream ended,
+// and, for a url server, when the request could not be sent (connection refused), got
+// an HTTP error status (even one carrying a JSON-RPC error body) or a malformed,
+// cut-off or early-ending answer. A failed connection is never reused: it is closed
+// and the next call starts a new one, after the restart backoff. Every error returned
+// before the request began to be sent wraps [ErrNotSent].
+func (u *Server) Call(ctx context.Context, remote string, args json.RawMessage, opts *CallOptions) (*mcp.CallToolResult, error) {
+	res, sent, err := u.call(ctx, remote, args, opts)
+	if err != nil && !sent {
+		err = notSent(err)
+	}
+	return res, err
+}
+
+// call is Call; sent reports whether the request began to be sent.
+func (u *Server) call(ctx context.Context, remote string, args json.RawMessage, opts *CallOptions) (_ *mcp.CallToolResult, sent bool, _ error) {
+	u.mu.Lock()
+	closed, admitted := u.closed, u.admitted
+	var tool *Tool
+	for i := range u.tools {
+		if u.tools[i].Remote == remote {
+			t := u.tools[i]
+			tool = &t
+			break
+		}
+	}
+	u.mu.Unlock()
+	switch {
+	case closed:
+		return nil, false, fmt.Errorf("server %q: %w", u.cfg.Name, ErrClosed)
+	case !admitted:
+		return nil, false, fmt.Errorf("server %q: not discovered: call Discover first", u.cfg.Name)
+	case tool == nil:
+		return nil, false, fmt.Errorf("server %q offers no tool %q", u.cfg.Name, remote)
+	case tool.Quarantined:
+		return nil, false, &pin.QuarantinedError{Tool: tool.Name}
+	}
+	arguments, err := callArguments(args)
+	if err != nil {
+		return nil, false, fmt.Errorf("tool %q: %w", tool.Name, err)
+	}
+
+	c, err := u.acquireVerified(ctx, remote)
+	if err != nil {
+		return nil, false, err
+	}
+	if opts != nil && opts.BeforeSend != nil {
+		if err := opts.BeforeSend(ctx); err != nil {
+			u.release(c, true)
+			return nil, false, fmt.Errorf("server %q: tool %q not sent: %w", u.cfg.Name, remote, err)
+		}
+	}
+	callCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if u.opts.CallTimeout > 0 {
+		var cancelTimeout context.CancelFunc
+		callCtx, cancelTimeout = context.WithTimeout(callCtx, u.opts.CallTimeout)
+		defer cancelTimeout()
+	}
+	params := &mcp.CallToolParams{Name: remote, Arguments: arguments}
+	var route *progressRoute
+	if opts != nil && opts.Progress != nil {
+		route = u.openProgress(callCtx, c, opts.Progress)
+		params.SetProgressToken(route.token)
+	}
+	u.mu.Lock()
+	c.cancel = cancel
+	c.progress = route
+	u.mu.Unlock()
+
+	res, err := sdkGuard(func() (*mcp.CallToolResult, error) {
+		return c.cs.CallTool(callCtx, params)
+	})
+	if route != nil {
+		u.closeProgress(ctx, c, route, err == nil || upstreamAnswered(err))
+	}
+	if err == nil && res == nil {
+		err = errors.New("the upstream returned no result")
+	}
+	if err == nil {
+		u.release(c, true)
+		u.noteSuccess()
+		return res, true, nil
+	}
+	switch {
+	case upstreamAnswered(err):
+		// The server answered with a JSON-RPC error: the connection is healthy.
+		u.release(c, true)
+		return nil, true, fmt.Errorf("server %q: tool %q: %w", u.cfg.Name, remote, err)
+	case u.isClosed():
+		u.release(c, false)
+		return nil, true, fmt.Errorf("server %q: %w", u.cfg.Name, ErrClosed)
+	case ctx.Err() != nil:
+		u.release(c, false)
+		return nil, true, fmt.Errorf("server %q: tool %q: %w", u.cfg.Name, remote, ctx.Err())
+	case callCtx.Err() != nil:
+		u.release(c, false)
+		return nil, true, fmt.Errorf("server %q: tool %q did not answer within %s: %w", u.cfg.Name, remote, u.opts.CallTimeout, context.DeadlineExceeded)
+	default:
+		u.failed(c, err.Error())
+		u.release(c, false)
+		return nil, true, fmt.Errorf("server %q: the call of %q failed on the connection, which is closed (a new one is started on the next call): %w", u.cfg.Name, remote, err)
+	}
+}
+
+// sdkTransportErrors match (by code, with errors.Is) the JSON-RPC errors the SDK makes
+// up itself for a failure of the connection, which are never an upstream's answer:
+// "rejected by transport" (-32005: for a url server, a request that could not be sent
+// such as a refused connection, and every HTTP error status, even one whose body is a
+// JSON-RPC error), "client is closing" (-32003) and "server is closing" (-32004).
+var sdkTransportErrors = []error{
+	&jsonrpc.Error{Code: -32005},
+	&jsonrpc.Error{Code: -32003},
+	&jsonrpc.Error{Code: -32004},
+}
+
+// upstreamAnswered reports whether err is the upstream's own JSON-RPC error answer, read
+// from a healthy connection. Anything else (a transport failure, an HTTP error status,
+// a malformed or cut-off answer, an SDK failure) is not an answer: the caller treats
+// the connection as failed and starts a new one (fail closed: an error the gateway
+// cannot place is never taken for a healthy exchange).
+func upstreamAnswered(err error) bool {
+	var werr *jsonrpc.Error
+	if !errors.As(err, &werr) {
+		return false
+	}
+	for _, t := range sdkTransportErrors {
+		if errors.Is(err, t) {
+			return false
+		}
+	}
+	return true
+}
+
+// acquireVerified returns a connection for a call of remote on which the tool's
+// definition is the one served, approved and not quarantined: a connection not
+// verified since it started (or since its tools/list_changed, or a Reverify) lists
+// its tools and has every pin checked first, and one that listed a different
+// definition than the one served (its process may still run an older one) is closed
+// and another taken. Errors: those of acquire and of the listing, a
+// *[pin.QuarantinedError] when the listing quarantined the tool, an error when the
+// server no longer offers it or when MaxConns+1 connections in a row disagree.
+func (u *Server) acquireVerified(ctx context.Context, remote string) (*upstreamConn, error) {
+	for attempt := 0; ; attempt++ {
+		c, err := u.acquire(ctx)
+		if err != nil {
+			return nil, err
+		}
+		u.mu.Lock()
+		verified := u.verifiedLocked(c)
+		u.mu.Unlock()
+		if !verified {
+			// Bounded like a start: a server that never lists must not hold the call.
+			vctx, cancel := context.WithTimeout(ctx, startTimeout)
+			_, _, changed, err := u.verify(vctx, c)
+			cancel()
+			if err != nil {
+				return nil, err // verify released c
+			}
+			if changed {
+				u.queue(u.changed)
+			}
+		}
+		u.mu.Lock()
+		var tool *Tool
+		for i := range u.tools {
+			if u.tools[i].Remote == remote {
+				tool = &u.tools[i]
+				break
+			}
+		}
+		var served, listed string
+		quarantined := false
+		if tool != nil {
+			served, quarantined = tool.Hash, tool.Quarantined
+			listed = c.defs[remote]
+		}
+		name := u.cfg.ToolPrefix() + remote
+		u.mu.Unlock()
+		switch {
+		case tool == nil:
+			u.release(c, true)
+			return nil, fmt.Errorf("server %q no longer offers tool %q", u.cfg.Name, remote)
+		case quarantined:
+			u.release(c, true)
+			return nil, &pin.QuarantinedError{Tool: name}
+		case listed == served:
+			return c, nil
+		case attempt >= cap(u.slots):
+			u.release(c, false)
+			return nil, fmt.Errorf("server %q: %d connections in a row listed another definition of %q than the one served", u.cfg.Name, attempt+1, remote)
+		}
+		u.log.Info("closing a connection that listed another definition of the tool than the one served", slog.Int("pid", c.pid), slog.String("tool", name))
+		u.release(c, false)
+	}
+}
+
+// callArguments checks that args is one JSON object and returns it for sending
+// verbatim (numbers keep their exact text).
+func callArguments(args json.RawMessage) (json.RawMessage, error) {
+	trimmed := bytes.TrimSpace(args)
+	if len(trimmed) == 0 {
+		return json.RawMessage("{}"), nil
+	}
+	if trimmed[0] != '{' || !json.Valid(trimmed) {
+		return nil, errors.New("arguments must be one JSON object")
+	}
+	return json.RawMessage(trimmed), nil
+}
+
+// marshalGuarded encodes v, turning a panic (a value type the encoder cannot handle,
+// a bad MarshalJSON) into an error.
+func marshalGuarded(v any) (b []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			b, err = nil, fmt.Errorf("encoding panicked: %v", r)
+		}
+	}()
+	return json.Marshal(v)
+}
+
+// sdkGuard runs f, turning a panic inside the SDK (on data from the upstream) into
+// an error.
+func sdkGuard[T any](f func() (T, error)) (res T, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			var zero T
+			res, err = zero, fmt.Errorf("MCP SDK failed on the upstream's data: %v", r)
+		}
+	}()
+	return f()
+}

@@ -1,0 +1,270 @@
+// The connection pool: at most MaxConns connections per server, taken and released
+// by calls, started on demand (a child process or an HTTP session), watched for
+// their end, and restarted after a backoff when they fail.
+
+package upstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// acquire returns a connection held exclusively by the caller: an idle one, or a new
+// one when fewer than MaxConns exist. It waits for a free slot, bounded by ctx.
+func (u *Server) acquire(ctx context.Context) (*upstreamConn, error) {
+	return u.acquireFrom(ctx, false)
+}
+
+// acquireUnverifiedFirst is acquire preferring an idle connection that needs
+// verifying.
+func (u *Server) acquireUnverifiedFirst(ctx context.Context) (*upstreamConn, error) {
+	return u.acquireFrom(ctx, true)
+}
+
+func (u *Server) acquireFrom(ctx context.Context, unverifiedFirst bool) (*upstreamConn, error) {
+	select {
+	case u.slots <- struct{}{}:
+	case <-u.done:
+		return nil, fmt.Errorf("server %q: %w", u.cfg.Name, ErrClosed)
+	case <-ctx.Done():
+		return nil, fmt.Errorf("server %q: waiting for a free connection (all %d in use): %w", u.cfg.Name, cap(u.slots), ctx.Err())
+	}
+	c, err := u.take(ctx, unverifiedFirst)
+	if err != nil {
+		<-u.slots
+		return nil, err
+	}
+	return c, nil
+}
+
+// take returns an idle connection or starts one; the caller holds a slot.
+func (u *Server) take(ctx context.Context, unverifiedFirst bool) (*upstreamConn, error) {
+	u.mu.Lock()
+	if u.closed {
+		u.mu.Unlock()
+		return nil, fmt.Errorf("server %q: %w", u.cfg.Name, ErrClosed)
+	}
+	if unverifiedFirst {
+		for i, c := range u.idle {
+			if !c.dead && !u.verifiedLocked(c) {
+				u.idle = slices.Delete(u.idle, i, i+1)
+				c.busy = true
+				u.mu.Unlock()
+				return c, nil
+			}
+		}
+	}
+	for len(u.idle) > 0 {
+		c := u.idle[len(u.idle)-1]
+		u.idle = u.idle[:len(u.idle)-1]
+		if c.dead {
+			continue // its watcher is cleaning it up
+		}
+		c.busy = true
+		u.mu.Unlock()
+		return c, nil
+	}
+	if wait := u.retryAt.Sub(u.now()); wait > 0 {
+		why, at := u.lastFailure, u.retryAt
+		u.mu.Unlock()
+		return nil, fmt.Errorf("server %q: %w after a failure (%s); the next start is in %s (at %s)", u.cfg.Name, ErrServerRestarting, why, wait.Round(time.Millisecond), at.Format(time.RFC3339Nano))
+	}
+	u.wg.Add(1) // Close waits for a start in progress
+	u.mu.Unlock()
+	defer u.wg.Done()
+
+	c, err := u.start(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			u.mu.Lock()
+			u.noteFailureLocked("start failed: " + err.Error())
+			u.mu.Unlock()
+		}
+		return nil, fmt.Errorf("server %q: starting: %w", u.cfg.Name, err)
+	}
+	u.mu.Lock()
+	if u.closed {
+		u.mu.Unlock()
+		u.shutdown(c, false)
+		return nil, fmt.Errorf("server %q: %w", u.cfg.Name, ErrClosed)
+	}
+	c.busy = true
+	u.live[c] = struct{}{}
+	u.sessions[c.cs] = c
+	u.wg.Add(1)
+	u.mu.Unlock()
+	go u.watch(c)
+	return c, nil
+}
+
+// release gives back the caller's slot, returning c to the idle set when healthy and
+// closing it otherwise.
+func (u *Server) release(c *upstreamConn, healthy bool) {
+	u.mu.Lock()
+	c.busy, c.cancel, c.progress = false, nil, nil
+	closed := u.closed
+	switch {
+	case healthy && !c.dead && !c.discarded && !closed:
+		u.idle = append(u.idle, c)
+		u.mu.Unlock()
+	case closed:
+		u.mu.Unlock() // Close shuts every connection down
+	default:
+		// Closed off the caller's path: closing an HTTP session may wait for its
+		// DELETE. Close waits for it.
+		c.discarded = true
+		u.wg.Add(1)
+		u.mu.Unlock()
+		go func() {
+			defer u.wg.Done()
+			u.shutdown(c, false)
+		}()
+	}
+	<-u.slots
+}
+
+// failed records that c broke while in use (once per connection).
+func (u *Server) failed(c *upstreamConn, why string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if !c.failCounted && !c.discarded && !u.closed {
+		c.failCounted = true
+		u.noteFailureLocked(why)
+		u.log.Warn("upstream connection failed", slog.Int("pid", c.pid), slog.String("error", why), slog.Time("next_start", u.retryAt))
+	}
+}
+
+// noteFailureLocked moves the backoff one step.
+func (u *Server) noteFailureLocked(why string) {
+	u.failures++
+	d := u.opts.BackoffMin
+	for i := 1; i < u.failures && d < u.opts.BackoffMax; i++ {
+		d *= 2
+	}
+	d = min(d, u.opts.BackoffMax)
+	u.retryAt = u.now().Add(d)
+	u.lastFailure = why
+}
+
+// noteSuccess resets the backoff.
+func (u *Server) noteSuccess() {
+	u.mu.Lock()
+	u.failures, u.retryAt, u.lastFailure = 0, time.Time{}, ""
+	u.mu.Unlock()
+}
+
+// watch waits until c's session ends (the process exited, the stream ended, or c was
+// closed) and forgets c. An end nobody asked for is a failure.
+func (u *Server) watch(c *upstreamConn) {
+	defer u.wg.Done()
+	why := "the connection ended"
+	if err := c.cs.Wait(); err != nil && !isExitError(err) {
+		why += ": " + err.Error()
+	}
+	u.mu.Lock()
+	c.dead = true
+	delete(u.live, c)
+	delete(u.sessions, c.cs)
+	u.idle = slices.DeleteFunc(u.idle, func(x *upstreamConn) bool { return x == c })
+	if !c.discarded && !c.failCounted && !u.closed {
+		c.failCounted = true
+		u.noteFailureLocked(why)
+		u.log.Warn("upstream connection ended", slog.Int("pid", c.pid), slog.String("error", why), slog.Time("next_start", u.retryAt))
+	}
+	discarded := c.discarded
+	u.mu.Unlock()
+	if !discarded {
+		// Reap the process and release the session's resources.
+		u.shutdown(c, false)
+	}
+}
+
+// shutdown closes c once: kill first unless graceful, then close the session, which
+// for a command server waits until the process is reaped.
+func (u *Server) shutdown(c *upstreamConn, graceful bool) {
+	c.shutOnce.Do(func() {
+		if !graceful && c.proc != nil {
+			_ = c.proc.Kill() // an error means it has exited already
+		}
+		if err := c.cs.Close(); err != nil && !isExitError(err) {
+			u.log.Debug("closing upstream connection", slog.Int("pid", c.pid), slog.String("error", err.Error()))
+		}
+		if c.proc != nil {
+			// The server is done (Close waits for it); whatever it started goes too.
+			endGroup(c.pid)
+		}
+	})
+}
+
+func isExitError(err error) bool {
+	var ee *exec.ExitError
+	return errors.As(err, &ee)
+}
+
+// start opens one new connection: starts the command (or connects to the URL) and
+// runs the initialize handshake.
+func (u *Server) start(ctx context.Context) (*upstreamConn, error) {
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	u.starts.Add(1)
+	var (
+		transport mcp.Transport
+		cmd       *exec.Cmd
+		read      *atomic.Int64
+		changed   *atomic.Int64
+	)
+	if u.cfg.Transport() == "url" {
+		// Not wrapped: the SDK's streamable connection has unexported methods that a
+		// wrapper would hide.
+		transport = &mcp.StreamableClientTransport{Endpoint: u.cfg.URL, HTTPClient: u.httpClient}
+	} else {
+		cmd = exec.Command(u.cfg.Command, u.cfg.Args...)
+		cmd.Env = u.policy.ChildEnv(os.Environ(), u.cfg.Env)
+		dieWithGateway(cmd)
+		cmd.Dir = u.cfg.Dir
+		cmd.Stderr = &stderrLines{log: u.log, cmd: cmd}
+		cmd.WaitDelay = stderrWaitDelay
+		read, changed = new(atomic.Int64), new(atomic.Int64)
+		transport = &progressCounter{Transport: &mcp.CommandTransport{Command: cmd, TerminateDuration: terminateGrace}, read: read, changed: changed}
+	}
+	cs, err := sdkGuard(func() (*mcp.ClientSession, error) {
+		return u.client.Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: upstreamProtocolVersion})
+	})
+	if err != nil {
+		if cmd != nil && cmd.Process != nil {
+			// The SDK closes a session whose handshake failed; make sure the child is
+			// gone even when it panicked first.
+			_ = cmd.Process.Kill()
+		}
+		return nil, err
+	}
+	c := &upstreamConn{cs: cs, progressRead: read, changedRead: changed}
+	if cmd != nil {
+		c.proc, c.pid = cmd.Process, cmd.Process.Pid
+		u.log.Debug("upstream started", slog.Int("pid", c.pid))
+	}
+	return c, nil
+}
+
+// livePIDs returns the process ids of the live connections (for tests).
+func (u *Server) livePIDs() []int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	var pids []int
+	for c := range u.live {
+		if c.pid != 0 {
+			pids = append(pids, c.pid)
+		}
+	}
+	slices.Sort(pids)
+	return pids
+}
