@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -15,12 +14,10 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
-	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -41,8 +38,8 @@ import (
 	"github.com/wardenhq/warden/provider/openai"
 	"github.com/wardenhq/warden/provider/scripted"
 	"github.com/wardenhq/warden/schema"
-	"github.com/wardenhq/warden/shell"
 	"github.com/wardenhq/warden/store"
+	"github.com/wardenhq/warden/workspace"
 )
 
 // `warden run` runs a real agent: a model provider, the policy file, and four built-in
@@ -305,11 +302,11 @@ func runAgentCommand(ctx context.Context, w io.Writer, o runOptions, task string
 		return err
 	}
 	defer rt.close()
-	if err := keyOutsideWorkspace(keyFile, rt.ws.dir); err != nil {
+	if err := keyOutsideWorkspace(keyFile, rt.ws.Dir()); err != nil {
 		return err
 	}
 	rt.st, rt.dsn = st, dsn
-	if err := rt.ws.protectRunFiles(cfg, dsn); err != nil {
+	if err := protectRunFiles(rt.ws, cfg, dsn); err != nil {
 		return internalError(err)
 	}
 	rt.header(task)
@@ -385,7 +382,7 @@ type runtime struct {
 	cfg       *runConfig
 	w         io.Writer
 	pol       *policy.Policy
-	ws        *workspace
+	ws        *workspace.Workspace
 	wsCreated bool
 	agent     *agent.Agent
 	guard     *warden.Guard
@@ -435,24 +432,24 @@ func newRuntime(cfg *runConfig, saved *runCheckpoint, key []byte, w io.Writer) (
 		}
 		rt.wsCreated = true
 	}
-	if rt.ws, err = openWorkspace(dir); err != nil {
-		if saved != nil && cfg.workspace == "" {
-			return nil, configError(fmt.Errorf("the paused run's workspace %s: %w", dir, err))
-		}
-		return nil, configError(located(cfg.path, cfg.workspaceNode, "workspace: "+err.Error(), "create the directory, or leave workspace out to use a new temporary one"))
-	}
 	// A directory search opens every file below it: each is judged as a search of that
 	// file (fail closed: anything but an allow skips it).
 	role := cfg.role
-	rt.ws.maySearch = func(pattern, rel string) bool {
+	maySearch := func(pattern, rel string) bool {
 		args, err := warden.NewArgs("pattern", pattern, "path", rel)
 		if err != nil {
 			return false
 		}
 		return evaluateCall(context.Background(), pol, callSpec{tool: "search", args: args, role: role}).decision.Effect == warden.Allow
 	}
+	if rt.ws, err = workspace.Open(dir, &workspace.Options{MaySearch: maySearch}); err != nil {
+		if saved != nil && cfg.workspace == "" {
+			return nil, configError(fmt.Errorf("the paused run's workspace %s: %w", dir, err))
+		}
+		return nil, configError(located(cfg.path, cfg.workspaceNode, "workspace: "+err.Error(), "create the directory, or leave workspace out to use a new temporary one"))
+	}
 	var reg warden.Registry
-	for _, t := range rt.ws.tools() {
+	for _, t := range rt.ws.Tools() {
 		if err := reg.Register(t); err != nil {
 			rt.close()
 			return nil, internalError(err)
@@ -510,7 +507,7 @@ func (rt *runtime) close() {
 		rt.mcp = nil
 	}
 	if rt.ws != nil {
-		rt.ws.root.Close()
+		rt.ws.Close()
 	}
 }
 
@@ -524,7 +521,7 @@ func (rt *runtime) registerMCP(reg *warden.Registry) error {
 	tc := *rt.cfg.mcp
 	if tc.ProjectFile == "" {
 		// The project's own file is the workspace's .mcp.json.
-		def := filepath.Join(rt.ws.dir, ".mcp.json")
+		def := filepath.Join(rt.ws.Dir(), ".mcp.json")
 		if _, err := os.Stat(def); err == nil {
 			tc.ProjectFile = def
 		}
@@ -580,7 +577,7 @@ func (rt *runtime) header(task string) {
 		pol += ", role " + r
 	}
 	fmt.Fprintf(rt.w, "policy:    %s\n", pol)
-	ws := rt.ws.dir
+	ws := rt.ws.Dir()
 	if rt.wsCreated {
 		ws += " (a new temporary directory)"
 	}
@@ -682,7 +679,7 @@ func (rt *runtime) pause(o runOptions, p *agent.Paused) error {
 		PendingTool: toolDefinition(t),
 		ID:          hex.EncodeToString(id),
 		Config:      rt.cfg.path,
-		Workspace:   rt.ws.dir,
+		Workspace:   rt.ws.Dir(),
 		Pending:     p.Pending,
 		Checkpoint:  json.RawMessage(p.Checkpoint),
 	}
@@ -1690,79 +1687,15 @@ func (p providerConfig) build() (agent.Provider, error) {
 	return nil, fmt.Errorf("unknown provider %q", p.name)
 }
 
-// ---------------------------------------------------------------------------------------
-// The built-in tools, confined to the workspace.
-
-// workspace is the directory the built-in tools may touch.
-//
-// Paths are judged in the form the tools act on, and the tools act on exactly that form:
-//
-//   - Each tool's preprocessor turns every path argument into its canonical form: the
-//     path relative to the workspace, slash-separated and clean, with every symbolic
-//     link resolved the way the kernel would resolve it ("x.env/", "x.env/.",
-//     "./x.env" and "sub/../x.env" are all "x.env"; a link inside the workspace becomes
-//     its target). A path that leaves the workspace, lexically or through a link, is
-//     refused. When the canonical form differs from the written one, the call goes on
-//     with the canonical form, and the Guard judges it again (the second permission
-//     pass): the written form and the canonical form are both judged, and a refusal of
-//     either refuses the call.
-//   - A tool refuses a path argument that is not already canonical, so what it opens is
-//     the string that was judged; and it opens that path one component at a time
-//     without following any symbolic link (each directory and the file is checked to be
-//     no link, then opened, then checked to be the same file that was checked), through
-//     an os.Root, which cannot leave the workspace whatever happens in between. A link
-//     put in place after the judgement makes the call fail; it is never followed.
-//   - The files Warden itself reads (the policy, agent.yaml, the directives pack, the
-//     checkpoint files and the store's files) are never written by the editor, whatever
-//     the policy says.
-//   - A search of a directory reads every file below it, so each file is judged as a
-//     search of that file alone ({pattern, path: the file}); a file the policy does not
-//     allow is not opened, and the answer says how many were skipped.
-type workspace struct {
-	dir  string // absolute, symlinks resolved
-	root *os.Root
-	// protected is what the editor refuses to write: absolute paths, and the
-	// checkpoint directory whose warden-checkpoint-*.json files are protected.
-	protected     hook.Protected
-	checkpointDir string
-	// maySearch reports whether the policy allows searching the one file rel
-	// (canonical) for pattern: a search of a directory reads every file below it, and
-	// each is judged as a search of that file alone. Nil allows every file.
-	maySearch func(pattern, rel string) bool
-}
-
-func openWorkspace(dir string) (*workspace, error) {
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return nil, err
-	}
-	real, err := filepath.EvalSymlinks(abs)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %s", dir, errText(err))
-	}
-	fi, err := os.Stat(real)
-	if err != nil {
-		return nil, err
-	}
-	if !fi.IsDir() {
-		return nil, fmt.Errorf("%s is not a directory", dir)
-	}
-	root, err := os.OpenRoot(real)
-	if err != nil {
-		return nil, err
-	}
-	return &workspace{dir: real, root: root}, nil
-}
-
 // protectRunFiles protects, from the editor, every file this run reads or writes
 // besides the workspace's own: the policy, agent.yaml, the directives pack, the MCP
 // project file, the checkpoint files and, for a sqlite:// store, the database files.
-func (w *workspace) protectRunFiles(cfg *runConfig, dsn string) error {
+func protectRunFiles(ws *workspace.Workspace, cfg *runConfig, dsn string) error {
 	for _, f := range []struct{ path, what string }{
 		{cfg.policy, "the Warden policy"},
 		{cfg.path, "the agent configuration"},
 		{cfg.directivesPack, "the directives pack"},
-		{mcpProjectFile(cfg, w.dir), "the MCP project file"},
+		{mcpProjectFile(cfg, ws.Dir()), "the MCP project file"},
 	} {
 		if f.path == "" {
 			continue
@@ -1771,7 +1704,7 @@ func (w *workspace) protectRunFiles(cfg *runConfig, dsn string) error {
 		if err != nil {
 			return err
 		}
-		w.protected.Add(abs, f.what)
+		ws.Protect(abs, f.what)
 	}
 	if dsn != "" {
 		files, err := storeFiles(dsn)
@@ -1779,18 +1712,10 @@ func (w *workspace) protectRunFiles(cfg *runConfig, dsn string) error {
 			return err
 		}
 		for _, f := range files {
-			w.protected.Add(f, "the Warden store")
+			ws.Protect(f, "the Warden store")
 		}
 	}
-	dir, err := filepath.Abs(cfg.checkpointDir)
-	if err != nil {
-		return err
-	}
-	if real, err := hook.ResolvePath(dir); err == nil {
-		dir = real
-	}
-	w.checkpointDir = dir
-	return nil
+	return ws.ProtectCheckpoints(cfg.checkpointDir)
 }
 
 // mcpProjectFile is the project file an mcp: section reads (when trusted): the one
@@ -1803,597 +1728,4 @@ func mcpProjectFile(cfg *runConfig, workspace string) string {
 		return cfg.mcp.ProjectFile
 	}
 	return filepath.Join(workspace, ".mcp.json")
-}
-
-// protectedFile returns what the workspace file rel (canonical) is, when it is one the
-// editor must not write.
-func (w *workspace) protectedFile(rel string) (hook.Hit, bool) {
-	abs := filepath.Join(w.dir, filepath.FromSlash(rel))
-	if h, ok := w.protected.Names(abs); ok {
-		return h, true
-	}
-	if w.checkpointDir != "" && strings.EqualFold(filepath.Dir(abs), w.checkpointDir) {
-		base := strings.ToLower(filepath.Base(abs))
-		if strings.HasPrefix(base, "warden-checkpoint-") && strings.HasSuffix(base, ".json") {
-			return hook.Hit{Path: abs, What: "a Warden checkpoint"}, true
-		}
-	}
-	return hook.Hit{}, false
-}
-
-// maxToolFile bounds what the reader, cat and search read from one file.
-const maxToolFile = 1 << 20
-
-// maxSearchMatches bounds the lines search returns.
-const maxSearchMatches = 100
-
-// maxSearchDepth bounds how deep search descends below the path it is given.
-const maxSearchDepth = 64
-
-// escapeError is the error for a path outside the workspace.
-func escapeError(p string) error {
-	return fmt.Errorf("path %q is outside the workspace; use a path inside it", p)
-}
-
-// resolve returns the canonical form of p: relative to the workspace, slash-separated,
-// clean, with every symbolic link resolved as the kernel resolves it (see
-// [hook.ResolvePath]); "." is the workspace itself. It refuses a path that leaves the
-// workspace: lexically after cleaning, or through a link.
-func (w *workspace) resolve(p string) (string, error) {
-	if strings.TrimSpace(p) == "" {
-		return "", errors.New("the path is empty")
-	}
-	if strings.ContainsRune(p, 0) {
-		return "", fmt.Errorf("path %q contains a NUL byte", p)
-	}
-	raw := p
-	if !filepath.IsAbs(p) {
-		raw = w.dir + string(filepath.Separator) + p // not cleaned: "link/.." climbs from the target
-	}
-	if !w.inside(filepath.Clean(raw)) {
-		return "", escapeError(p)
-	}
-	real, err := hook.ResolvePath(raw)
-	if err != nil {
-		return "", fmt.Errorf("path %q: %v", p, err)
-	}
-	if !w.inside(real) {
-		return "", escapeError(p)
-	}
-	rel, err := filepath.Rel(w.dir, real)
-	if err != nil {
-		return "", escapeError(p)
-	}
-	return filepath.ToSlash(rel), nil
-}
-
-func (w *workspace) inside(abs string) bool {
-	rel, err := filepath.Rel(w.dir, abs)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
-}
-
-// judged returns p when it is already in canonical form, and refuses it otherwise: a
-// tool acts only on the form its preprocessor produced and the policy judged.
-func (w *workspace) judged(p string) (string, error) {
-	rel, err := w.resolve(p)
-	if err != nil {
-		return "", err
-	}
-	if rel != p {
-		return "", fmt.Errorf("path %q is not in the form that was judged (%q); nothing was done", p, rel)
-	}
-	return rel, nil
-}
-
-// confine is a tool's own preprocessor for the path argument key: a path that leaves
-// the workspace is refused; any other is replaced by its canonical form, which the
-// Guard then judges again. With write set, a protected file is refused whatever the
-// policy says.
-func (w *workspace) confine(key string, write bool) func(context.Context, warden.ToolCall) warden.CallOutcome {
-	return func(_ context.Context, c warden.ToolCall) warden.CallOutcome {
-		v, present := c.Args.Get(key)
-		if !present {
-			return warden.AllowCall()
-		}
-		p, ok := v.(string)
-		if !ok {
-			return warden.AllowCall() // the schema refuses it
-		}
-		rel, err := w.resolve(p)
-		if err != nil {
-			return warden.DenyCall(err.Error())
-		}
-		if write {
-			if h, ok := w.protectedFile(rel); ok {
-				return warden.DenyCall(protectedWriteText(p, h))
-			}
-		}
-		if rel == p {
-			return warden.AllowCall()
-		}
-		return warden.TransformCall(c.Args.With(key, rel), fmt.Sprintf("%s %q judged as the file it opens, %q", key, p, rel))
-	}
-}
-
-// protectedWriteText is what the model reads when the editor refuses a protected file.
-func protectedWriteText(p string, h hook.Hit) string {
-	return fmt.Sprintf("Warden refused this write: %s is %s, which no tool call may change, whatever the policy says.", p, h.What)
-}
-
-// confineShell is the bash tool's preprocessor: the file arguments of cat, wc -l and
-// ls are replaced by their canonical form (see confine), so that the policy judges the
-// command the demo shell will run. A command the demo shell does not run is left as it
-// is (it runs nothing).
-func (w *workspace) confineShell(_ context.Context, c warden.ToolCall) warden.CallOutcome {
-	command, _ := c.Args.String("command")
-	argv, paths, ok := demoShellPaths(command)
-	if !ok {
-		return warden.AllowCall()
-	}
-	changed := false
-	for _, i := range paths {
-		rel, err := w.resolve(argv[i])
-		if err != nil {
-			return warden.DenyCall(err.Error())
-		}
-		if rel != argv[i] {
-			if strings.Trim(rel, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./+,@%") != "" {
-				return warden.DenyCall(fmt.Sprintf("path %q leads to %q, which the demo shell cannot take as one word; use the reader tool", argv[i], rel))
-			}
-			argv[i], changed = rel, true
-		}
-	}
-	if !changed {
-		return warden.AllowCall()
-	}
-	return warden.TransformCall(c.Args.With("command", strings.Join(argv, " ")), "file arguments judged as the files the demo shell opens")
-}
-
-// demoShellPaths splits a command the demo shell runs into its words and the indexes of
-// those that name files; ok is false for anything it does not run.
-func demoShellPaths(command string) (argv []string, paths []int, ok bool) {
-	a := shell.Analyze(command)
-	if !a.Simple || len(a.Commands) != 1 {
-		return nil, nil, false
-	}
-	argv = strings.Fields(a.Commands[0])
-	if len(argv) == 0 {
-		return nil, nil, false
-	}
-	switch name, n := argv[0], len(argv); {
-	case name == "ls" && n == 2:
-		paths = []int{1}
-	case name == "cat" && n >= 2:
-		for i := 1; i < n; i++ {
-			paths = append(paths, i)
-		}
-	case name == "wc" && n >= 3 && argv[1] == "-l":
-		for i := 2; i < n; i++ {
-			paths = append(paths, i)
-		}
-	default:
-		return nil, nil, false
-	}
-	return argv, paths, true
-}
-
-// errChanged is the error for a path that changed (a link put in its place) between
-// the judgement and the open.
-func errChanged(p string) error {
-	return fmt.Errorf("%s changed since it was judged (a symbolic link or another file is in its place); nothing was done", p)
-}
-
-// stepDir opens the directory name (one component) of parent without following a
-// symbolic link: it must be a directory and not a link, and the directory opened must
-// be the one inspected. With create, a missing directory is made first.
-func stepDir(parent *os.Root, name, shown string, create bool) (*os.Root, error) {
-	fi, err := parent.Lstat(name)
-	if errors.Is(err, fs.ErrNotExist) && create {
-		if err := parent.Mkdir(name, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-			return nil, cleanPathError(err, shown)
-		}
-		fi, err = parent.Lstat(name)
-	}
-	if err != nil {
-		return nil, cleanPathError(err, shown)
-	}
-	if fi.Mode()&fs.ModeSymlink != 0 {
-		return nil, errChanged(shown)
-	}
-	if !fi.IsDir() {
-		return nil, fmt.Errorf("%s is not a directory", shown)
-	}
-	sub, err := parent.OpenRoot(name)
-	if err != nil {
-		return nil, cleanPathError(err, shown)
-	}
-	now, err := sub.Stat(".")
-	if err != nil || !os.SameFile(fi, now) {
-		sub.Close()
-		return nil, errChanged(shown)
-	}
-	return sub, nil
-}
-
-// openDir opens the workspace directory rel (canonical) without following any link;
-// the caller closes it. With create, missing directories are made.
-func (w *workspace) openDir(rel string, create bool) (*os.Root, error) {
-	cur, err := w.root.OpenRoot(".")
-	if err != nil {
-		return nil, err
-	}
-	if rel == "." {
-		return cur, nil
-	}
-	done := ""
-	for _, name := range strings.Split(rel, "/") {
-		done = path.Join(done, name)
-		next, err := stepDir(cur, name, done, create)
-		cur.Close()
-		if err != nil {
-			return nil, err
-		}
-		cur = next
-	}
-	return cur, nil
-}
-
-// openIn opens the file name (one component) of dir without following a link: an
-// existing name must be a regular file and the file opened the one inspected; a missing
-// one is created only with os.O_CREATE, exclusively. O_TRUNC applies only once the file
-// is known to be the one inspected.
-func openIn(dir *os.Root, name, shown string, flag int, perm fs.FileMode) (*os.File, error) {
-	fi, err := dir.Lstat(name)
-	switch {
-	case errors.Is(err, fs.ErrNotExist) && flag&os.O_CREATE != 0:
-		f, err := dir.OpenFile(name, flag|os.O_EXCL, perm)
-		if errors.Is(err, fs.ErrExist) {
-			return nil, errChanged(shown)
-		}
-		if err != nil {
-			return nil, cleanPathError(err, shown)
-		}
-		return f, nil
-	case err != nil:
-		return nil, cleanPathError(err, shown)
-	case fi.Mode()&fs.ModeSymlink != 0:
-		return nil, errChanged(shown)
-	case fi.IsDir():
-		return nil, fmt.Errorf("%s is a directory", shown)
-	case !fi.Mode().IsRegular():
-		return nil, fmt.Errorf("%s is not a regular file", shown)
-	}
-	f, err := dir.OpenFile(name, flag&^(os.O_CREATE|os.O_TRUNC|os.O_EXCL)|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, cleanPathError(err, shown)
-	}
-	now, err := f.Stat()
-	if err != nil || !os.SameFile(fi, now) {
-		f.Close()
-		return nil, errChanged(shown)
-	}
-	if flag&os.O_TRUNC != 0 {
-		if err := f.Truncate(0); err != nil {
-			f.Close()
-			return nil, cleanPathError(err, shown)
-		}
-	}
-	return f, nil
-}
-
-// openFile opens the workspace file rel (canonical) without following any link.
-func (w *workspace) openFile(rel string, flag int, perm fs.FileMode, mkdirs bool) (*os.File, error) {
-	if rel == "." {
-		return nil, errors.New(". is a directory")
-	}
-	dir, base := path.Split(rel)
-	d, err := w.openDir(path.Clean("./"+dir), mkdirs)
-	if err != nil {
-		return nil, err
-	}
-	defer d.Close()
-	return openIn(d, base, rel, flag, perm)
-}
-
-// readAll reads an open file of at most maxToolFile bytes.
-func readAll(f *os.File, shown string) (string, error) {
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return "", cleanPathError(err, shown)
-	}
-	if fi.Size() > maxToolFile {
-		return "", fmt.Errorf("%s is %d bytes, over the %d bytes these tools read", shown, fi.Size(), maxToolFile)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, maxToolFile+1))
-	if err != nil {
-		return "", cleanPathError(err, shown)
-	}
-	if len(b) > maxToolFile {
-		return "", fmt.Errorf("%s is over the %d bytes these tools read", shown, maxToolFile)
-	}
-	return string(b), nil
-}
-
-func (w *workspace) readFile(p string) (string, error) {
-	rel, err := w.judged(p)
-	if err != nil {
-		return "", err
-	}
-	f, err := w.openFile(rel, os.O_RDONLY, 0, false)
-	if err != nil {
-		return "", err
-	}
-	return readAll(f, p)
-}
-
-// cleanPathError drops the absolute workspace path from a file error.
-func cleanPathError(err error, p string) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return fmt.Errorf("%s: %v", p, pe.Err)
-	}
-	return err
-}
-
-func objectSchema(props string, required ...string) json.RawMessage {
-	req, _ := json.Marshal(required)
-	return json.RawMessage(`{"type":"object","properties":{` + props + `},"required":` + string(req) + `,"additionalProperties":false}`)
-}
-
-func (w *workspace) tools() []warden.Executable {
-	return []warden.Executable{
-		{
-			Tool: warden.Tool{
-				Name:        "reader",
-				Description: "Read a text file in the workspace.",
-				InputSchema: objectSchema(`"path":{"type":"string","description":"the file, relative to the workspace"}`, "path"),
-				Source:      "builtin",
-			},
-			Pre: w.confine("path", false),
-			Run: func(_ context.Context, a warden.Args, _ *warden.Credential) (any, error) {
-				p, _ := a.String("path")
-				return w.readFile(p)
-			},
-		},
-		{
-			Tool: warden.Tool{
-				Name:        "editor",
-				Description: "Write or append text to a file in the workspace.",
-				InputSchema: objectSchema(`"file_path":{"type":"string","description":"the file, relative to the workspace"},"action":{"type":"string","enum":["write","append"]},"content":{"type":"string"}`, "file_path", "action", "content"),
-				Source:      "builtin",
-			},
-			Pre: w.confine("file_path", true),
-			Run: func(_ context.Context, a warden.Args, _ *warden.Credential) (any, error) {
-				p, _ := a.String("file_path")
-				action, _ := a.String("action")
-				content, _ := a.String("content")
-				return w.edit(p, action, content)
-			},
-		},
-		{
-			Tool: warden.Tool{
-				Name:        "search",
-				Description: "Find the lines that contain a text (plain substring, case-sensitive) in the files under a path of the workspace.",
-				InputSchema: objectSchema(`"pattern":{"type":"string","minLength":1},"path":{"type":"string","description":"a file or directory, relative to the workspace (default: the whole workspace)"}`, "pattern"),
-				Source:      "builtin",
-			},
-			Pre: w.confine("path", false),
-			Run: func(_ context.Context, a warden.Args, _ *warden.Credential) (any, error) {
-				pattern, _ := a.String("pattern")
-				p, ok := a.String("path")
-				if !ok || p == "" {
-					p = "."
-				}
-				return w.search(pattern, p)
-			},
-		},
-		{
-			Tool: warden.Tool{
-				Name:        "bash",
-				Description: "Run one command in the workspace. A small in-process shell: only ls [DIR], cat FILE..., echo ..., pwd and wc -l FILE... are supported, without pipes, redirections or variables.",
-				InputSchema: objectSchema(`"command":{"type":"string"}`, "command"),
-				Source:      "builtin",
-			},
-			Pre: w.confineShell,
-			Run: func(_ context.Context, a warden.Args, _ *warden.Credential) (any, error) {
-				c, _ := a.String("command")
-				return w.bash(c)
-			},
-		},
-	}
-}
-
-func (w *workspace) edit(p, action, content string) (string, error) {
-	rel, err := w.judged(p)
-	if err != nil {
-		return "", err
-	}
-	if h, ok := w.protectedFile(rel); ok {
-		return "", errors.New(protectedWriteText(p, h))
-	}
-	flag := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
-	verb := "wrote"
-	switch action {
-	case "write":
-	case "append":
-		flag, verb = os.O_WRONLY|os.O_CREATE|os.O_APPEND, "appended"
-	default:
-		return "", fmt.Errorf("unknown action %q (want write or append)", action)
-	}
-	f, err := w.openFile(rel, flag, 0o644, true)
-	if err != nil {
-		return "", err
-	}
-	_, werr := f.WriteString(content)
-	if err := errors.Join(werr, f.Close()); err != nil {
-		return "", cleanPathError(err, p)
-	}
-	return fmt.Sprintf("%s %d bytes to %s", verb, len(content), p), nil
-}
-
-func (w *workspace) search(pattern, p string) (string, error) {
-	rel, err := w.judged(p)
-	if err != nil {
-		return "", err
-	}
-	var out []string
-	more := false
-	skipped := 0
-	// scan adds the matching lines of one open file.
-	scan := func(f *os.File, name string) {
-		text, err := readAll(f, name)
-		if err != nil || strings.IndexByte(text, 0) >= 0 {
-			return // unreadable, too large and binary files are skipped
-		}
-		sc := bufio.NewScanner(strings.NewReader(text))
-		sc.Buffer(make([]byte, 0, 64<<10), maxToolFile)
-		for line := 1; sc.Scan(); line++ {
-			if strings.Contains(sc.Text(), pattern) {
-				if len(out) == maxSearchMatches {
-					more = true
-					return
-				}
-				out = append(out, fmt.Sprintf("%s:%d: %s", name, line, sc.Text()))
-			}
-		}
-	}
-	// walk searches an open directory, never following a link.
-	var walk func(d *os.Root, prefix string, depth int)
-	walk = func(d *os.Root, prefix string, depth int) {
-		entries, err := fs.ReadDir(d.FS(), ".")
-		if err != nil {
-			return // unreadable directories are skipped
-		}
-		for _, e := range entries {
-			if more {
-				return
-			}
-			name := path.Join(prefix, e.Name())
-			switch {
-			case e.IsDir() && depth < maxSearchDepth:
-				if sub, err := stepDir(d, e.Name(), name, false); err == nil {
-					walk(sub, name, depth+1)
-					sub.Close()
-				}
-			case e.Type().IsRegular():
-				if w.maySearch != nil && !w.maySearch(pattern, name) {
-					skipped++ // the policy would refuse searching this file by name
-					continue
-				}
-				if f, err := openIn(d, e.Name(), name, os.O_RDONLY, 0); err == nil {
-					scan(f, name)
-				}
-			}
-		}
-	}
-	if fi, err := w.root.Lstat(rel); err == nil && fi.Mode().IsRegular() {
-		f, err := w.openFile(rel, os.O_RDONLY, 0, false)
-		if err != nil {
-			return "", err
-		}
-		scan(f, rel)
-	} else {
-		d, err := w.openDir(rel, false)
-		if err != nil {
-			return "", err
-		}
-		walk(d, rel, 0)
-		d.Close()
-	}
-	if more {
-		out = append(out, fmt.Sprintf("(stopped after %d matches; narrow the search)", maxSearchMatches))
-	}
-	if skipped > 0 {
-		out = append(out, fmt.Sprintf("(%d %s not searched: the policy does not allow searching %s)", skipped, pluralWord(skipped, "file", "files"), pluralWord(skipped, "it", "them")))
-	}
-	if len(out) == 0 {
-		return "no matches", nil
-	}
-	return strings.Join(out, "\n"), nil
-}
-
-// errDemoShell is what the demo shell answers for anything it does not run.
-var errDemoShell = errors.New("this demo shell supports only ls, cat, echo, pwd, wc -l")
-
-// bash runs one command of the demo shell's tiny subset, in-process. The command is
-// parsed with package shell; anything but one simple command of literal words, and
-// anything but the supported commands, is refused without running anything. A file
-// argument must be in the canonical form the preprocessor gave it.
-func (w *workspace) bash(command string) (string, error) {
-	a := shell.Analyze(command)
-	if !a.Simple {
-		return "", fmt.Errorf("%w (one simple command; this one has %s)", errDemoShell, a.Problem)
-	}
-	if len(a.Commands) != 1 {
-		return "", errDemoShell
-	}
-	argv := strings.Fields(a.Commands[0])
-	name, args := argv[0], argv[1:]
-	switch {
-	case name == "pwd" && len(args) == 0:
-		return w.dir + "\n", nil
-	case name == "echo":
-		return strings.Join(args, " ") + "\n", nil
-	case name == "ls" && len(args) <= 1:
-		dir := "."
-		if len(args) == 1 {
-			dir = args[0]
-		}
-		return w.ls(dir)
-	case name == "cat" && len(args) >= 1:
-		var b strings.Builder
-		for _, f := range args {
-			s, err := w.readFile(f)
-			if err != nil {
-				return "", fmt.Errorf("cat: %w", err)
-			}
-			b.WriteString(s)
-		}
-		return b.String(), nil
-	case name == "wc" && len(args) >= 2 && args[0] == "-l":
-		var b strings.Builder
-		for _, f := range args[1:] {
-			s, err := w.readFile(f)
-			if err != nil {
-				return "", fmt.Errorf("wc: %w", err)
-			}
-			fmt.Fprintf(&b, "%d %s\n", strings.Count(s, "\n"), f)
-		}
-		return b.String(), nil
-	}
-	return "", errDemoShell
-}
-
-func (w *workspace) ls(p string) (string, error) {
-	rel, err := w.judged(p)
-	if err != nil {
-		return "", fmt.Errorf("ls: %w", err)
-	}
-	d, err := w.openDir(rel, false)
-	if err != nil {
-		return "", fmt.Errorf("ls: %w", err)
-	}
-	defer d.Close()
-	entries, err := fs.ReadDir(d.FS(), ".")
-	if err != nil {
-		return "", fmt.Errorf("ls: %w", cleanPathError(err, p))
-	}
-	var b strings.Builder
-	for _, e := range entries {
-		b.WriteString(e.Name())
-		if e.IsDir() {
-			b.WriteByte('/')
-		}
-		b.WriteByte('\n')
-	}
-	return b.String(), nil
-}
-
-// pluralWord is one when n is 1, many otherwise.
-func pluralWord(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }

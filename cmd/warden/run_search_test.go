@@ -35,7 +35,7 @@ func TestRunSearchSkipsDeniedFiles(t *testing.T) {
 	}
 	defer rt.close()
 	var search warden.Executable
-	for _, e := range rt.ws.tools() {
+	for _, e := range rt.ws.Tools() {
 		if e.Tool.Name == "search" {
 			search = e
 		}

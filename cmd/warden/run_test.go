@@ -297,48 +297,6 @@ func TestRunWorkspaceConfinement(t *testing.T) {
 	}
 }
 
-func TestRunWorkspaceResolve(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(dir, "ws", "sub"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink("sub", filepath.Join(dir, "ws", "inner")); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink("..", filepath.Join(dir, "ws", "up")); err != nil {
-		t.Fatal(err)
-	}
-	w, err := openWorkspace(filepath.Join(dir, "ws"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.root.Close()
-	for p, want := range map[string]string{
-		"a.txt": "a.txt", "sub/../a.txt": "a.txt", "./sub/new/file": "sub/new/file", "inner/x": "sub/x", "inner/../a.txt": "a.txt",
-		"sub//x/./": "sub/x",
-		".":         ".", filepath.Join(w.dir, "b"): "b",
-	} {
-		if got, err := w.resolve(p); err != nil || got != want {
-			t.Errorf("resolve(%q) = %q, %v; want %q", p, got, err, want)
-		}
-	}
-	for _, p := range []string{"..", "../x", "sub/../../x", "/etc/passwd", "up/x", "up", "", "a\x00b", filepath.Dir(w.dir)} {
-		if got, err := w.resolve(p); err == nil {
-			t.Errorf("resolve(%q) = %q, want a refusal", p, got)
-		}
-	}
-	// The editor creates directories inside, and never writes outside.
-	if _, err := w.edit("sub/deep/n.txt", "write", "x"); err != nil {
-		t.Error(err)
-	}
-	if _, err := w.edit("up/escaped.txt", "write", "x"); err == nil {
-		t.Error("wrote through a symlink out of the workspace")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "escaped.txt")); !os.IsNotExist(err) {
-		t.Error("a file was written outside the workspace")
-	}
-}
-
 func TestRunDemoShell(t *testing.T) {
 	dir := runFixture(t)
 	r := runWarden(t, "run", "--config", filepath.Join(dir, "shell.yaml"), "look around")
@@ -352,41 +310,6 @@ func TestRunDemoShell(t *testing.T) {
 		"→ bash {\"command\":\"date\"}\n  allowed by date\n  failed: Tool 'bash' failed: this demo shell supports only ls, cat, echo, pwd, wc -l\n",
 		"→ bash {\"command\":\"ls; rm -rf /\"}\n  refused: [permission denied: Shell control operator requires explicit approval: 'ls; rm -rf /']\n",
 		"→ search {\"pattern\":\"second\"}\n  allowed by *\n  ← 24 chars\n")
-
-	w, err := openWorkspace(filepath.Join(dir, "workspace"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.root.Close()
-	for cmd, want := range map[string]string{
-		"ls":               "notes.txt\n",
-		"cat notes.txt":    "hello from the workspace\nsecond line\n",
-		"wc -l notes.txt":  "2 notes.txt\n",
-		"echo a   b":       "a b\n",
-		"pwd":              w.dir + "\n",
-		"/bin/echo hi":     "hi\n",
-		"search-it second": "",
-	} {
-		if cmd == "search-it second" {
-			got, err := w.search("second", ".")
-			if err != nil || got != "notes.txt:2: second line" {
-				t.Errorf("search = %q, %v", got, err)
-			}
-			continue
-		}
-		got, err := w.bash(cmd)
-		if err != nil || got != want {
-			t.Errorf("bash(%q) = %q, %v; want %q", cmd, got, err, want)
-		}
-	}
-	for _, cmd := range []string{"rm notes.txt", "ls | wc -l", "echo $HOME", "cat notes.txt > x", "sudo ls", "sh -c ls", "wc notes.txt", "ls a b", "pwd x", "cat", "curl http://example.com"} {
-		if got, err := w.bash(cmd); err == nil || !strings.Contains(err.Error(), "this demo shell supports only ls, cat, echo, pwd, wc -l") {
-			t.Errorf("bash(%q) = %q, %v; want the demo shell's refusal", cmd, got, err)
-		}
-	}
-	if _, err := os.Stat(filepath.Join(dir, "workspace", "notes.txt")); err != nil {
-		t.Errorf("notes.txt: %v", err)
-	}
 }
 
 func TestRunHalt(t *testing.T) {
