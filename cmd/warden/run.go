@@ -4,18 +4,15 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -27,10 +24,10 @@ import (
 
 	"github.com/wardenhq/warden"
 	"github.com/wardenhq/warden/agent"
+	"github.com/wardenhq/warden/checkpoint"
 	"github.com/wardenhq/warden/directives"
 	"github.com/wardenhq/warden/hook"
 	"github.com/wardenhq/warden/internal/display"
-	"github.com/wardenhq/warden/internal/seal"
 	"github.com/wardenhq/warden/internal/yamlstrict"
 	"github.com/wardenhq/warden/mcp"
 	"github.com/wardenhq/warden/policy"
@@ -263,9 +260,9 @@ func runAgentCommand(ctx context.Context, w io.Writer, o runOptions, task string
 	}
 	// The key that seals checkpoints. A resume needs the one the run paused with, so it
 	// never creates one.
-	keyFile, err := checkpointKeyFile(o.key)
+	keyFile, err := checkpoint.KeyFile(o.key)
 	if err != nil {
-		return err
+		return checkpointError(err)
 	}
 	if cfg.workspace != "" {
 		// Before a key is created: never create one where the run's tools work.
@@ -274,27 +271,27 @@ func runAgentCommand(ctx context.Context, w io.Writer, o runOptions, task string
 			if real, rerr := hook.ResolvePath(ws); rerr == nil {
 				ws = real
 			}
-			if err := keyOutsideWorkspace(keyFile, ws); err != nil {
-				return err
+			if err := checkpoint.KeyOutsideWorkspace(keyFile, ws); err != nil {
+				return checkpointError(err)
 			}
 		}
 	}
-	key, err := loadCheckpointKey(keyFile, o.resume == "")
+	key, err := checkpoint.LoadKey(keyFile, o.resume == "")
 	if err != nil {
-		return err
+		return checkpointError(err)
 	}
-	var saved *runCheckpoint
+	var saved *checkpoint.Checkpoint
 	switch {
 	case fromStore:
-		if saved, err = getStoredCheckpoint(ctx, st, o.resume, key, keyFile); err != nil {
-			return err
+		if saved, err = checkpoint.GetStored(ctx, st, o.resume, key, keyFile); err != nil {
+			return checkpointError(err)
 		}
 	case o.resume != "":
-		if saved, err = readRunCheckpoint(o.resume, key, keyFile); err != nil {
-			if _, serr := os.Stat(o.resume); serr != nil && dsn == "" && strings.HasPrefix(o.resume, storedCheckpointPrefix) {
+		if saved, err = checkpoint.ReadFile(o.resume, key, keyFile); err != nil {
+			if _, serr := os.Stat(o.resume); serr != nil && dsn == "" && strings.HasPrefix(o.resume, checkpoint.StoredPrefix) {
 				return usageErrorf("%s is not a file; if it is a stored checkpoint's id, name the store with --store DSN or $WARDEN_STORE", o.resume)
 			}
-			return err
+			return checkpointError(err)
 		}
 	}
 	rt, err := newRuntime(cfg, saved, key, w)
@@ -302,8 +299,8 @@ func runAgentCommand(ctx context.Context, w io.Writer, o runOptions, task string
 		return err
 	}
 	defer rt.close()
-	if err := keyOutsideWorkspace(keyFile, rt.ws.Dir()); err != nil {
-		return err
+	if err := checkpoint.KeyOutsideWorkspace(keyFile, rt.ws.Dir()); err != nil {
+		return checkpointError(err)
 	}
 	rt.st, rt.dsn = st, dsn
 	if err := protectRunFiles(rt.ws, cfg, dsn); err != nil {
@@ -321,7 +318,7 @@ func runAgentCommand(ctx context.Context, w io.Writer, o runOptions, task string
 // resume shows the pending call, claims the checkpoint and resumes it. The claim comes
 // first: of several resumes of one checkpoint exactly one gets past it, and once it is
 // taken the checkpoint never resumes again, whatever happens next.
-func (rt *runtime) resume(ctx context.Context, o runOptions, saved *runCheckpoint) error {
+func (rt *runtime) resume(ctx context.Context, o runOptions, saved *checkpoint.Checkpoint) error {
 	w := rt.w
 	// The agent's own checkpoint, checked as Resume will check it: the question shown
 	// here is the one that resumes.
@@ -335,7 +332,7 @@ func (rt *runtime) resume(ctx context.Context, o runOptions, saved *runCheckpoin
 	if o.approve && o.digest != "" && o.digest != pd.ApprovalDigest() {
 		return cmdError(exitUsage, "%s: --digest %s is not this checkpoint's approval digest (%s): the pending call is not the one you were shown, so nothing ran; look at it again and approve that digest", o.resume, o.digest, pd.ApprovalDigest())
 	}
-	if t, ok := rt.guard.Tool(pd.Tool); !ok || toolDefinition(t) != saved.PendingTool {
+	if t, ok := rt.guard.Tool(pd.Tool); !ok || checkpoint.ToolDefinition(t) != saved.PendingTool {
 		// Before the claim: the checkpoint stays, and resumes once the tool is back.
 		return configError(&warden.ConfigError{File: o.resume, Msg: "the definition of " + pd.Tool + " changed since the pause (its description, input schema, capabilities or source differ, or it is gone): the person was asked about the tool as it was, so nothing ran", Hint: "check what changed the tool; run the task again to ask about the tool as it is now"})
 	}
@@ -349,26 +346,26 @@ func (rt *runtime) resume(ctx context.Context, o runOptions, saved *runCheckpoin
 	fmt.Fprintf(w, "  digest:   %s (the arguments)\n", pd.Digest)
 	fmt.Fprintf(w, "  approval: %s (the tool, the question and the arguments)\n", pd.ApprovalDigest())
 
-	claim := newRunClaim(o.resume, pd, verb, o.by)
-	var c claimed
-	if rt.st != nil && saved.stored {
-		c, err = claimStored(ctx, rt.st, o.resume, saved, claim)
+	claim := checkpoint.NewClaim(o.resume, pd, verb, o.by)
+	var c checkpoint.Claimed
+	if rt.st != nil && saved.Stored() {
+		c, err = checkpoint.ClaimStored(ctx, rt.st, o.resume, saved, claim)
 	} else {
-		c, err = claimFile(strings.TrimPrefix(saved.Kept, "file:"), saved, claim)
+		c, err = checkpoint.ClaimFile(strings.TrimPrefix(saved.Kept, "file:"), saved, claim)
 	}
 	if err != nil {
-		return err
+		return checkpointError(err)
 	}
 	res, err := rt.agent.Resume(ctx, saved.Checkpoint, answer)
 	if res.Resumed == nil && err != nil {
 		// Refused before anything ran (the Guard refused the pending decision).
-		if ferr := c.finish(ctx, claimRefused, err.Error()); ferr != nil {
+		if ferr := c.Finish(ctx, checkpoint.StateRefused, err.Error()); ferr != nil {
 			fmt.Fprintf(w, "warning: could not record the refused resume of %s: %v\n", o.resume, ferr)
 		}
 		return configError(fmt.Errorf("%s: %w", o.resume, err))
 	}
 	// The call may have run: from here on the checkpoint is used, and the claim says so.
-	if ferr := c.finish(ctx, claimResumed, ""); ferr != nil {
+	if ferr := c.Finish(ctx, checkpoint.StateResumed, ""); ferr != nil {
 		fmt.Fprintf(w, "warning: could not record that %s was resumed (its claim stays, so it will not resume again): %v\n", o.resume, ferr)
 	}
 	if r := res.Resumed; r.RevisionChanged {
@@ -393,7 +390,7 @@ type runtime struct {
 	key       []byte      // seals checkpoints
 }
 
-func newRuntime(cfg *runConfig, saved *runCheckpoint, key []byte, w io.Writer) (*runtime, error) {
+func newRuntime(cfg *runConfig, saved *checkpoint.Checkpoint, key []byte, w io.Writer) (*runtime, error) {
 	pol, err := policy.LoadFile(cfg.policy, &policy.LoadOptions{Role: cfg.role})
 	if err != nil {
 		return nil, configError(err)
@@ -675,8 +672,8 @@ func (rt *runtime) pause(o runOptions, p *agent.Paused) error {
 		return internalError(err)
 	}
 	t, _ := rt.guard.Tool(p.Pending.Tool)
-	cp := &runCheckpoint{
-		PendingTool: toolDefinition(t),
+	cp := &checkpoint.Checkpoint{
+		PendingTool: checkpoint.ToolDefinition(t),
 		ID:          hex.EncodeToString(id),
 		Config:      rt.cfg.path,
 		Workspace:   rt.ws.Dir(),
@@ -685,7 +682,7 @@ func (rt *runtime) pause(o runOptions, p *agent.Paused) error {
 	}
 	var file string
 	if rt.st != nil {
-		cp.Kept = "store:" + storedCheckpointPrefix + cp.ID
+		cp.Kept = "store:" + checkpoint.StoredPrefix + cp.ID
 	} else {
 		// The checkpoint holds the whole conversation: only its owner may read it.
 		if err := os.MkdirAll(rt.cfg.checkpointDir, 0o700); err != nil {
@@ -701,15 +698,15 @@ func (rt *runtime) pause(o runOptions, p *agent.Paused) error {
 		file = filepath.Join(dir, "warden-checkpoint-"+cp.ID+".json")
 		cp.Kept = "file:" + file
 	}
-	data, err := sealRunCheckpoint(cp, rt.key)
+	data, err := checkpoint.Seal(cp, rt.key)
 	if err != nil {
 		return internalError(err)
 	}
 	var where, base string
 	if rt.st != nil {
 		// The same bytes as the file, kept in the store under an id.
-		ckpt := storedCheckpointPrefix + hex.EncodeToString(id)
-		ctx, cancel := context.WithTimeout(context.Background(), runStoreTimeout)
+		ckpt := checkpoint.StoredPrefix + hex.EncodeToString(id)
+		ctx, cancel := context.WithTimeout(context.Background(), checkpoint.StoreTimeout)
 		defer cancel()
 		if err := rt.st.PutCheckpoint(ctx, ckpt, data); err != nil {
 			return internalError(fmt.Errorf("storing the checkpoint: %w", err))
@@ -737,18 +734,6 @@ func (rt *runtime) pause(o runOptions, p *agent.Paused) error {
 	fmt.Fprintf(w, "approve:  %s --approve --digest %s --by NAME\n", base, p.Pending.ApprovalDigest())
 	fmt.Fprintf(w, "decline:  %s --decline --by NAME --note 'why'\n", base)
 	return silentExit(exitAsk)
-}
-
-// toolDefinition is the digest of what a tool is to the model and the policy: its name,
-// source, description, input schema and declared capabilities.
-func toolDefinition(t warden.Tool) string {
-	// Strings and string slices only: encoding cannot fail.
-	b, _ := json.Marshal(struct {
-		Name, Source, Description, InputSchema string
-		Capabilities                           []warden.Capability
-	}{t.Name, t.Source, t.Description, string(t.InputSchema), t.Capabilities})
-	sum := sha256.Sum256(b)
-	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
 // shownCall renders a call's arguments in full, as JSON on one line: what a person
@@ -788,453 +773,23 @@ func runQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// ---------------------------------------------------------------------------------------
-// The checkpoint file.
-
-// runCheckpointFormat is the format of the sealed document (package internal/seal)
-// and of its body.
-const runCheckpointFormat = "warden.run.checkpoint/v2"
-
-// unsealedRunCheckpointFormat is the format warden run wrote before checkpoints were
-// sealed.
-const unsealedRunCheckpointFormat = "warden.run.checkpoint/v1"
-
-// runCheckpoint is the body of the file a paused run writes: the agent's checkpoint
-// (sealed on its own), the question for people reading the file, and the workspace the
-// run works in. The whole is sealed with the checkpoint key, so none of it (the
-// workspace included) can be changed without the resume refusing it.
-type runCheckpoint struct {
-	Format string `json:"format"`
-	// ID names the checkpoint: its claim is warden-checkpoint-<ID>.claim.json.
-	ID string `json:"id"`
-	// Kept says where the pause kept the checkpoint: "file:<absolute path, links
-	// resolved>" or "store:<id>". A checkpoint resumes only from there: a copy or a
-	// link elsewhere, a file made from a stored one or a row copied under another id
-	// is refused, so no copy can claim (and run) it a second time.
-	Kept string `json:"kept"`
-	// PendingTool is the digest of the paused tool's definition (toolDefinition): a
-	// resume whose tool is no longer the one the person was asked about (an MCP
-	// server changed its description or schema) is refused.
-	PendingTool string                 `json:"pending_tool"`
-	Config      string                 `json:"config"`
-	Workspace   string                 `json:"workspace"`
-	Pending     warden.PendingDecision `json:"pending"`
-	Checkpoint  json.RawMessage        `json:"checkpoint"`
-
-	raw    []byte // the document as read, for the check after the claim
-	stored bool   // read from the store, not a file
+// redactDSN hides a password in a DSN printed in the resume command.
+func redactDSN(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil || u.User == nil {
+		return dsn
+	}
+	if _, ok := u.User.Password(); !ok {
+		return dsn
+	}
+	return u.Redacted()
 }
-
-// sealRunCheckpoint returns the document a pause writes: cp sealed under key, indented
-// for people.
-func sealRunCheckpoint(cp *runCheckpoint, key []byte) ([]byte, error) {
-	cp.Format = runCheckpointFormat
-	body, err := json.Marshal(cp)
-	if err != nil {
-		return nil, err
-	}
-	sealed, err := seal.Seal(key, runCheckpointFormat, body)
-	if err != nil {
-		return nil, err
-	}
-	var out bytes.Buffer
-	if err := json.Indent(&out, sealed, "", "  "); err != nil {
-		return nil, err
-	}
-	out.WriteByte('\n')
-	return out.Bytes(), nil
-}
-
-var (
-	checkpointID       = regexp.MustCompile(`^[0-9a-f]{12}$`)
-	checkpointFileName = regexp.MustCompile(`^warden-checkpoint-([0-9a-f]{12})\.json$`)
-)
-
-func readRunCheckpoint(file string, key []byte, keyFile string) (*runCheckpoint, error) {
-	data, err := os.ReadFile(file)
-	if err != nil {
-		// A checkpoint that was resumed is gone; its claim says what became of it.
-		if m := checkpointFileName.FindStringSubmatch(filepath.Base(file)); m != nil && errors.Is(err, fs.ErrNotExist) {
-			if rc, ok := readClaimFile(claimFileOf(file, m[1])); ok {
-				return nil, rc.refusal(file)
-			}
-		}
-		return nil, configError(&warden.ConfigError{File: file, Msg: "cannot read the checkpoint: " + errText(err), Hint: "pass the file a paused `warden run` wrote; a checkpoint is removed once it is resumed"})
-	}
-	cp, err := parseRunCheckpoint(file, data, key, keyFile)
-	if err != nil {
-		return nil, configError(err)
-	}
-	kept, ok := strings.CutPrefix(cp.Kept, "file:")
-	if !ok {
-		return nil, configError(&warden.ConfigError{File: file, Msg: "this checkpoint was kept in a store (" + strings.TrimPrefix(cp.Kept, "store:") + "), not in this file: a copy of it is not resumed, or the checkpoint could run twice", Hint: "resume it from the store it paused with: --store DSN --resume " + strings.TrimPrefix(cp.Kept, "store:")})
-	}
-	here, err := filepath.Abs(file)
-	if err == nil {
-		if real, rerr := filepath.EvalSymlinks(here); rerr == nil {
-			here = real
-		}
-	}
-	if err != nil || here != kept {
-		return nil, configError(&warden.ConfigError{File: file, Msg: "this checkpoint was written to " + kept + " and resumes only from there: a copy or a link elsewhere is refused, or the checkpoint could run twice; nothing ran", Hint: "resume " + kept})
-	}
-	if rc, ok := readClaimFile(claimFileOf(kept, cp.ID)); ok {
-		return nil, rc.refusal(file)
-	}
-	return cp, nil
-}
-
-// parseRunCheckpoint checks a checkpoint's seal, then decodes it; file names it in
-// errors (a file or a stored checkpoint's id).
-func parseRunCheckpoint(file string, data, key []byte, keyFile string) (*runCheckpoint, error) {
-	notOurs := func(msg string) error {
-		return &warden.ConfigError{File: file, Msg: msg, Hint: "pass the file a paused `warden run` wrote"}
-	}
-	body, err := seal.Open(key, runCheckpointFormat, data)
-	var fe *seal.FormatError
-	var ke *seal.KeyError
-	switch {
-	case errors.As(err, &fe) && fe.Got == unsealedRunCheckpointFormat:
-		return nil, &warden.ConfigError{File: file, Msg: fmt.Sprintf("the checkpoint has no seal (format %q, written before checkpoints were sealed): nothing shows it was not edited, so it is not resumed", fe.Got), Hint: "run the task again"}
-	case errors.As(err, &fe):
-		return nil, notOurs(fmt.Sprintf("not a warden run checkpoint (format %q, want %q)", fe.Got, fe.Want))
-	case errors.As(err, &ke):
-		return nil, &warden.ConfigError{File: file, Msg: fmt.Sprintf("the checkpoint was sealed with another checkpoint key (key id %s; %s has key id %s)", ke.Got, keyFile, ke.Want), Hint: "pass the key file the run paused with in --checkpoint-key or $WARDEN_CHECKPOINT_KEY_FILE"}
-	case errors.Is(err, seal.ErrMismatch):
-		return nil, &warden.ConfigError{File: file, Msg: "the checkpoint was altered after the pause: its seal does not match its content, so it is not resumed and nothing ran", Hint: "pause the run again to get a new checkpoint"}
-	case err != nil:
-		return nil, notOurs("not a warden run checkpoint: " + err.Error())
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	var cp runCheckpoint
-	if err := dec.Decode(&cp); err != nil {
-		return nil, notOurs("not a warden run checkpoint: " + err.Error())
-	}
-	if cp.Format != runCheckpointFormat || len(cp.Checkpoint) == 0 || !checkpointID.MatchString(cp.ID) {
-		return nil, notOurs(fmt.Sprintf("not a warden run checkpoint (format %q, id %q)", cp.Format, cp.ID))
-	}
-	cp.raw = data
-	return &cp, nil
-}
-
-// ---------------------------------------------------------------------------------------
-// The checkpoint key.
-
-// checkpointKeyEnv names the key file when --checkpoint-key is not given.
-const checkpointKeyEnv = "WARDEN_CHECKPOINT_KEY_FILE"
-
-// checkpointKeyFile is the key file: the flag, else $WARDEN_CHECKPOINT_KEY_FILE, else
-// <user config dir>/warden/checkpoint.key.
-func checkpointKeyFile(flag string) (string, error) {
-	if flag != "" {
-		return flag, nil
-	}
-	if env := os.Getenv(checkpointKeyEnv); env != "" {
-		return env, nil
-	}
-	dir, err := os.UserConfigDir()
-	if err != nil {
-		return "", cmdError(exitUsage, "no place for the checkpoint key (%v): name a key file with --checkpoint-key FILE or $%s", err, checkpointKeyEnv)
-	}
-	return filepath.Join(dir, "warden", "checkpoint.key"), nil
-}
-
-// loadCheckpointKey reads the key file: 32 or more bytes in hex, readable by its owner
-// only. With create, a missing file is created with a new random key (two runs that
-// both create it agree on one key: the file appears whole, by a link, or not at all).
-func loadCheckpointKey(file string, create bool) ([]byte, error) {
-	key, err := readCheckpointKey(file)
-	if errors.Is(err, fs.ErrNotExist) && create {
-		if err = createCheckpointKey(file); err == nil || errors.Is(err, fs.ErrExist) {
-			key, err = readCheckpointKey(file)
-		}
-	}
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil, cmdError(exitUsage, "no checkpoint key at %s: a checkpoint resumes only with the key it was sealed with; pass the key file the run paused with in --checkpoint-key or $%s", file, checkpointKeyEnv)
-	case err != nil:
-		return nil, cmdError(exitUsage, "checkpoint key %s: %v", file, err)
-	}
-	return key, nil
-}
-
-// keyOutsideWorkspace refuses a checkpoint key inside the workspace: the run's own tools
-// (reader, editor, search, bash) work there, and whoever reads the key can forge a
-// checkpoint, whoever replaces it can make every paused run unresumable.
-func keyOutsideWorkspace(keyFile, workspace string) error {
-	abs, err := filepath.Abs(keyFile)
-	if err != nil {
-		return cmdError(exitUsage, "checkpoint key %s: %v", keyFile, err)
-	}
-	if real, err := hook.ResolvePath(abs); err == nil {
-		abs = real
-	}
-	rel, err := filepath.Rel(workspace, abs)
-	if err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return cmdError(exitUsage, "the checkpoint key %s is inside the workspace %s, where the run's tools could read or replace it: keep the key outside the workspace (--checkpoint-key FILE or $%s), or choose another workspace", keyFile, workspace, checkpointKeyEnv)
-	}
-	return nil
-}
-
-func readCheckpointKey(file string) ([]byte, error) {
-	f, err := os.Open(file)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	// Fail closed: whoever can read the key can forge a checkpoint.
-	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-		return nil, fmt.Errorf("readable by others (mode %#o): make it readable by its owner only (chmod 600 %s)", perm, file)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, 4096))
-	if err != nil {
-		return nil, err
-	}
-	key, err := hex.DecodeString(strings.TrimSpace(string(data)))
-	if err != nil {
-		return nil, fmt.Errorf("not a key: want %d or more bytes in hex (%v)", seal.MinKeyLen, err)
-	}
-	if err := seal.CheckKey(key); err != nil {
-		return nil, err
-	}
-	return key, nil
-}
-
-func createCheckpointKey(file string) error {
-	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
-		return err
-	}
-	key := make([]byte, seal.MinKeyLen)
-	if _, err := rand.Read(key); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(file), ".checkpoint-key-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.WriteString(hex.EncodeToString(key) + "\n"); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	// CreateTemp makes the file 0600; Link fails if the key exists (another run made
-	// it first, and its key is the one to use).
-	return os.Link(tmp.Name(), file)
-}
-
-// ---------------------------------------------------------------------------------------
-// Claims: a checkpoint resumes once.
-
-const runClaimFormat = "warden.run.claim/v1"
-
-// Claim states.
-const (
-	claimClaimed = "claimed" // a resume took it; it has not finished (or died)
-	claimResumed = "resumed" // the resumed run ended
-	claimRefused = "refused" // the resume was refused before anything ran
-)
-
-// runClaim records who resumed a checkpoint: it is the claim file, or what replaces a
-// stored checkpoint.
-type runClaim struct {
-	Format     string    `json:"format"`
-	Checkpoint string    `json:"checkpoint"`
-	State      string    `json:"state"`
-	Tool       string    `json:"tool"`
-	Digest     string    `json:"digest"`
-	Decision   string    `json:"decision"`
-	By         string    `json:"by"`
-	PID        int       `json:"pid"`
-	Host       string    `json:"host,omitempty"`
-	ClaimedAt  time.Time `json:"claimed_at"`
-	FinishedAt time.Time `json:"finished_at,omitzero"`
-	Note       string    `json:"note,omitempty"`
-}
-
-func newRunClaim(name string, pd warden.PendingDecision, verb, by string) runClaim {
-	host, _ := os.Hostname()
-	return runClaim{
-		Format: runClaimFormat, Checkpoint: name, State: claimClaimed, Tool: pd.Tool, Digest: pd.Digest,
-		Decision: verb, By: by, PID: os.Getpid(), Host: host, ClaimedAt: time.Now().UTC().Truncate(time.Second),
-	}
-}
-
-func (c runClaim) encode() []byte {
-	data, _ := json.MarshalIndent(c, "", "  ") // plain fields: cannot fail
-	return append(data, '\n')
-}
-
-// parseClaim reads a claim record, or the marker older versions stored.
-func parseClaim(data []byte) (runClaim, bool) {
-	var c runClaim
-	if json.Unmarshal(data, &c) == nil && c.Format == runClaimFormat {
-		return c, true
-	}
-	var old struct {
-		Resumed  bool      `json:"resumed"`
-		Decision string    `json:"decision"`
-		By       string    `json:"by"`
-		At       time.Time `json:"at"`
-	}
-	if json.Unmarshal(data, &old) == nil && old.Resumed {
-		return runClaim{State: claimResumed, Decision: old.Decision, By: old.By, ClaimedAt: old.At}, true
-	}
-	return runClaim{}, false
-}
-
-// refusal is the error for resuming a checkpoint that carries this claim: exit 2.
-func (c runClaim) refusal(name string) error {
-	who := ""
-	if c.Decision != "" && c.By != "" {
-		who = c.Decision + " by " + c.By
-	}
-	if !c.ClaimedAt.IsZero() {
-		who += " at " + c.ClaimedAt.UTC().Format(time.RFC3339)
-	}
-	who = strings.TrimSpace(who)
-	switch c.State {
-	case claimResumed:
-		if who != "" {
-			who = " (" + who + ")"
-		}
-		return cmdError(exitUsage, "checkpoint %s was already resumed%s; a checkpoint resumes once", name, who)
-	case claimRefused:
-		if who != "" {
-			who = " (" + who + ")"
-		}
-		return cmdError(exitUsage, "checkpoint %s cannot be resumed: a resume%s was refused before anything ran: %s; pause the run again", name, who, c.Note)
-	}
-	if c.PID != 0 {
-		if who != "" {
-			who += ", "
-		}
-		who += fmt.Sprintf("process %d", c.PID)
-		if c.Host != "" {
-			who += " on " + c.Host
-		}
-	}
-	if who != "" {
-		who = " (" + who + ")"
-	}
-	tool := "the approved call"
-	if c.Tool != "" {
-		tool = c.Tool
-	}
-	// Fail closed: a claim without an end may have run the call; never run it twice.
-	return cmdError(exitUsage, "checkpoint %s: outcome unknown: a resume claimed it%s and has not finished; it is still running, or it stopped, and %s may have run. A checkpoint resumes once, so it is not resumed again: check whether %s ran before running the task again", name, who, tool, tool)
-}
-
-// claimed is a checkpoint this process claimed.
-type claimed interface {
-	// finish records how the resume ended: claimResumed (the call may have run) or
-	// claimRefused (nothing ran; note says why).
-	finish(ctx context.Context, state, note string) error
-}
-
-// claimFileOf is the claim of the checkpoint id next to file.
-func claimFileOf(file, id string) string {
-	return filepath.Join(filepath.Dir(file), "warden-checkpoint-"+id+".claim.json")
-}
-
-func readClaimFile(file string) (runClaim, bool) {
-	data, err := os.ReadFile(file)
-	if errors.Is(err, fs.ErrNotExist) {
-		return runClaim{}, false
-	}
-	if c, ok := parseClaim(data); ok {
-		return c, true
-	}
-	// Unreadable, or half-written by a resume that died: still a claim (fail closed).
-	return runClaim{State: claimClaimed}, true
-}
-
-// fileClaim is a claim file this process created.
-type fileClaim struct {
-	file, claimFile string
-	rec             runClaim
-}
-
-// claimFile claims a checkpoint file: the claim file is written whole to a temporary
-// name, then linked to its name, which fails when a claim exists. So exactly one resume
-// creates it, and it never appears half-written.
-func claimFile(file string, saved *runCheckpoint, rec runClaim) (claimed, error) {
-	cf := claimFileOf(file, saved.ID)
-	tmp, err := os.CreateTemp(filepath.Dir(cf), ".warden-claim-*")
-	if err != nil {
-		return nil, internalError(fmt.Errorf("claiming the checkpoint: %w", err))
-	}
-	defer os.Remove(tmp.Name())
-	_, werr := tmp.Write(rec.encode())
-	if cerr := tmp.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr != nil {
-		return nil, internalError(fmt.Errorf("claiming the checkpoint: %w", werr))
-	}
-	if err := os.Link(tmp.Name(), cf); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			c, _ := readClaimFile(cf)
-			return nil, c.refusal(file)
-		}
-		return nil, internalError(fmt.Errorf("claiming the checkpoint: %w", err))
-	}
-	// What was checked must be what is claimed.
-	if now, err := os.ReadFile(file); err != nil || !bytes.Equal(now, saved.raw) {
-		os.Remove(cf)
-		return nil, cmdError(exitUsage, "checkpoint %s changed while it was being resumed; nothing ran", file)
-	}
-	return &fileClaim{file: file, claimFile: cf, rec: rec}, nil
-}
-
-func (c *fileClaim) finish(_ context.Context, state, note string) error {
-	if state == claimRefused {
-		// Nothing ran: the checkpoint stays, unclaimed, as a refused one does.
-		return os.Remove(c.claimFile)
-	}
-	c.rec.State, c.rec.FinishedAt, c.rec.Note = state, time.Now().UTC().Truncate(time.Second), note
-	tmp, err := os.CreateTemp(filepath.Dir(c.claimFile), ".warden-claim-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	_, werr := tmp.Write(c.rec.encode())
-	if cerr := tmp.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr != nil {
-		return werr
-	}
-	if err := os.Rename(tmp.Name(), c.claimFile); err != nil {
-		return err
-	}
-	if err := os.Remove(c.file); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	return nil
-}
-
-// ---------------------------------------------------------------------------------------
-// Checkpoints in a store.
-
-// storedCheckpointPrefix starts the id of a checkpoint kept in a store.
-const storedCheckpointPrefix = "ckpt_"
-
-// runStoreTimeout bounds one store operation of warden run.
-const runStoreTimeout = 30 * time.Second
 
 // openRunStore opens the store of checkpoints. Resuming from it reads what exists, so
 // it uses openStore (a SQLite file that does not exist is an error); a run that may
 // pause creates the store if needed, as the hook does. Either failure is exit 2.
 func openRunStore(ctx context.Context, dsn string, resume bool) (store.Store, error) {
-	ctx, cancel := context.WithTimeout(ctx, runStoreTimeout)
+	ctx, cancel := context.WithTimeout(ctx, checkpoint.StoreTimeout)
 	defer cancel()
 	if resume {
 		return openStore(ctx, dsn)
@@ -1246,90 +801,19 @@ func openRunStore(ctx context.Context, dsn string, resume bool) (store.Store, er
 	return st, nil
 }
 
-// getStoredCheckpoint reads the checkpoint stored under id and checks it as a file's
-// would be. An unknown id and a checkpoint claimed or resumed already are exit 2.
-func getStoredCheckpoint(ctx context.Context, st store.Store, id string, key []byte, keyFile string) (*runCheckpoint, error) {
-	ctx, cancel := context.WithTimeout(ctx, runStoreTimeout)
-	defer cancel()
-	data, err := st.GetCheckpoint(ctx, id)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return nil, cmdError(exitUsage, "no checkpoint %s in the store: pass the id (or the file) a paused `warden run` printed, with the store it paused with", id)
-	case err != nil:
-		return nil, internalError(fmt.Errorf("reading checkpoint %s from the store: %w", id, err))
+// checkpointError is the exit for what package checkpoint returned: a refusal is exit
+// 2, printed as is when it names a file and as the command's own sentence otherwise;
+// anything else is a failure, exit 1.
+func checkpointError(err error) error {
+	var r *checkpoint.Refusal
+	if !errors.As(err, &r) {
+		return internalError(err)
 	}
-	if c, ok := parseClaim(data); ok {
-		return nil, c.refusal(id)
+	var ce *warden.ConfigError
+	if errors.As(r.Err, &ce) {
+		return configError(r.Err)
 	}
-	cp, err := parseRunCheckpoint(id, data, key, keyFile)
-	if err != nil {
-		return nil, configError(err)
-	}
-	if cp.Kept != "store:"+id {
-		// A file written into the store, or a row copied under another id: each copy
-		// would have a claim of its own.
-		return nil, configError(&warden.ConfigError{File: id, Msg: "this checkpoint was kept as " + cp.Kept + ", not as " + id + " in this store: a copy of it is not resumed, or the checkpoint could run twice; nothing ran", Hint: "resume the checkpoint where the pause kept it"})
-	}
-	cp.stored = true
-	return cp, nil
-}
-
-// storeClaim is a stored checkpoint this process claimed.
-type storeClaim struct {
-	st  store.Store
-	id  string
-	rec runClaim
-}
-
-// claimStored claims a stored checkpoint with the store's compare-and-swap: the
-// checkpoint is replaced by the claim, and exactly one resume gets it.
-func claimStored(ctx context.Context, st store.Store, id string, saved *runCheckpoint, rec runClaim) (claimed, error) {
-	cctx, cancel := context.WithTimeout(ctx, runStoreTimeout)
-	defer cancel()
-	prev, err := st.ClaimCheckpoint(cctx, id, rec.encode())
-	var ce *store.ClaimedError
-	switch {
-	case errors.As(err, &ce):
-		c, ok := parseClaim(ce.Data)
-		if !ok {
-			c = runClaim{State: claimClaimed, ClaimedAt: ce.At}
-		}
-		return nil, c.refusal(id)
-	case errors.Is(err, store.ErrNotFound):
-		return nil, cmdError(exitUsage, "no checkpoint %s in the store: pass the id (or the file) a paused `warden run` printed, with the store it paused with", id)
-	case err != nil:
-		return nil, internalError(fmt.Errorf("claiming checkpoint %s in the store: %w", id, err))
-	}
-	c := &storeClaim{st: st, id: id, rec: rec}
-	if !bytes.Equal(prev, saved.raw) {
-		// Replaced between the check and the claim: it is claimed now, and nothing ran.
-		const why = "the checkpoint changed between its check and its claim"
-		if ferr := c.finish(ctx, claimRefused, why); ferr != nil {
-			return nil, internalError(fmt.Errorf("claiming checkpoint %s: %s, and recording that failed: %w", id, why, ferr))
-		}
-		return nil, cmdError(exitUsage, "checkpoint %s changed while it was being resumed; nothing ran", id)
-	}
-	return c, nil
-}
-
-// finish replaces the claim with its final record; the checkpoint stays claimed.
-func (c *storeClaim) finish(ctx context.Context, state, note string) error {
-	c.rec.State, c.rec.FinishedAt, c.rec.Note = state, time.Now().UTC().Truncate(time.Second), note
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), runStoreTimeout)
-	defer cancel()
-	return c.st.PutCheckpoint(ctx, c.id, c.rec.encode())
-}
-
-// redactDSN hides a password in a DSN printed in the resume command.
-func redactDSN(dsn string) string {
-	u, err := url.Parse(dsn)
-	if err != nil || u.User == nil {
-		return dsn
-	}
-	if _, ok := u.User.Password(); !ok {
-		return dsn
-	}
-	return u.Redacted()
+	return cmdError(exitUsage, "%w", r.Err)
 }
 
 // ---------------------------------------------------------------------------------------

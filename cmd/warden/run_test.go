@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wardenhq/warden/checkpoint"
 	"github.com/wardenhq/warden/store"
 )
 
@@ -72,7 +73,7 @@ func execWardenEnv(t *testing.T, dir string, env []string, args ...string) resul
 
 // minimalEnv is the environment of the warden processes the tests start.
 func minimalEnv() []string {
-	return []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), checkpointKeyEnv + "=" + os.Getenv(checkpointKeyEnv)}
+	return []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), checkpoint.KeyEnv + "=" + os.Getenv(checkpoint.KeyEnv)}
 }
 
 func wantContains(t *testing.T, what, got string, wants ...string) {
@@ -99,27 +100,27 @@ func TestRunToolCallAndAnswer(t *testing.T) {
 }
 
 // openCheckpoint checks and decodes a checkpoint with the test run's key.
-func openCheckpoint(t *testing.T, data []byte) *runCheckpoint {
+func openCheckpoint(t *testing.T, data []byte) *checkpoint.Checkpoint {
 	t.Helper()
-	key, err := loadCheckpointKey(os.Getenv(checkpointKeyEnv), false)
+	key, err := checkpoint.LoadKey(os.Getenv(checkpoint.KeyEnv), false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cp, err := parseRunCheckpoint("checkpoint", data, key, "key")
+	cp, err := checkpoint.Parse("checkpoint", data, key, "key")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, data)
 	}
 	return cp
 }
 
-func readClaim(t *testing.T, file string) runClaim {
+func readClaim(t *testing.T, file string) checkpoint.Claim {
 	t.Helper()
 	data, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var c runClaim
-	if err := json.Unmarshal(data, &c); err != nil || c.Format != runClaimFormat {
+	var c checkpoint.Claim
+	if err := json.Unmarshal(data, &c); err != nil || c.Format != checkpoint.ClaimFormat {
 		t.Fatalf("claim %s: %v\n%s", file, err, data)
 	}
 	return c
@@ -245,7 +246,7 @@ func TestRunPauseResumeInFreshProcess(t *testing.T) {
 	if _, err := os.Stat(file); !os.IsNotExist(err) {
 		t.Errorf("the used checkpoint is still there: %v", err)
 	}
-	claim := readClaim(t, claimFileOf(file, cp.ID))
+	claim := readClaim(t, checkpoint.ClaimFileOf(file, cp.ID))
 	if claim.State != "resumed" || claim.By != "alice" || claim.Decision != "approved" || claim.Tool != "editor" || claim.Digest != cp.Pending.Digest || claim.FinishedAt.IsZero() {
 		t.Errorf("claim %+v", claim)
 	}
