@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -13,14 +12,12 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
-	"go.yaml.in/yaml/v3"
 
 	"github.com/wardenhq/warden"
 	"github.com/wardenhq/warden/agent"
@@ -28,12 +25,9 @@ import (
 	"github.com/wardenhq/warden/directives"
 	"github.com/wardenhq/warden/hook"
 	"github.com/wardenhq/warden/internal/display"
-	"github.com/wardenhq/warden/internal/yamlstrict"
 	"github.com/wardenhq/warden/mcp"
 	"github.com/wardenhq/warden/policy"
-	"github.com/wardenhq/warden/provider/anthropic"
-	"github.com/wardenhq/warden/provider/openai"
-	"github.com/wardenhq/warden/provider/scripted"
+	"github.com/wardenhq/warden/runfile"
 	"github.com/wardenhq/warden/schema"
 	"github.com/wardenhq/warden/store"
 	"github.com/wardenhq/warden/workspace"
@@ -228,7 +222,7 @@ func runAgentCommand(ctx context.Context, w io.Writer, o runOptions, task string
 	if err := o.checkFlags(task); err != nil {
 		return err
 	}
-	cfg, err := loadRunConfig(o.config)
+	cfg, err := runfile.Load(o.config)
 	if err != nil {
 		return configError(err)
 	}
@@ -239,7 +233,7 @@ func runAgentCommand(ctx context.Context, w io.Writer, o runOptions, task string
 		dsn = os.Getenv("WARDEN_STORE")
 	}
 	if dsn == "" {
-		dsn = cfg.store
+		dsn = cfg.Store
 	}
 	// With a store, --resume names a checkpoint id, unless it names an existing file.
 	fromStore := false
@@ -264,9 +258,9 @@ func runAgentCommand(ctx context.Context, w io.Writer, o runOptions, task string
 	if err != nil {
 		return checkpointError(err)
 	}
-	if cfg.workspace != "" {
+	if cfg.Workspace != "" {
 		// Before a key is created: never create one where the run's tools work.
-		ws, err := filepath.Abs(cfg.workspace)
+		ws, err := filepath.Abs(cfg.Workspace)
 		if err == nil {
 			if real, rerr := hook.ResolvePath(ws); rerr == nil {
 				ws = real
@@ -376,7 +370,7 @@ func (rt *runtime) resume(ctx context.Context, o runOptions, saved *checkpoint.C
 
 // runtime is one agent built from agent.yaml.
 type runtime struct {
-	cfg       *runConfig
+	cfg       *runfile.File
 	w         io.Writer
 	pol       *policy.Policy
 	ws        *workspace.Workspace
@@ -390,18 +384,18 @@ type runtime struct {
 	key       []byte      // seals checkpoints
 }
 
-func newRuntime(cfg *runConfig, saved *checkpoint.Checkpoint, key []byte, w io.Writer) (*runtime, error) {
-	pol, err := policy.LoadFile(cfg.policy, &policy.LoadOptions{Role: cfg.role})
+func newRuntime(cfg *runfile.File, saved *checkpoint.Checkpoint, key []byte, w io.Writer) (*runtime, error) {
+	pol, err := policy.LoadFile(cfg.Policy, &policy.LoadOptions{Role: cfg.Role})
 	if err != nil {
 		return nil, configError(err)
 	}
 	var prompt string
-	if cfg.directivesPack != "" {
-		pack, err := directives.LoadPack(cfg.directivesPack)
+	if cfg.DirectivesPack != "" {
+		pack, err := directives.LoadPack(cfg.DirectivesPack)
 		if err != nil {
 			return nil, configError(err)
 		}
-		role := cfg.directivesRole
+		role := cfg.DirectivesRole
 		if role == "" {
 			role = pol.ActiveRole()
 		}
@@ -410,16 +404,16 @@ func newRuntime(cfg *runConfig, saved *checkpoint.Checkpoint, key []byte, w io.W
 			if role == "" {
 				hint = "name the role with directives.role or role"
 			}
-			return nil, configError(located(cfg.path, cfg.directivesNode, fmt.Sprintf("directives pack %s has no role %q", cfg.directivesPack, role), hint))
+			return nil, configError(cfg.ErrorAt(runfile.SectionDirectives, fmt.Sprintf("directives pack %s has no role %q", cfg.DirectivesPack, role), hint))
 		}
 		prompt = pack.Render(role)
 	}
-	prov, err := cfg.provider.build()
+	prov, err := cfg.Provider.New()
 	if err != nil {
 		return nil, configError(err)
 	}
 	rt := &runtime{cfg: cfg, w: w, pol: pol, key: key}
-	dir := cfg.workspace
+	dir := cfg.Workspace
 	switch {
 	case dir == "" && saved != nil:
 		dir = saved.Workspace
@@ -431,7 +425,7 @@ func newRuntime(cfg *runConfig, saved *checkpoint.Checkpoint, key []byte, w io.W
 	}
 	// A directory search opens every file below it: each is judged as a search of that
 	// file (fail closed: anything but an allow skips it).
-	role := cfg.role
+	role := cfg.Role
 	maySearch := func(pattern, rel string) bool {
 		args, err := warden.NewArgs("pattern", pattern, "path", rel)
 		if err != nil {
@@ -440,10 +434,10 @@ func newRuntime(cfg *runConfig, saved *checkpoint.Checkpoint, key []byte, w io.W
 		return evaluateCall(context.Background(), pol, callSpec{tool: "search", args: args, role: role}).decision.Effect == warden.Allow
 	}
 	if rt.ws, err = workspace.Open(dir, &workspace.Options{MaySearch: maySearch}); err != nil {
-		if saved != nil && cfg.workspace == "" {
+		if saved != nil && cfg.Workspace == "" {
 			return nil, configError(fmt.Errorf("the paused run's workspace %s: %w", dir, err))
 		}
-		return nil, configError(located(cfg.path, cfg.workspaceNode, "workspace: "+err.Error(), "create the directory, or leave workspace out to use a new temporary one"))
+		return nil, configError(cfg.ErrorAt(runfile.SectionWorkspace, "workspace: "+err.Error(), "create the directory, or leave workspace out to use a new temporary one"))
 	}
 	var reg warden.Registry
 	for _, t := range rt.ws.Tools() {
@@ -453,7 +447,7 @@ func newRuntime(cfg *runConfig, saved *checkpoint.Checkpoint, key []byte, w io.W
 		}
 	}
 	// The MCP servers' tools join the built-in ones before the one Bind (ADR D3).
-	if cfg.mcp != nil {
+	if cfg.MCP != nil {
 		if err := rt.registerMCP(&reg); err != nil {
 			rt.close()
 			return nil, err
@@ -472,7 +466,7 @@ func newRuntime(cfg *runConfig, saved *checkpoint.Checkpoint, key []byte, w io.W
 		rt.close()
 		return nil, internalError(err)
 	}
-	instructions := cfg.instructions
+	instructions := cfg.Instructions
 	if instructions == "" {
 		instructions = defaultInstructions
 	}
@@ -482,7 +476,7 @@ func newRuntime(cfg *runConfig, saved *checkpoint.Checkpoint, key []byte, w io.W
 		Guard:         g,
 		Instructions:  instructions,
 		Directives:    prompt,
-		MaxIterations: cfg.maxIterations,
+		MaxIterations: cfg.MaxIterations,
 		Session:       "warden-run",
 		OnCall:        func(_ context.Context, rec agent.CallRecord) { rt.progress(rec) },
 		CheckpointKey: key,
@@ -515,7 +509,7 @@ const mcpDiscoveryTimeout = 2 * time.Minute
 // registers their tools in reg, noting for the header what each server gave and what
 // was left out (a denied server gives no tool; the run goes on without it).
 func (rt *runtime) registerMCP(reg *warden.Registry) error {
-	tc := *rt.cfg.mcp
+	tc := *rt.cfg.MCP
 	if tc.ProjectFile == "" {
 		// The project's own file is the workspace's .mcp.json.
 		def := filepath.Join(rt.ws.Dir(), ".mcp.json")
@@ -533,7 +527,7 @@ func (rt *runtime) registerMCP(reg *warden.Registry) error {
 		if errors.Is(err, warden.ErrRegistryBound) {
 			return internalError(err)
 		}
-		return configError(located(rt.cfg.path, rt.cfg.mcpNode, err.Error(), "fix the mcp section"))
+		return configError(rt.cfg.ErrorAt(runfile.SectionMCP, err.Error(), "fix the mcp section"))
 	}
 	rt.mcp = tools
 	count := map[string]int{}
@@ -559,10 +553,10 @@ func (rt *runtime) registerMCP(reg *warden.Registry) error {
 }
 
 func (rt *runtime) header(task string) {
-	p := rt.cfg.provider
-	model := p.name
-	if p.model != "" {
-		model += " " + p.model
+	p := rt.cfg.Provider
+	model := p.Name
+	if p.Model != "" {
+		model += " " + p.Model
 	}
 	fmt.Fprintf(rt.w, "model:     %s\n", model)
 	rev := strings.TrimPrefix(rt.pol.Revision(), "sha256:")
@@ -675,7 +669,7 @@ func (rt *runtime) pause(o runOptions, p *agent.Paused) error {
 	cp := &checkpoint.Checkpoint{
 		PendingTool: checkpoint.ToolDefinition(t),
 		ID:          hex.EncodeToString(id),
-		Config:      rt.cfg.path,
+		Config:      rt.cfg.Path,
 		Workspace:   rt.ws.Dir(),
 		Pending:     p.Pending,
 		Checkpoint:  json.RawMessage(p.Checkpoint),
@@ -685,10 +679,10 @@ func (rt *runtime) pause(o runOptions, p *agent.Paused) error {
 		cp.Kept = "store:" + checkpoint.StoredPrefix + cp.ID
 	} else {
 		// The checkpoint holds the whole conversation: only its owner may read it.
-		if err := os.MkdirAll(rt.cfg.checkpointDir, 0o700); err != nil {
+		if err := os.MkdirAll(rt.cfg.CheckpointDir, 0o700); err != nil {
 			return internalError(fmt.Errorf("creating the checkpoint directory: %w", err))
 		}
-		dir, err := filepath.Abs(rt.cfg.checkpointDir)
+		dir, err := filepath.Abs(rt.cfg.CheckpointDir)
 		if err != nil {
 			return internalError(err)
 		}
@@ -816,369 +810,14 @@ func checkpointError(err error) error {
 	return cmdError(exitUsage, "%w", r.Err)
 }
 
-// ---------------------------------------------------------------------------------------
-// agent.yaml
-
-type runConfig struct {
-	path           string
-	provider       providerConfig
-	policy         string
-	role           string
-	directivesPack string
-	directivesRole string
-	directivesNode *yaml.Node
-	instructions   string
-	maxIterations  int
-	workspace      string
-	workspaceNode  *yaml.Node
-	checkpointDir  string
-	store          string
-	mcp            *mcp.ToolsConfig // nil without an mcp: section
-	mcpNode        *yaml.Node
-}
-
-type providerConfig struct {
-	name, model, baseURL string
-	maxTokens            int
-	replies              []agent.ModelResponse
-}
-
-var (
-	runConfigKeys     = []string{"description", "provider", "policy", "role", "directives", "instructions", "max_iterations", "workspace", "checkpoint_dir", "store", "mcp"}
-	runProviderKeys   = []string{"name", "model", "base_url", "max_tokens", "replies"}
-	runProviderNames  = []string{"anthropic", "openai", "scripted"}
-	runDirectivesKeys = []string{"pack", "role"}
-	runReplyKeys      = []string{"text", "calls"}
-	runCallKeys       = []string{"id", "name", "args"}
-)
-
-// runDecoder decodes agent.yaml strictly; it reuses the located-error helpers of the
-// test file decoder.
-type runDecoder struct {
-	testDecoder
-	dir string
-}
-
-func loadRunConfig(file string) (*runConfig, error) {
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return nil, &warden.ConfigError{File: file, Msg: "cannot read the agent configuration: " + errText(err), Hint: "check the path given to --config"}
-	}
-	return parseRunConfig(file, data)
-}
-
-func parseRunConfig(file string, data []byte) (*runConfig, error) {
-	d := &runDecoder{testDecoder: testDecoder{file: file}, dir: filepath.Dir(file)}
-	root := d.runDocument(data)
-	if root == nil {
-		return nil, errors.Join(d.errs...)
-	}
-	cfg := d.decodeRunConfig(root)
-	if len(d.errs) > 0 {
-		return nil, errors.Join(d.errs...)
-	}
-	return cfg, nil
-}
-
-// runDocument parses exactly one YAML document without anchors or aliases.
-func (d *runDecoder) runDocument(data []byte) *yaml.Node {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil {
-		if err == io.EOF {
-			d.errs = append(d.errs, &warden.ConfigError{File: d.file, Line: 1, Column: 1, Msg: "agent configuration is empty", Hint: "write at least `provider:` and `policy:`"})
-			return nil
-		}
-		e := &warden.ConfigError{File: d.file, Msg: "invalid YAML: " + strings.TrimPrefix(err.Error(), "yaml: "), Hint: "fix the YAML syntax"}
-		e.Line, e.Column = yamlErrorPosition(data, err)
-		d.errs = append(d.errs, e)
-		return nil
-	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); err != io.EOF {
-		e := &warden.ConfigError{File: d.file, Msg: "more than one YAML document", Hint: "remove the '---' and what follows"}
-		if err == nil && len(extra.Content) > 0 {
-			e.Line, e.Column = extra.Content[0].Line, extra.Content[0].Column
-		}
-		d.errs = append(d.errs, e)
-		return nil
-	}
-	if len(doc.Content) == 0 {
-		d.fail(&doc, "write at least `provider:` and `policy:`", "agent configuration is empty")
-		return nil
-	}
-	if !d.runNoAliases(doc.Content[0]) {
-		return nil
-	}
-	return doc.Content[0]
-}
-
-func (d *runDecoder) runNoAliases(n *yaml.Node) bool {
-	if n.Kind == yaml.AliasNode || n.Anchor != "" {
-		d.fail(n, "write the value out in full", "YAML anchors and aliases are not allowed in the agent configuration")
-		return false
-	}
-	for _, c := range n.Content {
-		if !d.runNoAliases(c) {
-			return false
-		}
-	}
-	return true
-}
-
-// entries returns a mapping's entries, reporting unknown keys.
-func (d *runDecoder) entries(n *yaml.Node, where string, known []string) []entry {
-	var out []entry
-	for _, e := range d.mapping(n, where) {
-		if !slices.Contains(known, e.key) {
-			d.fail(e.keyNode, "known keys: "+strings.Join(known, ", "), "unknown key %q in %s", e.key, where)
-			continue
-		}
-		out = append(out, e)
-	}
-	return out
-}
-
-func (d *runDecoder) nonEmpty(n *yaml.Node, where string) (s string, ok bool) {
-	d.strict(func(y *yamlstrict.Decoder) { s, ok = y.NonEmpty(n, where) })
-	return s, ok
-}
-
-func (d *runDecoder) integer(n *yaml.Node, where string, min int) (int, bool) {
-	var v int64
-	var ok bool
-	d.strict(func(y *yamlstrict.Decoder) { v, ok = y.Int(n, where, int64(min)) })
-	return int(v), ok
-}
-
-// path resolves a path from the file against the file's directory.
-func (d *runDecoder) path(n *yaml.Node, where string) string {
-	s, ok := d.nonEmpty(n, where)
-	if !ok {
-		return ""
-	}
-	if filepath.IsAbs(s) {
-		return filepath.Clean(s)
-	}
-	return filepath.Join(d.dir, s)
-}
-
-func (d *runDecoder) decodeRunConfig(root *yaml.Node) *runConfig {
-	cfg := &runConfig{path: d.file, checkpointDir: "."}
-	var providerNode, policyNode *yaml.Node
-	for _, e := range d.entries(root, "the agent configuration", runConfigKeys) {
-		switch e.key {
-		case "description":
-			d.str(e.value, "description")
-		case "provider":
-			providerNode = e.value
-			cfg.provider = d.decodeProvider(e.value)
-		case "policy":
-			policyNode = e.value
-			cfg.policy = d.path(e.value, "policy")
-		case "role":
-			cfg.role, _ = d.nonEmpty(e.value, "role")
-		case "directives":
-			cfg.directivesNode = e.value
-			for _, de := range d.entries(e.value, "directives", runDirectivesKeys) {
-				switch de.key {
-				case "pack":
-					cfg.directivesPack = d.path(de.value, "directives.pack")
-				case "role":
-					cfg.directivesRole, _ = d.nonEmpty(de.value, "directives.role")
-					cfg.directivesNode = de.value
-				}
-			}
-			if cfg.directivesPack == "" && e.value.Kind == yaml.MappingNode && !hasEntry(e.value, "pack") {
-				d.fail(e.value, "name the pack file: `directives: {pack: pack.yaml, role: support}`", "directives.pack is required")
-			}
-		case "instructions":
-			cfg.instructions, _ = d.str(e.value, "instructions")
-		case "max_iterations":
-			cfg.maxIterations, _ = d.integer(e.value, "max_iterations", 1)
-		case "workspace":
-			cfg.workspace, cfg.workspaceNode = d.path(e.value, "workspace"), e.value
-		case "checkpoint_dir":
-			cfg.checkpointDir = d.path(e.value, "checkpoint_dir")
-		case "store":
-			cfg.store, _ = d.nonEmpty(e.value, "store")
-		case "mcp":
-			cfg.mcpNode = e.value
-			cfg.mcp = d.decodeMCP(e.value)
-		}
-	}
-	if providerNode == nil {
-		d.fail(root, "add `provider: {name: anthropic, model: claude-sonnet-4-5}` (or openai, or scripted with replies)", "provider is required")
-	}
-	if policyNode == nil {
-		d.fail(root, "add `policy: <file>`: warden run never runs tools without a policy", "policy is required")
-	}
-	return cfg
-}
-
-// decodeMCP decodes the mcp: section with the gateway configuration's own decoders
-// for servers and transport (package mcp), keeping its located errors.
-func (d *runDecoder) decodeMCP(n *yaml.Node) *mcp.ToolsConfig {
-	tc, err := mcp.DecodeToolsConfig(d.file, n, "mcp.", os.Getenv)
-	if err != nil {
-		if many, ok := err.(interface{ Unwrap() []error }); ok {
-			d.errs = append(d.errs, many.Unwrap()...)
-		} else {
-			d.errs = append(d.errs, err)
-		}
-		return nil
-	}
-	return &tc
-}
-
-func hasEntry(n *yaml.Node, key string) bool {
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		if n.Content[i].Value == key {
-			return true
-		}
-	}
-	return false
-}
-
-func (d *runDecoder) decodeProvider(n *yaml.Node) providerConfig {
-	var p providerConfig
-	var nameNode, repliesNode *yaml.Node
-	for _, e := range d.entries(n, "provider", runProviderKeys) {
-		switch e.key {
-		case "name":
-			nameNode = e.value
-			if s, ok := d.str(e.value, "provider.name"); ok {
-				if !slices.Contains(runProviderNames, s) {
-					d.fail(e.value, "use anthropic, openai or scripted", "unknown provider %q", s)
-				} else {
-					p.name = s
-				}
-			}
-		case "model":
-			p.model, _ = d.nonEmpty(e.value, "provider.model")
-		case "base_url":
-			p.baseURL, _ = d.nonEmpty(e.value, "provider.base_url")
-		case "max_tokens":
-			p.maxTokens, _ = d.integer(e.value, "provider.max_tokens", 1)
-		case "replies":
-			repliesNode = e.value
-			p.replies = d.decodeReplies(e.value)
-		}
-	}
-	if n.Kind != yaml.MappingNode {
-		return p
-	}
-	switch {
-	case nameNode == nil:
-		d.fail(n, "use anthropic, openai or scripted", "provider.name is required")
-	case p.name == "scripted":
-		if repliesNode == nil || len(repliesNode.Content) == 0 {
-			d.fail(n, "list the model's turns under replies, e.g. `- text: Done.`", "the scripted provider needs replies")
-		}
-	case p.name != "":
-		if repliesNode != nil {
-			d.fail(repliesNode, "replies are for the scripted provider; remove them", "provider %s takes no replies", p.name)
-		}
-		if p.model == "" && !hasEntry(n, "model") {
-			d.fail(n, "name the model, e.g. `model: claude-sonnet-4-5` or `model: gpt-4.1`", "provider.model is required for %s", p.name)
-		}
-	}
-	return p
-}
-
-func (d *runDecoder) decodeReplies(n *yaml.Node) []agent.ModelResponse {
-	if n.Kind != yaml.SequenceNode {
-		d.fail(n, "write one `- text: ...` or `- calls: [...]` item per model turn", "provider.replies must be a list, got %s", kindName(n))
-		return nil
-	}
-	var out []agent.ModelResponse
-	for i, item := range n.Content {
-		where := fmt.Sprintf("provider.replies[%d]", i)
-		var r agent.ModelResponse
-		for _, e := range d.entries(item, where, runReplyKeys) {
-			switch e.key {
-			case "text":
-				r.Text, _ = d.str(e.value, where+".text")
-			case "calls":
-				r.ToolCalls = d.decodeCalls(e.value, where+".calls")
-			}
-		}
-		if item.Kind == yaml.MappingNode && r.Text == "" && len(r.ToolCalls) == 0 && !hasEntry(item, "calls") {
-			d.fail(item, "give the turn a text, tool calls, or both", "%s is empty", where)
-		}
-		r.StopReason = "end_turn"
-		if len(r.ToolCalls) > 0 {
-			r.StopReason = "tool_use"
-		}
-		out = append(out, r)
-	}
-	return out
-}
-
-func (d *runDecoder) decodeCalls(n *yaml.Node, where string) []agent.ToolCall {
-	if n.Kind != yaml.SequenceNode || len(n.Content) == 0 {
-		d.fail(n, "write one `- name: ... args: {...}` item per call", "%s must be a non-empty list", where)
-		return nil
-	}
-	var out []agent.ToolCall
-	for i, item := range n.Content {
-		w := fmt.Sprintf("%s[%d]", where, i)
-		var c agent.ToolCall
-		args := warden.Args{}
-		for _, e := range d.entries(item, w, runCallKeys) {
-			switch e.key {
-			case "id":
-				c.ID, _ = d.nonEmpty(e.value, w+".id")
-			case "name":
-				c.Name, _ = d.nonEmpty(e.value, w+".name")
-			case "args":
-				args = d.args(e.value, w+".args")
-			}
-		}
-		if item.Kind == yaml.MappingNode && !hasEntry(item, "name") {
-			d.fail(item, "name the tool to call", "%s.name is required", w)
-		}
-		c.Args = args.AppendJSON(nil)
-		out = append(out, c)
-	}
-	return out
-}
-
-// build returns the model provider. A missing API key is the provider's own error.
-func (p providerConfig) build() (agent.Provider, error) {
-	switch p.name {
-	case "anthropic":
-		return anthropic.New(anthropic.Options{Model: p.model, BaseURL: p.baseURL, MaxTokens: p.maxTokens})
-	case "openai":
-		return openai.New(openai.Options{Model: p.model, BaseURL: p.baseURL, MaxTokens: p.maxTokens})
-	case "scripted":
-		replies := p.replies
-		// The reply for a request is picked by the number of model turns in the
-		// conversation, so a run resumed in another process goes on where it stopped.
-		return scripted.Func(func(req agent.ModelRequest) (agent.ModelResponse, error) {
-			turn := 0
-			for _, m := range req.Messages {
-				if m.Role == agent.RoleAssistant {
-					turn++
-				}
-			}
-			if turn >= len(replies) {
-				return agent.ModelResponse{}, fmt.Errorf("%w (%d scripted in the agent configuration, turn %d)", scripted.ErrNoReply, len(replies), turn+1)
-			}
-			return replies[turn], nil
-		}), nil
-	}
-	return nil, fmt.Errorf("unknown provider %q", p.name)
-}
-
 // protectRunFiles protects, from the editor, every file this run reads or writes
 // besides the workspace's own: the policy, agent.yaml, the directives pack, the MCP
 // project file, the checkpoint files and, for a sqlite:// store, the database files.
-func protectRunFiles(ws *workspace.Workspace, cfg *runConfig, dsn string) error {
+func protectRunFiles(ws *workspace.Workspace, cfg *runfile.File, dsn string) error {
 	for _, f := range []struct{ path, what string }{
-		{cfg.policy, "the Warden policy"},
-		{cfg.path, "the agent configuration"},
-		{cfg.directivesPack, "the directives pack"},
+		{cfg.Policy, "the Warden policy"},
+		{cfg.Path, "the agent configuration"},
+		{cfg.DirectivesPack, "the directives pack"},
 		{mcpProjectFile(cfg, ws.Dir()), "the MCP project file"},
 	} {
 		if f.path == "" {
@@ -1199,17 +838,17 @@ func protectRunFiles(ws *workspace.Workspace, cfg *runConfig, dsn string) error 
 			ws.Protect(f, "the Warden store")
 		}
 	}
-	return ws.ProtectCheckpoints(cfg.checkpointDir)
+	return ws.ProtectCheckpoints(cfg.CheckpointDir)
 }
 
 // mcpProjectFile is the project file an mcp: section reads (when trusted): the one
 // it names, else the workspace's .mcp.json; "" without an mcp: section.
-func mcpProjectFile(cfg *runConfig, workspace string) string {
+func mcpProjectFile(cfg *runfile.File, workspace string) string {
 	switch {
-	case cfg.mcp == nil:
+	case cfg.MCP == nil:
 		return ""
-	case cfg.mcp.ProjectFile != "":
-		return cfg.mcp.ProjectFile
+	case cfg.MCP.ProjectFile != "":
+		return cfg.MCP.ProjectFile
 	}
 	return filepath.Join(workspace, ".mcp.json")
 }

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/wardenhq/warden/checkpoint"
+	"github.com/wardenhq/warden/runfile"
 	"github.com/wardenhq/warden/store"
 )
 
@@ -545,20 +546,20 @@ func TestRunMissingAPIKey(t *testing.T) {
 
 // The shipped example loads: its policy, its provider settings.
 func TestRunExampleConfig(t *testing.T) {
-	cfg, err := loadRunConfig(filepath.Join("..", "..", "examples", "agent", "agent.yaml"))
+	cfg, err := runfile.Load(filepath.Join("..", "..", "examples", "agent", "agent.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.provider.name != "anthropic" || cfg.provider.model == "" || cfg.workspace != "" || cfg.checkpointDir != "." {
+	if cfg.Provider.Name != "anthropic" || cfg.Provider.Model == "" || cfg.Workspace != "" || cfg.CheckpointDir != "." {
 		t.Errorf("config %+v", cfg)
 	}
-	r := runWarden(t, "validate", cfg.policy)
+	r := runWarden(t, "validate", cfg.Policy)
 	if r.code != 0 {
-		t.Errorf("validate %s: exit %d %s", cfg.policy, r.code, r.stderr)
+		t.Errorf("validate %s: exit %d %s", cfg.Policy, r.code, r.stderr)
 	}
 	// Offline, with the scripted provider, the example's policy pauses a write.
 	dir := t.TempDir()
-	pol, _ := filepath.Abs(cfg.policy)
+	pol, _ := filepath.Abs(cfg.Policy)
 	writeFile(t, filepath.Join(dir, "a.yaml"), "provider: {name: scripted, replies: [{calls: [{name: editor, args: {file_path: haiku.txt, action: write, content: x}}]}]}\npolicy: "+pol+"\nworkspace: .\n")
 	r = runWarden(t, "run", "--config", filepath.Join(dir, "a.yaml"), "write")
 	if r.code != exitAsk {
