@@ -76,7 +76,7 @@ func wardenBinary(t testing.TB) string {
 func runWardenStdin(t *testing.T, stdin []byte, args ...string) result {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
-	root := newRootCommand(&stdout, &stderr)
+	root := newRootCommand(&stdout, &stderr, &process{})
 	root.SetIn(bytes.NewReader(stdin))
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(context.Background())
