@@ -155,8 +155,17 @@ func newRunCommand(stdout io.Writer) *cobra.Command {
   warden run --config examples/agent/agent.yaml --resume warden-checkpoint-1a2b3c4d5e6f.json --approve --by alice
   warden run --config examples/agent/agent.yaml --store sqlite:///var/lib/warden/warden.db "Tidy the notes"
   warden run --config examples/agent/agent.yaml --store sqlite:///var/lib/warden/warden.db --resume ckpt_1a2b3c4d5e6f --approve --by alice`,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return runAgentCommand(cmd.Context(), stdout, o, strings.TrimSpace(strings.Join(args, " ")))
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
+			p, err := newRunProgram(o, strings.TrimSpace(strings.Join(args, " ")), stdout)
+			if err != nil {
+				return err
+			}
+			defer func() {
+				if cerr := p.Close(); cerr != nil && err == nil {
+					err = cerr
+				}
+			}()
+			return p.Run(cmd.Context())
 		},
 	}
 	f := cmd.Flags()
@@ -202,10 +211,43 @@ func (o runOptions) checkFlags(task string) error {
 	return nil
 }
 
-func runAgentCommand(ctx context.Context, w io.Writer, o runOptions, task string) (err error) {
+// runProgram is one `warden run`: a new run of a task, or the resume of a paused one.
+type runProgram struct {
+	o    runOptions
+	task string
+	w    io.Writer
+	st   store.Store // the store of checkpoints; nil: files
+	rt   *runtime
+}
+
+// newRunProgram checks the flags; nothing is read or started until Run.
+func newRunProgram(o runOptions, task string, w io.Writer) (*runProgram, error) {
 	if err := o.checkFlags(task); err != nil {
-		return err
+		return nil, err
 	}
+	return &runProgram{o: o, task: task, w: w}, nil
+}
+
+// Close stops what Run started (the MCP servers, the workspace) and closes the store.
+func (p *runProgram) Close() error {
+	if p.rt != nil {
+		p.rt.close()
+		p.rt = nil
+	}
+	if p.st != nil {
+		st := p.st
+		p.st = nil
+		if err := st.Close(); err != nil {
+			return internalError(fmt.Errorf("closing the store: %w", err))
+		}
+	}
+	return nil
+}
+
+// Run runs the task, or resumes the paused run, and returns how it ended (an
+// *exitError for every exit but 0). The caller closes p.
+func (p *runProgram) Run(ctx context.Context) error {
+	o, task, w := p.o, p.task, p.w
 	cfg, err := runfile.Load(o.config)
 	if err != nil {
 		return configError(err)
@@ -230,11 +272,7 @@ func runAgentCommand(ctx context.Context, w io.Writer, o runOptions, task string
 		if st, err = openRunStore(ctx, dsn, fromStore); err != nil {
 			return err
 		}
-		defer func() {
-			if cerr := st.Close(); cerr != nil && err == nil {
-				err = internalError(fmt.Errorf("closing the store: %w", cerr))
-			}
-		}()
+		p.st = st
 	}
 	// The key that seals checkpoints. A resume needs the one the run paused with, so it
 	// never creates one.
@@ -276,7 +314,7 @@ func runAgentCommand(ctx context.Context, w io.Writer, o runOptions, task string
 	if err != nil {
 		return err
 	}
-	defer rt.close()
+	p.rt = rt
 	if err := checkpoint.KeyOutsideWorkspace(keyFile, rt.ws.Dir()); err != nil {
 		return checkpointError(err)
 	}
