@@ -58,4 +58,3 @@ func TestArgsRefused(t *testing.T) {
 		}
 	}
 }
-
