@@ -22,10 +22,6 @@ import (
 	"github.com/wardenhq/warden/store/sqlite"     // registers sqlite://
 )
 
-// storeClock is the clock the approvals and audit commands judge ages and expiry
-// with. Tests replace it.
-var storeClock = time.Now
-
 // storeUsage is the help text of every --store flag.
 const storeUsage = "the store: sqlite://PATH or postgres://... (default $WARDEN_STORE, else " + store.DefaultDSN + ")"
 
@@ -73,10 +69,12 @@ type approvalsOptions struct {
 	note  string
 	scope string
 	ttl   time.Duration
+	// now is the clock ages and expiry are judged by.
+	now func() time.Time
 }
 
-func newApprovalsCommand(stdout io.Writer) *cobra.Command {
-	var o approvalsOptions
+func newApprovalsCommand(stdout io.Writer, proc *process) *cobra.Command {
+	o := approvalsOptions{now: proc.clock()}
 	cmd := &cobra.Command{
 		Use:   "approvals",
 		Short: "List, inspect and decide calls waiting for a person",
@@ -177,7 +175,7 @@ func runApprovalsList(ctx context.Context, w io.Writer, o approvalsOptions) erro
 	if o.json {
 		err = writeJSONLines(w, len(ps), func(i int) any { return pendingToJSON(ps[i]) })
 	} else {
-		err = writePendingTable(w, ps, o.all, storeClock())
+		err = writePendingTable(w, ps, o.all, o.now())
 	}
 	if err != nil {
 		return cmdError(exitInternal, "writing the list: %w", err)
@@ -229,7 +227,7 @@ func runApprovalsShow(ctx context.Context, w io.Writer, o approvalsOptions, id s
 	if o.json {
 		err = writeJSONLines(w, 1, func(int) any { return pendingToJSON(p) })
 	} else {
-		err = writePendingDetail(w, p, storeClock())
+		err = writePendingDetail(w, p, o.now())
 	}
 	if err != nil {
 		return cmdError(exitInternal, "writing the approval: %w", err)

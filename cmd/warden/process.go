@@ -5,15 +5,27 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"syscall"
+	"time"
 )
 
 // process is what only the warden process itself may change: the runtime's GC
-// setting and signal handling. main makes the one with effects (osProcess); commands
+// setting and signal handling; and the clock. main makes the one with effects (osProcess); commands
 // run in-process by tests get a zero process, whose methods change nothing, so a test
 // never installs a signal handler or tunes the GC of the test binary.
 type process struct {
 	// live is true for the process main runs.
 	live bool
+	// now, when set, is the clock the approvals and audit commands judge ages, expiry
+	// and --since by (a test's fixed time); nil is the wall clock.
+	now func() time.Time
+}
+
+// clock is the clock the store commands judge time by.
+func (p *process) clock() func() time.Time {
+	if p.now != nil {
+		return p.now
+	}
+	return time.Now
 }
 
 // osProcess is the process main runs.
