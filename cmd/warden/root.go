@@ -57,7 +57,7 @@ Exit codes: 0 allow (or success), 1 internal error or failing tests,
 		newApprovalsCommand(stdout, proc),
 		newAuditCommand(stdout, proc),
 		newDemoCommand(stdout),
-		newRunCommand(stdout),
+		newRunCommand(stdout, stderr),
 		newServeCommand(stdout, stderr, proc),
 		newPinsCommand(stdout),
 	)

@@ -145,7 +145,7 @@ key, or a checkpoint that is unknown, altered, claimed or already resumed; 3 mes
 middleware refused the model's input or output; 4 the run paused for a person (the
 checkpoint is written); 5 a policy halted the run.`
 
-func newRunCommand(stdout io.Writer) *cobra.Command {
+func newRunCommand(stdout, stderr io.Writer) *cobra.Command {
 	var o runOptions
 	cmd := &cobra.Command{
 		Use:   "run --config agent.yaml [--store DSN] [--resume FILE|ID (--approve|--decline) --by NAME [--note TEXT]] [TASK]",
@@ -156,7 +156,7 @@ func newRunCommand(stdout io.Writer) *cobra.Command {
   warden run --config examples/agent/agent.yaml --store sqlite:///var/lib/warden/warden.db "Tidy the notes"
   warden run --config examples/agent/agent.yaml --store sqlite:///var/lib/warden/warden.db --resume ckpt_1a2b3c4d5e6f --approve --by alice`,
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
-			p, err := newRunProgram(o, strings.TrimSpace(strings.Join(args, " ")), stdout)
+			p, err := newRunProgram(o, strings.TrimSpace(strings.Join(args, " ")), stdout, stderr)
 			if err != nil {
 				return err
 			}
@@ -213,19 +213,20 @@ func (o runOptions) checkFlags(task string) error {
 
 // runProgram is one `warden run`: a new run of a task, or the resume of a paused one.
 type runProgram struct {
-	o    runOptions
-	task string
-	w    io.Writer
-	st   store.Store // the store of checkpoints; nil: files
-	rt   *runtime
+	o      runOptions
+	task   string
+	w      io.Writer
+	stderr io.Writer   // warnings and the MCP servers' log
+	st     store.Store // the store of checkpoints; nil: files
+	rt     *runtime
 }
 
 // newRunProgram checks the flags; nothing is read or started until Run.
-func newRunProgram(o runOptions, task string, w io.Writer) (*runProgram, error) {
+func newRunProgram(o runOptions, task string, w, stderr io.Writer) (*runProgram, error) {
 	if err := o.checkFlags(task); err != nil {
 		return nil, err
 	}
-	return &runProgram{o: o, task: task, w: w}, nil
+	return &runProgram{o: o, task: task, w: w, stderr: stderr}, nil
 }
 
 // Close stops what Run started (the MCP servers, the workspace) and closes the store.
@@ -310,7 +311,7 @@ func (p *runProgram) Run(ctx context.Context) error {
 			return checkpointError(err)
 		}
 	}
-	rt, err := newRuntime(cfg, saved, key, w)
+	rt, err := newRuntime(cfg, saved, key, w, p.stderr)
 	if err != nil {
 		return err
 	}

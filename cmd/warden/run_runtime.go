@@ -31,6 +31,7 @@ import (
 type runtime struct {
 	cfg       *runfile.File
 	w         io.Writer
+	stderr    io.Writer // warnings and the MCP servers' log
 	pol       *policy.Policy
 	ws        *workspace.Workspace
 	wsCreated bool
@@ -43,7 +44,7 @@ type runtime struct {
 	key       []byte      // seals checkpoints
 }
 
-func newRuntime(cfg *runfile.File, saved *checkpoint.Checkpoint, key []byte, w io.Writer) (*runtime, error) {
+func newRuntime(cfg *runfile.File, saved *checkpoint.Checkpoint, key []byte, w, stderr io.Writer) (*runtime, error) {
 	pol, err := policy.LoadFile(cfg.Policy, &policy.LoadOptions{Role: cfg.Role})
 	if err != nil {
 		return nil, configError(err)
@@ -71,7 +72,7 @@ func newRuntime(cfg *runfile.File, saved *checkpoint.Checkpoint, key []byte, w i
 	if err != nil {
 		return nil, configError(err)
 	}
-	rt := &runtime{cfg: cfg, w: w, pol: pol, key: key}
+	rt := &runtime{cfg: cfg, w: w, stderr: stderr, pol: pol, key: key}
 	dir := cfg.Workspace
 	switch {
 	case dir == "" && saved != nil:
@@ -152,7 +153,7 @@ const defaultInstructions = "You are an agent working in a workspace directory. 
 func (rt *runtime) close() {
 	if rt.mcp != nil {
 		if err := rt.mcp.Close(); err != nil {
-			fmt.Fprintf(os.Stderr, "warning: stopping the MCP servers: %v\n", err)
+			fmt.Fprintf(rt.stderr, "warning: stopping the MCP servers: %v\n", err)
 		}
 		rt.mcp = nil
 	}
@@ -179,7 +180,7 @@ func (rt *runtime) registerMCP(reg *warden.Registry) error {
 	ctx, cancel := context.WithTimeout(context.Background(), mcpDiscoveryTimeout)
 	defer cancel()
 	tools, err := mcp.RegisterTools(ctx, reg, tc, &mcp.ToolsOptions{
-		Logger:      slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Logger:      slog.New(slog.NewTextHandler(rt.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		CallTimeout: mcp.DefaultCallTimeout,
 	})
 	if err != nil {

@@ -30,7 +30,7 @@ func TestRunSearchSkipsDeniedFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := newRuntime(cfg, nil, nil, io.Discard)
+	rt, err := newRuntime(cfg, nil, nil, io.Discard, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
