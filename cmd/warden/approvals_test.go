@@ -20,7 +20,7 @@ func TestApprovalsGolden(t *testing.T) {
 		t.Run(ts.name, func(t *testing.T) {
 			f := populate(t, ts.dsn(t))
 			t.Setenv("USER", "dana")
-			got := session(t, [][]string{
+			got := session(t, f, [][]string{
 				{"approvals", "list"},
 				{"approvals", "list", "--json"},
 				{"approvals", "show", f.deploy},
@@ -101,7 +101,7 @@ func TestApproveThenResume(t *testing.T) {
 				}
 				woken <- p
 			})
-			if r := runWarden(t, "approvals", "approve", f.deploy, "--by", "ann"); r.code != 0 {
+			if r := f.run(t, "approvals", "approve", f.deploy, "--by", "ann"); r.code != 0 {
 				t.Fatalf("approve: exit %d: %s", r.code, r.stderr)
 			}
 			wg.Wait()
@@ -136,7 +136,7 @@ func TestApproveThenResume(t *testing.T) {
 			if len(calls) != 1 || calls[0].ApprovedBy != "ann" || calls[0].CallID != "call-03" {
 				t.Fatalf("audit of the resumed call: %+v", calls)
 			}
-			r := runWarden(t, "approvals", "show", f.deploy)
+			r := f.run(t, "approvals", "show", f.deploy)
 			if !strings.Contains(r.stdout, "Consumed:     yes") {
 				t.Errorf("show after use does not say consumed:\n%s", r.stdout)
 			}
@@ -150,13 +150,13 @@ func TestApproveNeedsName(t *testing.T) {
 	f := populate(t, testStores()[0].dsn(t))
 	t.Setenv("USER", "")
 	for _, verb := range []string{"approve", "decline"} {
-		r := runWarden(t, "approvals", verb, f.deploy)
+		r := f.run(t, "approvals", verb, f.deploy)
 		if r.code != 2 || !strings.Contains(r.stderr, "say who decides with --by NAME ($USER is not set)") {
 			t.Errorf("%s without a name: exit %d, stderr %q", verb, r.code, r.stderr)
 		}
 	}
 	t.Setenv("USER", "erin")
-	if r := runWarden(t, "approvals", "decline", f.deploy); r.code != 0 || r.stdout != "declined "+f.deploy+" (deploy) by erin\n" {
+	if r := f.run(t, "approvals", "decline", f.deploy); r.code != 0 || r.stdout != "declined "+f.deploy+" (deploy) by erin\n" {
 		t.Errorf("decline with $USER: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/wardenhq/warden/checkpoint"
 )
 
 // Found by an attack, and fixed (the checkpoint seals where it was kept): the claim of
@@ -79,7 +81,7 @@ func TestAttack2StoredCheckpointResumesAgainAsFile(t *testing.T) {
 	for _, k := range testStores() {
 		t.Run(k.name, func(t *testing.T) {
 			_, dir, cfg, id, data := resumedStoredCheckpoint(t, k)
-			file := filepath.Join(t.TempDir(), "warden-checkpoint-"+strings.TrimPrefix(id, storedCheckpointPrefix)+".json")
+			file := filepath.Join(t.TempDir(), "warden-checkpoint-"+strings.TrimPrefix(id, checkpoint.StoredPrefix)+".json")
 			if err := os.WriteFile(file, data, 0o600); err != nil {
 				t.Fatal(err)
 			}
@@ -139,7 +141,7 @@ checkpoint_dir: checkpoints
 func TestAttack2AgentReadsTheCheckpointKey(t *testing.T) {
 	dir := runFixture(t)
 	keyFile := filepath.Join(dir, "workspace", "checkpoint.key")
-	if _, err := loadCheckpointKey(keyFile, true); err != nil {
+	if _, err := checkpoint.LoadKey(keyFile, true); err != nil {
 		t.Fatal(err)
 	}
 	cfg := filepath.Join(dir, "steal.yaml")

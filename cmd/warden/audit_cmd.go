@@ -28,13 +28,15 @@ type auditOptions struct {
 	status    string
 	limit     int
 	json      bool
+	// now is the clock --since counts back from.
+	now func() time.Time
 }
 
 // defaultAuditLimit is how many calls `warden audit` shows unless told otherwise.
 const defaultAuditLimit = 100
 
-func newAuditCommand(stdout io.Writer) *cobra.Command {
-	var o auditOptions
+func newAuditCommand(stdout io.Writer, proc *process) *cobra.Command {
+	o := auditOptions{now: proc.clock()}
 	cmd := &cobra.Command{
 		Use:   "audit [--since DUR] [--tool GLOB] [--principal P] [--status S] [--limit N] [--json]",
 		Short: "Show the audit log of tool calls, newest last",
@@ -147,7 +149,7 @@ func (o auditOptions) filter(at time.Time) (store.CallFilter, error) {
 
 // runAudit prints the calls that match the flags, oldest first.
 func runAudit(ctx context.Context, w io.Writer, o auditOptions) error {
-	f, err := o.filter(storeClock())
+	f, err := o.filter(o.now())
 	if err != nil {
 		return err
 	}

@@ -91,6 +91,12 @@ func postgresDSN(t *testing.T) string {
 // fixtureRevision is the policy revision the fixture guard is bound with.
 const fixtureRevision = "sha256:3f2a9c1be0d47e6a5b8c9d0e1f2a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c"
 
+// run runs the command line in-process with the clock at the fixture's base time.
+func (f fixture) run(t *testing.T, args ...string) result {
+	t.Helper()
+	return runWardenAt(t, f.base, args...)
+}
+
 // fixture is what populate put in a store.
 type fixture struct {
 	dsn  string
@@ -184,7 +190,7 @@ func pendingFromOutcome(t *testing.T, o warden.Outcome, id string, created, expi
 
 // populate fills a new store through the fixture guard: calls that ran, were refused,
 // halted, failed, are pending (with their decisions stored) and one that started and
-// never completed. It sets storeClock for the CLI to the fixture's base time.
+// never completed. Run the CLI on it with f.run, whose clock is the fixture's base time.
 func populate(t *testing.T, dsn string) fixture {
 	t.Helper()
 	ctx := context.Background()
@@ -242,10 +248,6 @@ func populate(t *testing.T, dsn string) fixture {
 	pend(o, f.dev, created.Add(3*time.Second), expires)
 	call(g, warden.Call{ID: "call-11", Tool: "bash", Args: A(`{"command":"go test ./..."}`), Identity: bob, Session: "s-2"}, warden.StatusRan)
 
-	base := f.base
-	old := storeClock
-	storeClock = func() time.Time { return base }
-	t.Cleanup(func() { storeClock = old })
 	t.Setenv("WARDEN_STORE", dsn)
 	return f
 }
@@ -270,14 +272,14 @@ func normalize(s string) string {
 }
 
 // session runs commands in order and returns their transcripts, normalized.
-func session(t *testing.T, cmds [][]string) string {
+func session(t *testing.T, f fixture, cmds [][]string) string {
 	t.Helper()
 	var b strings.Builder
 	for i, args := range cmds {
 		if i > 0 {
 			b.WriteString("\n")
 		}
-		b.WriteString(runWarden(t, args...).transcript(args))
+		b.WriteString(f.run(t, args...).transcript(args))
 	}
 	return normalize(b.String())
 }
@@ -287,8 +289,8 @@ func session(t *testing.T, cmds [][]string) string {
 func TestAuditGolden(t *testing.T) {
 	for _, ts := range testStores() {
 		t.Run(ts.name, func(t *testing.T) {
-			populate(t, ts.dsn(t))
-			got := session(t, [][]string{
+			f := populate(t, ts.dsn(t))
+			got := session(t, f, [][]string{
 				{"audit"},
 				{"audit", "--json"},
 				{"audit", "--status", "refused"},
@@ -313,8 +315,8 @@ func TestAuditGolden(t *testing.T) {
 // TestAuditJSONLines checks that --json prints one valid object per call, with every
 // key, in the store's order.
 func TestAuditJSONLines(t *testing.T) {
-	populate(t, testStores()[0].dsn(t))
-	r := runWarden(t, "audit", "--json", "--limit", "0")
+	f := populate(t, testStores()[0].dsn(t))
+	r := f.run(t, "audit", "--json", "--limit", "0")
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
@@ -366,7 +368,7 @@ func verifyTampered(t *testing.T, ts testStore, op string) {
 		t.Fatal(err)
 	}
 	s.Close()
-	got := session(t, [][]string{{"audit", "verify"}, {"audit", "verify", "--json"}})
+	got := session(t, f, [][]string{{"audit", "verify"}, {"audit", "verify", "--json"}})
 	golden(t, "audit-verify-"+op, got)
 }
 
@@ -405,14 +407,14 @@ func TestStoreFlag(t *testing.T) {
 
 	// $WARDEN_STORE is used when --store is not given; --store wins over it.
 	f := populate(t, testStores()[0].dsn(t))
-	if r := runWarden(t, "audit", "verify"); r.code != 0 || !strings.Contains(r.stdout, "OK: 14 entries") {
+	if r := f.run(t, "audit", "verify"); r.code != 0 || !strings.Contains(r.stdout, "OK: 14 entries") {
 		t.Errorf("verify via $WARDEN_STORE: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	if r := runWarden(t, "audit", "verify", "--store", "sqlite://"+missing); r.code != 2 {
+	if r := f.run(t, "audit", "verify", "--store", "sqlite://"+missing); r.code != 2 {
 		t.Errorf("--store did not win over $WARDEN_STORE: exit %d", r.code)
 	}
 	t.Setenv("WARDEN_STORE", "")
-	if r := runWarden(t, "approvals", "list", "--store", f.dsn); r.code != 0 || !strings.Contains(r.stdout, f.deploy) {
+	if r := f.run(t, "approvals", "list", "--store", f.dsn); r.code != 0 || !strings.Contains(r.stdout, f.deploy) {
 		t.Errorf("approvals list --store: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "warden.db"), nil, 0o644); err != nil {

@@ -215,13 +215,9 @@ func evaluateCall(ctx context.Context, pol *policy.Policy, c callSpec) report {
 		r.checks = append(r.checks, checkStep{capability: asked.Capability, decision: d, trace: t})
 	}
 	r.decision = warden.CheckCall(ctx, pol, req, c.capabilities, visit)
-	// The winner is chosen as CheckCall chooses it: the first answer, replaced only by
-	// one that outranks it.
-	for i, s := range r.checks {
-		if i == 0 || s.decision.Effect.Outranks(r.checks[r.decided].decision.Effect) {
-			r.decided = i
-		}
-	}
+	// The answer that decided is the first one CheckCall's answer is (a later one
+	// equal to it never replaced it, since only an answer that outranks replaces).
+	r.decided = decidedBy(r.checks, r.decision)
 	for _, c := range c.capabilities {
 		st := capStatus{capability: c, step: -1}
 		for i, s := range r.checks {
@@ -239,6 +235,20 @@ func evaluateCall(ctx context.Context, pol *policy.Policy, c callSpec) report {
 		r.capabilities = append(r.capabilities, st)
 	}
 	return r
+}
+
+// decidedBy is the index of the first check whose answer is d (the arguments aside:
+// CheckCall's answer carries the replacement the checks made), or -1.
+func decidedBy(checks []checkStep, d warden.Decision) int {
+	d.Args = nil
+	for i, s := range checks {
+		got := s.decision
+		got.Args = nil
+		if got == d {
+			return i
+		}
+	}
+	return -1
 }
 
 // modelText is what the model would read: for a refusal the decision's model text, for

@@ -54,6 +54,12 @@ func internalError(err error) error {
 	return &exitError{code: exitInternal, err: err}
 }
 
+// cmdError ends a command with code and a message (not a usage error: no pointer to
+// --help).
+func cmdError(code int, format string, args ...any) error {
+	return &exitError{code: code, err: fmt.Errorf("warden: "+format, args...)}
+}
+
 // silentExit ends the command with code and prints nothing more.
 func silentExit(code int) error {
 	if code == 0 {

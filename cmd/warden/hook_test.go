@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/checkpoint"
 	"github.com/wardenhq/warden/hook"
 	"github.com/wardenhq/warden/policy"
 	"github.com/wardenhq/warden/store"
@@ -48,7 +49,7 @@ func TestMain(m *testing.M) {
 	binDir = dir
 	// Runs that pause seal their checkpoints with a key file: this run's own, never
 	// the user's (execWardenEnv passes it to child processes).
-	os.Setenv(checkpointKeyEnv, filepath.Join(dir, "checkpoint.key"))
+	os.Setenv(checkpoint.KeyEnv, filepath.Join(dir, "checkpoint.key"))
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
@@ -75,7 +76,7 @@ func wardenBinary(t testing.TB) string {
 func runWardenStdin(t *testing.T, stdin []byte, args ...string) result {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
-	root := newRootCommand(&stdout, &stderr)
+	root := newRootCommand(&stdout, &stderr, &process{})
 	root.SetIn(bytes.NewReader(stdin))
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(context.Background())

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -26,6 +27,15 @@ func runWarden(t *testing.T, args ...string) result {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
 	code := run(context.Background(), args, &stdout, &stderr)
+	return result{stdout: stdout.String(), stderr: stderr.String(), code: code}
+}
+
+// runWardenAt runs the command line in-process with the store commands' clock fixed
+// at now.
+func runWardenAt(t *testing.T, now time.Time, args ...string) result {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := runIn(context.Background(), &process{now: func() time.Time { return now }}, args, &stdout, &stderr)
 	return result{stdout: stdout.String(), stderr: stderr.String(), code: code}
 }
 

@@ -10,9 +10,15 @@ import (
 )
 
 // run executes the warden command line args (without the program name) and returns the
-// process exit code. It is what main calls and what tests call in-process.
+// process exit code. It is what tests call in-process: nothing process-wide changes.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	root := newRootCommand(stdout, stderr)
+	return runIn(ctx, &process{}, args, stdout, stderr)
+}
+
+// runIn is run in the process proc: main's, or a zero one that changes nothing
+// process-wide.
+func runIn(ctx context.Context, proc *process, args []string, stdout, stderr io.Writer) int {
+	root := newRootCommand(stdout, stderr, proc)
 	if args == nil {
 		args = []string{} // cobra reads os.Args when given nil
 	}
@@ -26,7 +32,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // newRootCommand builds the command tree. Output goes to stdout, diagnostics to stderr.
 // Every subcommand parses its flags and hands the work to a plain function.
-func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
+func newRootCommand(stdout, stderr io.Writer, proc *process) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "warden",
 		Short: "Fail-closed governance for AI-agent tool calls",
@@ -48,11 +54,11 @@ Exit codes: 0 allow (or success), 1 internal error or failing tests,
 		newTestCommand(stdout, stderr),
 		newValidateCommand(stdout, stderr),
 		newHookCommand(stdout, stderr),
-		newApprovalsCommand(stdout),
-		newAuditCommand(stdout),
+		newApprovalsCommand(stdout, proc),
+		newAuditCommand(stdout, proc),
 		newDemoCommand(stdout),
-		newRunCommand(stdout),
-		newServeCommand(stdout, stderr),
+		newRunCommand(stdout, stderr),
+		newServeCommand(stdout, stderr, proc),
 		newPinsCommand(stdout),
 	)
 	return root

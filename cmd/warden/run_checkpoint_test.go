@@ -29,13 +29,14 @@ import (
 	"time"
 
 	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/checkpoint"
 	"github.com/wardenhq/warden/internal/seal"
 )
 
 // testKey is the test run's checkpoint key.
 func testKey(t *testing.T) []byte {
 	t.Helper()
-	key, err := loadCheckpointKey(os.Getenv(checkpointKeyEnv), false)
+	key, err := checkpoint.LoadKey(os.Getenv(checkpoint.KeyEnv), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +162,7 @@ func TestRunEditedCheckpointIsRefused(t *testing.T) {
 				if m == nil {
 					t.Fatalf("stderr %q names no key id", r.stderr)
 				}
-				want = file + ": the checkpoint was sealed with another checkpoint key (key id " + m[1] + "; " + os.Getenv(checkpointKeyEnv) + " has key id " + seal.KeyID(testKey(t)) + ") (pass the key file the run paused with in --checkpoint-key or $WARDEN_CHECKPOINT_KEY_FILE)\n"
+				want = file + ": the checkpoint was sealed with another checkpoint key (key id " + m[1] + "; " + os.Getenv(checkpoint.KeyEnv) + " has key id " + seal.KeyID(testKey(t)) + ") (pass the key file the run paused with in --checkpoint-key or $WARDEN_CHECKPOINT_KEY_FILE)\n"
 			}
 			if r.code != exitUsage || r.stderr != want {
 				t.Errorf("exit %d, stderr\n%q\nwant\n%q", r.code, r.stderr, want)
@@ -242,7 +243,7 @@ func TestRunCheckpointKey(t *testing.T) {
 		t.Errorf("key file %q, want 64 hex digits", text)
 	}
 	// The environment names the key file when the flag does not.
-	t.Setenv(checkpointKeyEnv, keyFile)
+	t.Setenv(checkpoint.KeyEnv, keyFile)
 	if r := runWarden(t, "run", "--config", cfg, "Append a line to log.txt"); r.code != exitAsk {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
@@ -488,10 +489,10 @@ func TestRunKilledResumeIsOutcomeUnknown(t *testing.T) {
 			pid := cmd.Process.Pid
 
 			// The claim is what the killed process left.
-			var claim runClaim
+			var claim checkpoint.Claim
 			if k.dsn == nil {
 				data, _ := os.ReadFile(name)
-				claim = readClaim(t, claimFileOf(name, openCheckpoint(t, data).ID))
+				claim = readClaim(t, checkpoint.ClaimFileOf(name, openCheckpoint(t, data).ID))
 			} else {
 				data, err := storedCheckpoint(t, dsn, name)
 				if err != nil || json.Unmarshal(data, &claim) != nil {
@@ -534,8 +535,8 @@ func TestRunStoredClaimRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var c runClaim
-	if err := json.Unmarshal(data, &c); err != nil || c.Format != runClaimFormat || c.State != "resumed" || c.Decision != "declined" || c.By != "bob" || c.Checkpoint != id || c.Tool != "editor" {
+	var c checkpoint.Claim
+	if err := json.Unmarshal(data, &c); err != nil || c.Format != checkpoint.ClaimFormat || c.State != "resumed" || c.Decision != "declined" || c.By != "bob" || c.Checkpoint != id || c.Tool != "editor" {
 		t.Errorf("stored claim %+v, %v", c, err)
 	}
 	r = runWarden(t, "run", "--config", cfg, "--store", dsn, "--resume", id, "--approve", "--by", "mallory")
@@ -571,7 +572,7 @@ func TestRunRenamedCheckpointShareItsClaim(t *testing.T) {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
 	c := readClaim(t, filepath.Join(filepath.Dir(file), "warden-checkpoint-"+id+".claim.json"))
-	if c.State != claimResumed {
+	if c.State != checkpoint.StateResumed {
 		t.Errorf("claim %+v", c)
 	}
 	if r := runWarden(t, "run", "--config", cfg, "--resume", copyFile, "--approve", "--by", "mallory"); r.code != exitUsage || r.stderr != want {
@@ -594,7 +595,7 @@ func TestRunCheckpointKeyCreatedOnce(t *testing.T) {
 	for i := range n {
 		wg.Go(func() {
 			<-start
-			keys[i], errs[i] = loadCheckpointKey(file, true)
+			keys[i], errs[i] = checkpoint.LoadKey(file, true)
 		})
 	}
 	close(start)

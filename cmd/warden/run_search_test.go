@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/runfile"
 )
 
 // TestRunSearchSkipsDeniedFiles: a search of a directory reads every file below it,
@@ -25,17 +26,17 @@ func TestRunSearchSkipsDeniedFiles(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "notes.txt"), "TOP of the notes\n")
 	writeFile(t, filepath.Join(dir, "policy.yaml"), pathsPolicy)
 	writeFile(t, filepath.Join(dir, "agent.yaml"), "provider:\n  name: scripted\n  replies:\n    - text: done\npolicy: policy.yaml\nworkspace: .\ncheckpoint_dir: .\n")
-	cfg, err := loadRunConfig(filepath.Join(dir, "agent.yaml"))
+	cfg, err := runfile.Load(filepath.Join(dir, "agent.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := newRuntime(cfg, nil, nil, io.Discard)
+	rt, err := newRuntime(cfg, nil, nil, io.Discard, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rt.close()
 	var search warden.Executable
-	for _, e := range rt.ws.tools() {
+	for _, e := range rt.ws.Tools() {
 		if e.Tool.Name == "search" {
 			search = e
 		}

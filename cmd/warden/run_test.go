@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wardenhq/warden/checkpoint"
+	"github.com/wardenhq/warden/runfile"
 	"github.com/wardenhq/warden/store"
 )
 
@@ -72,7 +74,7 @@ func execWardenEnv(t *testing.T, dir string, env []string, args ...string) resul
 
 // minimalEnv is the environment of the warden processes the tests start.
 func minimalEnv() []string {
-	return []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), checkpointKeyEnv + "=" + os.Getenv(checkpointKeyEnv)}
+	return []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), checkpoint.KeyEnv + "=" + os.Getenv(checkpoint.KeyEnv)}
 }
 
 func wantContains(t *testing.T, what, got string, wants ...string) {
@@ -99,27 +101,27 @@ func TestRunToolCallAndAnswer(t *testing.T) {
 }
 
 // openCheckpoint checks and decodes a checkpoint with the test run's key.
-func openCheckpoint(t *testing.T, data []byte) *runCheckpoint {
+func openCheckpoint(t *testing.T, data []byte) *checkpoint.Checkpoint {
 	t.Helper()
-	key, err := loadCheckpointKey(os.Getenv(checkpointKeyEnv), false)
+	key, err := checkpoint.LoadKey(os.Getenv(checkpoint.KeyEnv), false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cp, err := parseRunCheckpoint("checkpoint", data, key, "key")
+	cp, err := checkpoint.Parse("checkpoint", data, key, "key")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, data)
 	}
 	return cp
 }
 
-func readClaim(t *testing.T, file string) runClaim {
+func readClaim(t *testing.T, file string) checkpoint.Claim {
 	t.Helper()
 	data, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var c runClaim
-	if err := json.Unmarshal(data, &c); err != nil || c.Format != runClaimFormat {
+	var c checkpoint.Claim
+	if err := json.Unmarshal(data, &c); err != nil || c.Format != checkpoint.ClaimFormat {
 		t.Fatalf("claim %s: %v\n%s", file, err, data)
 	}
 	return c
@@ -245,7 +247,7 @@ func TestRunPauseResumeInFreshProcess(t *testing.T) {
 	if _, err := os.Stat(file); !os.IsNotExist(err) {
 		t.Errorf("the used checkpoint is still there: %v", err)
 	}
-	claim := readClaim(t, claimFileOf(file, cp.ID))
+	claim := readClaim(t, checkpoint.ClaimFileOf(file, cp.ID))
 	if claim.State != "resumed" || claim.By != "alice" || claim.Decision != "approved" || claim.Tool != "editor" || claim.Digest != cp.Pending.Digest || claim.FinishedAt.IsZero() {
 		t.Errorf("claim %+v", claim)
 	}
@@ -297,48 +299,6 @@ func TestRunWorkspaceConfinement(t *testing.T) {
 	}
 }
 
-func TestRunWorkspaceResolve(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(dir, "ws", "sub"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink("sub", filepath.Join(dir, "ws", "inner")); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink("..", filepath.Join(dir, "ws", "up")); err != nil {
-		t.Fatal(err)
-	}
-	w, err := openWorkspace(filepath.Join(dir, "ws"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.root.Close()
-	for p, want := range map[string]string{
-		"a.txt": "a.txt", "sub/../a.txt": "a.txt", "./sub/new/file": "sub/new/file", "inner/x": "sub/x", "inner/../a.txt": "a.txt",
-		"sub//x/./": "sub/x",
-		".":         ".", filepath.Join(w.dir, "b"): "b",
-	} {
-		if got, err := w.resolve(p); err != nil || got != want {
-			t.Errorf("resolve(%q) = %q, %v; want %q", p, got, err, want)
-		}
-	}
-	for _, p := range []string{"..", "../x", "sub/../../x", "/etc/passwd", "up/x", "up", "", "a\x00b", filepath.Dir(w.dir)} {
-		if got, err := w.resolve(p); err == nil {
-			t.Errorf("resolve(%q) = %q, want a refusal", p, got)
-		}
-	}
-	// The editor creates directories inside, and never writes outside.
-	if _, err := w.edit("sub/deep/n.txt", "write", "x"); err != nil {
-		t.Error(err)
-	}
-	if _, err := w.edit("up/escaped.txt", "write", "x"); err == nil {
-		t.Error("wrote through a symlink out of the workspace")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "escaped.txt")); !os.IsNotExist(err) {
-		t.Error("a file was written outside the workspace")
-	}
-}
-
 func TestRunDemoShell(t *testing.T) {
 	dir := runFixture(t)
 	r := runWarden(t, "run", "--config", filepath.Join(dir, "shell.yaml"), "look around")
@@ -352,41 +312,6 @@ func TestRunDemoShell(t *testing.T) {
 		"→ bash {\"command\":\"date\"}\n  allowed by date\n  failed: Tool 'bash' failed: this demo shell supports only ls, cat, echo, pwd, wc -l\n",
 		"→ bash {\"command\":\"ls; rm -rf /\"}\n  refused: [permission denied: Shell control operator requires explicit approval: 'ls; rm -rf /']\n",
 		"→ search {\"pattern\":\"second\"}\n  allowed by *\n  ← 24 chars\n")
-
-	w, err := openWorkspace(filepath.Join(dir, "workspace"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.root.Close()
-	for cmd, want := range map[string]string{
-		"ls":               "notes.txt\n",
-		"cat notes.txt":    "hello from the workspace\nsecond line\n",
-		"wc -l notes.txt":  "2 notes.txt\n",
-		"echo a   b":       "a b\n",
-		"pwd":              w.dir + "\n",
-		"/bin/echo hi":     "hi\n",
-		"search-it second": "",
-	} {
-		if cmd == "search-it second" {
-			got, err := w.search("second", ".")
-			if err != nil || got != "notes.txt:2: second line" {
-				t.Errorf("search = %q, %v", got, err)
-			}
-			continue
-		}
-		got, err := w.bash(cmd)
-		if err != nil || got != want {
-			t.Errorf("bash(%q) = %q, %v; want %q", cmd, got, err, want)
-		}
-	}
-	for _, cmd := range []string{"rm notes.txt", "ls | wc -l", "echo $HOME", "cat notes.txt > x", "sudo ls", "sh -c ls", "wc notes.txt", "ls a b", "pwd x", "cat", "curl http://example.com"} {
-		if got, err := w.bash(cmd); err == nil || !strings.Contains(err.Error(), "this demo shell supports only ls, cat, echo, pwd, wc -l") {
-			t.Errorf("bash(%q) = %q, %v; want the demo shell's refusal", cmd, got, err)
-		}
-	}
-	if _, err := os.Stat(filepath.Join(dir, "workspace", "notes.txt")); err != nil {
-		t.Errorf("notes.txt: %v", err)
-	}
 }
 
 func TestRunHalt(t *testing.T) {
@@ -621,20 +546,20 @@ func TestRunMissingAPIKey(t *testing.T) {
 
 // The shipped example loads: its policy, its provider settings.
 func TestRunExampleConfig(t *testing.T) {
-	cfg, err := loadRunConfig(filepath.Join("..", "..", "examples", "agent", "agent.yaml"))
+	cfg, err := runfile.Load(filepath.Join("..", "..", "examples", "agent", "agent.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.provider.name != "anthropic" || cfg.provider.model == "" || cfg.workspace != "" || cfg.checkpointDir != "." {
+	if cfg.Provider.Name != "anthropic" || cfg.Provider.Model == "" || cfg.Workspace != "" || cfg.CheckpointDir != "." {
 		t.Errorf("config %+v", cfg)
 	}
-	r := runWarden(t, "validate", cfg.policy)
+	r := runWarden(t, "validate", cfg.Policy)
 	if r.code != 0 {
-		t.Errorf("validate %s: exit %d %s", cfg.policy, r.code, r.stderr)
+		t.Errorf("validate %s: exit %d %s", cfg.Policy, r.code, r.stderr)
 	}
 	// Offline, with the scripted provider, the example's policy pauses a write.
 	dir := t.TempDir()
-	pol, _ := filepath.Abs(cfg.policy)
+	pol, _ := filepath.Abs(cfg.Policy)
 	writeFile(t, filepath.Join(dir, "a.yaml"), "provider: {name: scripted, replies: [{calls: [{name: editor, args: {file_path: haiku.txt, action: write, content: x}}]}]}\npolicy: "+pol+"\nworkspace: .\n")
 	r = runWarden(t, "run", "--config", filepath.Join(dir, "a.yaml"), "write")
 	if r.code != exitAsk {

@@ -9,12 +9,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
-	"os/signal"
 	"runtime/debug"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -33,7 +30,7 @@ type serveOptions struct {
 	watch time.Duration
 }
 
-func newServeCommand(stdout, stderr io.Writer) *cobra.Command {
+func newServeCommand(stdout, stderr io.Writer, proc *process) *cobra.Command {
 	var o serveOptions
 	cmd := &cobra.Command{
 		Use:   "serve -c gateway.yaml",
@@ -59,10 +56,11 @@ the next one. Operator changes take effect on the reload: a removed operator, or
 whose token changed, is signed out of the inbox at once and the old token is refused.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.config == "" {
-				return usageErrorf("name the gateway config with -c FILE (see examples/gateway/gateway.yaml)")
+			p, err := newServeProgram(o, cmd.InOrStdin(), stdout, stderr, proc)
+			if err != nil {
+				return err
 			}
-			return runServe(cmd.Context(), o, cmd.InOrStdin(), stdout, stderr)
+			return p.Run(cmd.Context())
 		},
 	}
 	cmd.Flags().StringVarP(&o.config, "config", "c", "", "the gateway config file")
@@ -88,14 +86,37 @@ whose token changed, is signed out of the inbox at once and the old token is ref
 	return cmd
 }
 
-func runServe(ctx context.Context, o serveOptions, stdin io.Reader, stdout, stderr io.Writer) error {
-	if os.Getenv("GOGC") == "" {
-		// The MCP SDK allocates heavily per call; trade memory for fewer collections.
-		debug.SetGCPercent(400)
+// serveProgram is one run of the gateway, built from the flags. It changes nothing
+// process-wide itself: what only a process may change (the GC setting, SIGHUP, what a
+// second SIGINT does) it asks of proc, which in-process tests leave nil.
+type serveProgram struct {
+	o      serveOptions
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+	proc   *process
+}
+
+// newServeProgram checks the flags; nothing is read or started until Run.
+func newServeProgram(o serveOptions, stdin io.Reader, stdout, stderr io.Writer, proc *process) (*serveProgram, error) {
+	if o.config == "" {
+		return nil, usageErrorf("name the gateway config with -c FILE (see examples/gateway/gateway.yaml)")
 	}
 	if o.watch < 0 {
-		return usageErrorf("--watch %s: give a positive interval, or 0 to reload on SIGHUP only", o.watch)
+		return nil, usageErrorf("--watch %s: give a positive interval, or 0 to reload on SIGHUP only", o.watch)
 	}
+	if proc == nil {
+		proc = &process{}
+	}
+	return &serveProgram{o: o, stdin: stdin, stdout: stdout, stderr: stderr, proc: proc}, nil
+}
+
+// Run serves until ctx ends (main cancels it on SIGINT and SIGTERM), the stdio client
+// goes away or a front fails, then shuts down: calls in flight finish, for at most 30
+// seconds. Everything it opened is closed when it returns.
+func (p *serveProgram) Run(ctx context.Context) error {
+	o, stdin, stdout, stderr := p.o, p.stdin, p.stdout, p.stderr
+	p.proc.tuneForServe()
 	// Every file is hashed before it is read, so that an edit made while the gateway
 	// starts (discovery can take a while) is reloaded rather than missed.
 	watch := &configWatch{config: o.config}
@@ -107,13 +128,10 @@ func runServe(ctx context.Context, o serveOptions, stdin io.Reader, stdout, stde
 		return usageErrorf("%s sets no listen address: add `listen: 127.0.0.1:8080`, or pass --stdio", o.config)
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	// SIGHUP reloads; catch it before anything can see the gateway up (its default
 	// action would end the process).
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
+	hup, stopHUP := p.proc.reloads()
+	defer stopHUP()
 
 	st, err := store.Open(ctx, cfg.Store)
 	if err != nil {
@@ -195,9 +213,8 @@ loop:
 			break loop
 		}
 	}
-	// From here a second SIGTERM or Ctrl-C ends the process at once (main catches
-	// them too, so stopping this notification alone would not be enough).
-	signal.Reset(os.Interrupt, syscall.SIGTERM)
+	// From here a second SIGTERM or Ctrl-C ends the process at once.
+	p.proc.shuttingDown()
 	log.Info("shutting down: finishing calls in flight")
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wardenhq/warden/gateway"
@@ -587,7 +589,17 @@ func TestServeApprovalTimeoutThenIdenticalRetry(t *testing.T) {
 // waiting on one replica wakes up when the decision is made in another process
 // (NOTIFY), well before the one-second poll that backs it up.
 func TestServeReplicasSharePostgres(t *testing.T) {
-	dsn := postgresDSN(t)
+	// Every connection of the two replicas carries an application name of this test's
+	// own, so that their LISTEN connections can be told from anything else's.
+	u, err := url.Parse(postgresDSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	app := "warden-replicas-" + q.Get("search_path")
+	q.Set("application_name", app)
+	u.RawQuery = q.Encode()
+	dsn := u.String()
 	f := newNotesFixture(t, dsn, "60s")
 	a, b := f.start(t), f.start(t)
 	ca, cb := connect(t, a.url, demoWriterToken), connect(t, b.url, demoWriterToken)
@@ -596,6 +608,7 @@ func TestServeReplicasSharePostgres(t *testing.T) {
 	}
 
 	var wakes []time.Duration
+	waited := map[*sdk.ClientSession]bool{}
 	for i, cs := range []*sdk.ClientSession{ca, cb, ca} {
 		replica := "A"
 		if cs == cb {
@@ -614,9 +627,14 @@ func TestServeReplicasSharePostgres(t *testing.T) {
 			}
 			return false
 		})
-		// Let the waiter settle into its wait (past its first poll) so that only the
-		// notification, or the next poll a second later, can wake it.
-		time.Sleep(1500 * time.Millisecond)
+		// A replica's store opens its LISTEN connection when a call first waits, then
+		// looks at every waiting call again: once it is listening, the decision below
+		// reaches the waiter by its notification (or the poll a second later), not by
+		// a look that happened to come after it.
+		waited[cs] = true
+		mcptest.WaitFor(t, callTimeout, "replica "+replica+" listens for decisions", func() bool {
+			return listeners(t, dsn, app) == len(waited)
+		})
 		before := time.Now()
 		mustCLI(t, "approvals", "approve", id, "--store", dsn, "--by", "ops")
 		var shown struct {
@@ -655,6 +673,24 @@ func TestServeReplicasSharePostgres(t *testing.T) {
 		t.Errorf("the audit log shows %v deleted with the approval of ops, want r0, r1, r2", ran)
 	}
 	mustCLI(t, "audit", "verify", "--store", dsn)
+}
+
+// listeners counts the PostgreSQL sessions named app that are listening for
+// decisions (the LISTEN connection of a replica's store).
+func listeners(t *testing.T, dsn, app string) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var n int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND query = 'LISTEN warden_decisions'`, app).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 // ---- 5. kill -9 loses no pending approval ----

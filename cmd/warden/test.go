@@ -3,21 +3,18 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/internal/yamlargs"
 	"github.com/wardenhq/warden/internal/yamlstrict"
 	"github.com/wardenhq/warden/policy"
 )
@@ -174,37 +171,19 @@ func (tf *testFile) loadPolicies() error {
 		pol, err := policy.LoadFile(tf.policy, &policy.LoadOptions{Role: role})
 		if err != nil {
 			if role == "" {
-				return errors.Join(located(tf.path, tf.policyNode, "policy "+tf.policy+" does not load", "fix the errors below"), err)
+				return errors.Join(yamlstrict.Located(tf.path, tf.policyNode, "policy "+tf.policy+" does not load", "fix the errors below"), err)
 			}
-			return errors.Join(located(tf.path, tc.roleNode, fmt.Sprintf("case %q: policy %s does not load with role %q", tc.name, tf.policy, role), "use a role the policy defines, or fix the errors below"), err)
+			return errors.Join(yamlstrict.Located(tf.path, tc.roleNode, fmt.Sprintf("case %q: policy %s does not load with role %q", tc.name, tf.policy, role), "use a role the policy defines, or fix the errors below"), err)
 		}
 		tf.policies[role] = pol
 	}
 	return nil
 }
 
-// located returns a *warden.ConfigError at n's position (none when n is nil).
-func located(file string, n *yaml.Node, msg, hint string) *warden.ConfigError {
-	return yamlstrict.Located(file, n, msg, hint)
-}
-
 // testDecoder decodes a test file from its YAML node tree, collecting every problem as
-// a located *warden.ConfigError. The schema lives here; the strict YAML reading is
-// yamlstrict's, which its methods wrap.
+// a located *warden.ConfigError: the schema is here, the strict reading yamlstrict's.
 type testDecoder struct {
-	file string
-	errs []error
-}
-
-// strict runs f with a yamlstrict decoder for d's file that records into d.errs.
-func (d *testDecoder) strict(f func(y *yamlstrict.Decoder)) {
-	y := yamlstrict.Decoder{File: d.file, Errs: d.errs}
-	f(&y)
-	d.errs = y.Errs
-}
-
-func (d *testDecoder) fail(n *yaml.Node, hint, format string, args ...any) {
-	d.errs = append(d.errs, located(d.file, n, fmt.Sprintf(format, args...), hint))
+	yamlstrict.Decoder
 }
 
 // loadTestFile reads and strictly decodes a test file. Errors are located
@@ -224,14 +203,14 @@ func loadTestFile(path string) (*testFile, error) {
 // parseTestFile strictly decodes a test file's contents; name is used in errors and to
 // resolve the policy path.
 func parseTestFile(name string, data []byte) (*testFile, error) {
-	d := &testDecoder{file: name}
-	root := d.document(data)
+	d := &testDecoder{Decoder: yamlstrict.Decoder{File: name}}
+	root := d.Document(data, testDoc)
 	if root == nil {
-		return nil, errors.Join(d.errs...)
+		return nil, d.Err()
 	}
 	tf := d.decodeFile(root)
-	if len(d.errs) > 0 {
-		return nil, errors.Join(d.errs...)
+	if len(d.Errs) > 0 {
+		return nil, d.Err()
 	}
 	return tf, nil
 }
@@ -253,87 +232,49 @@ var testDoc = yamlstrict.Doc{
 	TabHint:   "indent with spaces; YAML does not allow tabs there",
 }
 
-// document parses exactly one YAML document without anchors or aliases.
-func (d *testDecoder) document(data []byte) (root *yaml.Node) {
-	d.strict(func(y *yamlstrict.Decoder) { root = y.Document(data, testDoc) })
-	return root
-}
-
-// yamlErrorPosition locates a YAML syntax error (see [yamlstrict.ErrorPosition]).
-func yamlErrorPosition(data []byte, err error) (line, column int) {
-	return yamlstrict.ErrorPosition(data, err)
-}
-
-// entry is one key of a mapping, with its nodes.
-type entry struct {
-	key     string
-	keyNode *yaml.Node
-	value   *yaml.Node
-}
-
-// mapping returns the entries of a mapping node in order, reporting a non-mapping and
-// duplicate keys.
-func (d *testDecoder) mapping(n *yaml.Node, where string) []entry {
-	var kvs []yamlstrict.KV
-	d.strict(func(y *yamlstrict.Decoder) { kvs, _ = y.Mapping(n, where) })
-	out := make([]entry, 0, len(kvs))
-	for _, kv := range kvs {
-		out = append(out, entry{key: kv.Key, keyNode: kv.KeyNode, value: kv.Value})
-	}
-	return out
-}
-
-// kindName names what a node is for messages (see [yamlstrict.KindName]).
-func kindName(n *yaml.Node) string { return yamlstrict.KindName(n) }
-
-func (d *testDecoder) str(n *yaml.Node, where string) (s string, ok bool) {
-	d.strict(func(y *yamlstrict.Decoder) { s, ok = y.Str(n, where) })
-	return s, ok
-}
-
 var (
 	fileKeys = []string{"policy", "description", "cases"}
 	caseKeys = []string{"name", "description", "tool", "args", "role", "capabilities", "expect", "rule_id"}
 )
 
 func (d *testDecoder) decodeFile(root *yaml.Node) *testFile {
-	tf := &testFile{path: d.file}
-	entries := d.mapping(root, "the top level")
+	tf := &testFile{path: d.File}
+	entries, _ := d.Mapping(root, "the top level")
 	if root.Kind != yaml.MappingNode {
 		return tf
 	}
 	var casesNode *yaml.Node
 	for _, e := range entries {
-		switch e.key {
+		switch e.Key {
 		case "policy":
-			tf.policyNode = e.value
-			if s, ok := d.str(e.value, "policy"); ok {
+			tf.policyNode = e.Value
+			if s, ok := d.Str(e.Value, "policy"); ok {
 				if strings.TrimSpace(s) == "" {
-					d.fail(e.value, "name the policy file, relative to this test file", "policy is empty")
+					d.Fail(e.Value, "name the policy file, relative to this test file", "policy is empty")
 				}
 				tf.policy = s
 				if !filepath.IsAbs(s) {
-					tf.policy = filepath.Join(filepath.Dir(d.file), s)
+					tf.policy = filepath.Join(filepath.Dir(d.File), s)
 				}
 			}
 		case "description":
-			d.str(e.value, "description")
+			d.Str(e.Value, "description")
 		case "cases":
-			casesNode = e.value
+			casesNode = e.Value
 		default:
-			d.fail(e.keyNode, "allowed keys: "+strings.Join(fileKeys, ", "), "unknown key %q", e.key)
+			d.Fail(e.KeyNode, "allowed keys: "+strings.Join(fileKeys, ", "), "unknown key %q", e.Key)
 		}
 	}
 	if tf.policyNode == nil {
-		d.fail(root, "add `policy: <file>`, relative to this test file", "missing policy")
+		d.Fail(root, "add `policy: <file>`, relative to this test file", "missing policy")
 	}
 	switch {
 	case casesNode == nil:
-		d.fail(root, "add `cases:` with at least one case", "missing cases")
+		d.Fail(root, "add `cases:` with at least one case", "missing cases")
 	case casesNode.Kind != yaml.SequenceNode:
-		d.fail(casesNode, "write cases as a list of `- name: ...` entries", "cases must be a list, got %s", kindName(casesNode))
+		d.Fail(casesNode, "write cases as a list of `- name: ...` entries", "cases must be a list, got %s", yamlstrict.KindName(casesNode))
 	case len(casesNode.Content) == 0:
-		d.fail(casesNode, "add at least one case; a test file that tests nothing passes for the wrong reason", "cases is empty")
+		d.Fail(casesNode, "add at least one case; a test file that tests nothing passes for the wrong reason", "cases is empty")
 	default:
 		names := map[string]*yaml.Node{}
 		for i, item := range casesNode.Content {
@@ -342,7 +283,7 @@ func (d *testDecoder) decodeFile(root *yaml.Node) *testFile {
 				continue
 			}
 			if prev, dup := names[tc.name]; dup {
-				d.fail(nameNode, fmt.Sprintf("give every case its own name; the first is at line %d", prev.Line), "duplicate case name %q", tc.name)
+				d.Fail(nameNode, fmt.Sprintf("give every case its own name; the first is at line %d", prev.Line), "duplicate case name %q", tc.name)
 				continue
 			}
 			names[tc.name] = nameNode
@@ -354,8 +295,8 @@ func (d *testDecoder) decodeFile(root *yaml.Node) *testFile {
 
 func (d *testDecoder) decodeCase(item *yaml.Node, i int) (testCase, *yaml.Node, bool) {
 	where := fmt.Sprintf("cases[%d]", i)
-	before := len(d.errs)
-	entries := d.mapping(item, where)
+	before := len(d.Errs)
+	entries, _ := d.Mapping(item, where)
 	if item.Kind != yaml.MappingNode {
 		return testCase{}, nil, false
 	}
@@ -363,76 +304,76 @@ func (d *testDecoder) decodeCase(item *yaml.Node, i int) (testCase, *yaml.Node, 
 	var nameNode, toolNode, expectNode, capsNode *yaml.Node
 	var capNames []string
 	for _, e := range entries {
-		at := where + "." + e.key
-		switch e.key {
+		at := where + "." + e.Key
+		switch e.Key {
 		case "name":
-			nameNode = e.value
-			if s, ok := d.str(e.value, at); ok && strings.TrimSpace(s) == "" {
-				d.fail(e.value, "give every case a name; failures are reported by it", "%s is empty", at)
+			nameNode = e.Value
+			if s, ok := d.Str(e.Value, at); ok && strings.TrimSpace(s) == "" {
+				d.Fail(e.Value, "give every case a name; failures are reported by it", "%s is empty", at)
 			} else {
 				tc.name = s
 			}
 		case "description":
-			d.str(e.value, at)
+			d.Str(e.Value, at)
 		case "tool":
-			tc.call.tool, _ = d.str(e.value, at)
-			toolNode = e.value
+			tc.call.tool, _ = d.Str(e.Value, at)
+			toolNode = e.Value
 		case "args":
-			if e.value.Kind != yaml.MappingNode {
-				d.fail(e.value, "write the arguments as a mapping, such as {command: \"ls\"}", "%s must be a mapping, got %s", at, kindName(e.value))
+			if e.Value.Kind != yaml.MappingNode {
+				d.Fail(e.Value, "write the arguments as a mapping, such as {command: \"ls\"}", "%s must be a mapping, got %s", at, yamlstrict.KindName(e.Value))
 				continue
 			}
-			tc.call.args = d.args(e.value, at)
+			tc.call.args = yamlargs.Args(&d.Decoder, e.Value, at)
 		case "role":
-			tc.call.role, _ = d.str(e.value, at)
-			tc.roleNode = e.value
+			tc.call.role, _ = d.Str(e.Value, at)
+			tc.roleNode = e.Value
 			if tc.call.role == "" {
-				d.fail(e.value, "name a role the policy defines, or leave role out to use its active_role", "%s is empty", at)
+				d.Fail(e.Value, "name a role the policy defines, or leave role out to use its active_role", "%s is empty", at)
 			}
 		case "capabilities":
-			capsNode = e.value
-			if e.value.Kind != yaml.SequenceNode {
-				d.fail(e.value, "write a list such as [user_data]", "%s must be a list, got %s", at, kindName(e.value))
+			capsNode = e.Value
+			if e.Value.Kind != yaml.SequenceNode {
+				d.Fail(e.Value, "write a list such as [user_data]", "%s must be a list, got %s", at, yamlstrict.KindName(e.Value))
 				continue
 			}
-			for j, c := range e.value.Content {
-				s, ok := d.str(c, fmt.Sprintf("%s[%d]", at, j))
+			for j, c := range e.Value.Content {
+				s, ok := d.Str(c, fmt.Sprintf("%s[%d]", at, j))
 				if !ok {
 					continue
 				}
 				if msg, hint := capabilityProblem(s); msg != "" {
-					d.fail(c, hint, "%s[%d]: %s", at, j, msg)
+					d.Fail(c, hint, "%s[%d]: %s", at, j, msg)
 					continue
 				}
 				capNames = append(capNames, s)
 			}
 		case "expect":
-			expectNode = e.value
-			s, ok := d.str(e.value, at)
+			expectNode = e.Value
+			s, ok := d.Str(e.Value, at)
 			if !ok {
 				continue
 			}
 			eff, err := warden.ParseEffect(s)
 			if err != nil {
-				d.fail(e.value, "use allow, deny, ask, escalate or halt", "%s: unknown effect %q", at, s)
+				d.Fail(e.Value, "use allow, deny, ask, escalate or halt", "%s: unknown effect %q", at, s)
 				continue
 			}
 			tc.expect = eff
 		case "rule_id":
-			tc.ruleID, _ = d.str(e.value, at)
+			tc.ruleID, _ = d.Str(e.Value, at)
 			tc.hasRuleID = true
 		default:
-			d.fail(e.keyNode, "a case holds "+strings.Join(caseKeys, ", "), "unknown key %q in %s", e.key, where)
+			d.Fail(e.KeyNode, "a case holds "+strings.Join(caseKeys, ", "), "unknown key %q in %s", e.Key, where)
 		}
 	}
 	if nameNode == nil {
-		d.fail(item, "give every case a name; failures are reported by it", "%s: missing name", where)
+		d.Fail(item, "give every case a name; failures are reported by it", "%s: missing name", where)
 	}
 	if toolNode == nil {
-		d.fail(item, "add `tool: <name>`, or `tool: skill:<id>` for a skill activation", "%s: missing tool", where)
+		d.Fail(item, "add `tool: <name>`, or `tool: skill:<id>` for a skill activation", "%s: missing tool", where)
 	}
 	if expectNode == nil {
-		d.fail(item, "add `expect:` with allow, deny, ask, escalate or halt", "%s: missing expect", where)
+		d.Fail(item, "add `expect:` with allow, deny, ask, escalate or halt", "%s: missing expect", where)
 	}
 	tc.call.capabilities, _ = parseCapabilities(capNames)
 	if toolNode != nil && toolNode.Kind == yaml.ScalarNode && toolNode.ShortTag() == "!!str" {
@@ -441,70 +382,8 @@ func (d *testDecoder) decodeCase(item *yaml.Node, i int) (testCase, *yaml.Node, 
 			if capsNode != nil && len(tc.call.capabilities) > 0 {
 				n = capsNode
 			}
-			d.fail(n, "a skill activation is written `tool: skill:<id>` with no capabilities", "%s: %v", where, err)
+			d.Fail(n, "a skill activation is written `tool: skill:<id>` with no capabilities", "%s: %v", where, err)
 		}
 	}
-	return tc, nameNode, len(d.errs) == before
-}
-
-var jsonNumber = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$`)
-
-// args converts a YAML mapping to warden.Args, keeping the key order: strings stay
-// strings, numbers stay numbers (as written when the text is a JSON number), booleans
-// and null are themselves, nested mappings and lists are objects and arrays.
-func (d *testDecoder) args(n *yaml.Node, where string) warden.Args {
-	var a warden.Args
-	for _, e := range d.mapping(n, where) {
-		a = a.With(e.key, d.value(e.value, where+"."+e.key))
-	}
-	return a
-}
-
-func (d *testDecoder) value(n *yaml.Node, where string) any {
-	switch n.Kind {
-	case yaml.MappingNode:
-		return d.args(n, where)
-	case yaml.SequenceNode:
-		out := []any{}
-		for i, c := range n.Content {
-			out = append(out, d.value(c, fmt.Sprintf("%s[%d]", where, i)))
-		}
-		return out
-	case yaml.ScalarNode:
-		switch n.ShortTag() {
-		case "!!str", "!!timestamp": // a date is text to a tool
-			return n.Value
-		case "!!null":
-			return nil
-		case "!!bool":
-			var b bool
-			if err := n.Decode(&b); err != nil {
-				d.fail(n, "write true or false", "%s: %v", where, err)
-			}
-			return b
-		case "!!int", "!!float":
-			if jsonNumber.MatchString(n.Value) {
-				return json.Number(n.Value)
-			}
-			var f any
-			if err := n.Decode(&f); err == nil {
-				switch v := f.(type) {
-				case int:
-					return json.Number(strconv.Itoa(v))
-				case int64:
-					return json.Number(strconv.FormatInt(v, 10))
-				case uint64:
-					return json.Number(strconv.FormatUint(v, 10))
-				case float64:
-					if !math.IsInf(v, 0) && !math.IsNaN(v) {
-						return json.Number(strconv.FormatFloat(v, 'g', -1, 64))
-					}
-				}
-			}
-			d.fail(n, "write a decimal number, or quote it to make it a string", "%s: %q is not a JSON number", where, n.Value)
-			return nil
-		}
-	}
-	d.fail(n, "use a string, number, boolean, null, mapping or list", "%s: unsupported value %s", where, n.ShortTag())
-	return nil
+	return tc, nameNode, len(d.Errs) == before
 }
