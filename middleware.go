@@ -26,8 +26,10 @@ import (
 type Middleware struct {
 	// Name identifies the middleware in the ledger, events and refusal texts. Required.
 	Name string
-	// Tools scopes the middleware: "*" or empty for every tool, otherwise canonical
-	// tool names or "<name>_tool" keys.
+	// Tools scopes the middleware: "*" or empty for every tool, otherwise hook keys:
+	// canonical tool names or "<name>_tool" keys, compared case-insensitively. A key is a
+	// name, never a glob; tool patterns (policies, warden audit --tool) use the policy's
+	// fnmatch dialect, and this is the one other form, the one the spec fixes.
 	Tools []string
 	// OnToolCall sees the arguments as they stand and may rewrite them (with a why),
 	// deny the call, or ask a person.
