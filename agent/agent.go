@@ -175,7 +175,14 @@ func New(provider Provider, guard *warden.Guard, opts *Options) (*Agent, error) 
 	}
 	a := &Agent{provider: provider, guard: guard, cfg: cfg, max: max, skills: slices.Clone(cfg.Skills), key: key, randomKey: random}
 	a.cfg.CheckpointKey = nil // a.key is the Agent's own copy
-	a.cfg.MessageMiddleware = slices.Clone(cfg.MessageMiddleware)
+	// Each link is copied, as Bind copies Config.Middleware: what New checked is what
+	// runs, whatever the caller does to its values afterwards.
+	a.cfg.MessageMiddleware = make([]*warden.Middleware, len(cfg.MessageMiddleware))
+	for i, m := range cfg.MessageMiddleware {
+		c := *m
+		c.Tools = slices.Clone(m.Tools)
+		a.cfg.MessageMiddleware[i] = &c
+	}
 	a.cfg.Skills = a.skills
 	if len(a.skills) > 0 {
 		t, ok := guard.Tool(warden.ReadSkillTool)

@@ -108,6 +108,11 @@ func (ib *Inbox) auditPage(w http.ResponseWriter, r *http.Request, s session) {
 			d.Form.Status = ""
 		}
 	}
+	if err := store.CheckToolGlob(d.Form.Tool); err != nil {
+		// The pattern cannot mean what was typed: filtering by it would hide calls.
+		d.Problems = append(d.Problems, "Tool: "+err.Error()+". Not filtered by tool.")
+		d.Form.Tool = ""
+	}
 	f.ToolGlob = d.Form.Tool
 	f.Principal = d.Form.Principal
 	if since, err := parseSince(d.Form.Since, ib.now()); err != nil {

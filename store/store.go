@@ -61,7 +61,8 @@
 // store writes and every expiry it judges comes from one clock, its Options.Now
 // (time.Now unless a test injects another); the database's clock is never asked. Expiry
 // is therefore judged with the clock of the process that asks, so replicas should keep
-// their clocks in sync.
+// their clocks in sync. A clock that returns the zero time does not know the time: every
+// decision that can expire is then judged expired, and no session approval is used.
 package store
 
 import (

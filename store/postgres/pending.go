@@ -205,7 +205,13 @@ func (s *Store) ConsumeApproval(ctx context.Context, digest, session string) (st
 		}
 	}
 	// Claim the oldest usable once approval. A row another transaction is claiming is
-	// skipped rather than waited for: that one will consume it.
+	// skipped rather than waited for: that one will consume it. A clock that does not
+	// know the time (zero) compares as NULL: only an approval that never expires is
+	// usable then (fail closed, see core.Expired).
+	var at any = now
+	if now.IsZero() {
+		at = nil
+	}
 	p, err := scanPending(s.pool.QueryRow(ctx, `UPDATE warden_pending SET consumed = true
 		WHERE id = (
 			SELECT id FROM warden_pending
@@ -214,7 +220,7 @@ func (s *Store) ConsumeApproval(ctx context.Context, digest, session string) (st
 			ORDER BY decided_at, id LIMIT 1
 			FOR UPDATE SKIP LOCKED)
 		AND NOT consumed
-		RETURNING `+pendingCols, digest, now))
+		RETURNING `+pendingCols, digest, at))
 	if isNoRows(err) {
 		return store.Pending{}, false, nil
 	}

@@ -58,9 +58,11 @@ func cloneJSON(b json.RawMessage) json.RawMessage {
 	return append(json.RawMessage(nil), b...)
 }
 
-// Expired reports whether p was still undecided when Expires passed (as of now).
+// Expired reports whether p was still undecided when Expires passed (as of now). A
+// zero now is a clock that does not know the time: every decision that can expire is
+// judged expired (fail closed).
 func Expired(p store.Pending, now time.Time) bool {
-	return !p.Expires.IsZero() && !now.Before(p.Expires)
+	return !p.Expires.IsZero() && (now.IsZero() || !now.Before(p.Expires))
 }
 
 // View returns p as callers see it at now: an undecided decision past Expires reports
@@ -136,7 +138,7 @@ func Authorizes(p store.Pending, digest, session string, now time.Time) bool {
 	case store.ScopeOnce:
 		return !p.Consumed && !Expired(p, now)
 	case store.ScopeSession:
-		return session != "" && p.Session == session && now.Before(SessionUntil(p))
+		return session != "" && p.Session == session && !now.IsZero() && now.Before(SessionUntil(p))
 	}
 	return false // unknown scope: fail closed
 }
