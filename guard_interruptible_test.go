@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/wardenhq/warden"
@@ -56,62 +57,69 @@ func TestInterruptibleCheckerRunsUnderDeadline(t *testing.T) {
 		{"an answer in time counts", quickChecker{}, "quick"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			runs := 0
-			var reg warden.Registry
-			if err := reg.Register(warden.Executable{
-				Tool: warden.Tool{Name: "lookup"},
-				Run: func(context.Context, warden.Args, *warden.Credential) (any, error) {
-					runs++
-					return "ok", nil
-				},
-			}); err != nil {
-				t.Fatal(err)
-			}
-			var mu sync.Mutex
-			var checks []warden.Event
-			sink := warden.SinkFunc(func(_ context.Context, e warden.Event) {
-				if e.Name == warden.EventPermissionCheck {
-					mu.Lock()
-					checks = append(checks, e)
-					mu.Unlock()
+			// In a synctest bubble the deadline is exact, not raced against the wall clock.
+			synctest.Test(t, func(t *testing.T) {
+				runs := 0
+				var reg warden.Registry
+				if err := reg.Register(warden.Executable{
+					Tool: warden.Tool{Name: "lookup"},
+					Run: func(context.Context, warden.Args, *warden.Credential) (any, error) {
+						runs++
+						return "ok", nil
+					},
+				}); err != nil {
+					t.Fatal(err)
+				}
+				var mu sync.Mutex
+				var checks []warden.Event
+				sink := warden.SinkFunc(func(_ context.Context, e warden.Event) {
+					if e.Name == warden.EventPermissionCheck {
+						mu.Lock()
+						checks = append(checks, e)
+						mu.Unlock()
+					}
+				})
+				g, err := reg.Bind(warden.Config{Checkers: []warden.Checker{tt.c}, CheckTimeout: 10 * time.Millisecond, Sinks: []warden.Sink{sink}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				start := time.Now()
+				out, err := g.Call(context.Background(), warden.Call{ID: "1", Tool: "lookup"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if d := time.Since(start); tt.rule != "quick" && d != 10*time.Millisecond {
+					t.Errorf("the call took %v; a checker past its deadline is abandoned at CheckTimeout (10ms)", d)
+				}
+				// One check, one record, one event, and it is the answer that counted:
+				// a late answer is never recorded or announced.
+				mu.Lock()
+				defer mu.Unlock()
+				if len(out.Checks) != 1 || out.Checks[0].Decision.RuleID != tt.rule {
+					t.Errorf("checks %+v, want one by %s", out.Checks, tt.rule)
+				}
+				if len(checks) != 1 || checks[0].RuleID != tt.rule {
+					t.Errorf("permission events %+v, want one by %s", checks, tt.rule)
+				}
+				if tt.rule == "quick" {
+					if !out.Executed || runs != 1 {
+						t.Errorf("an answer in time: status %s executed %v", out.Status, out.Executed)
+					}
+					return
+				}
+				if out.Executed || runs != 0 || out.Status != warden.StatusRefused {
+					t.Fatalf("status %s executed %v, want refused", out.Status, out.Executed)
+				}
+				if out.Decision.RuleID != tt.rule || !out.Decision.Fault {
+					t.Errorf("decision %+v, want a fault by %s", out.Decision, tt.rule)
+				}
+				if out.ModelText != warden.UnauthorizedText("lookup") && tt.rule == "checker.fault" {
+					t.Errorf("model reads %q", out.ModelText)
+				}
+				if lc, ok := tt.c.(*lateChecker); ok && !lc.sawDeadline {
+					t.Errorf("the checker's context had no deadline")
 				}
 			})
-			g, err := reg.Bind(warden.Config{Checkers: []warden.Checker{tt.c}, CheckTimeout: 10 * time.Millisecond, Sinks: []warden.Sink{sink}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			out, err := g.Call(context.Background(), warden.Call{ID: "1", Tool: "lookup"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			// One check, one record, one event, and it is the answer that counted:
-			// a late answer is never recorded or announced.
-			mu.Lock()
-			defer mu.Unlock()
-			if len(out.Checks) != 1 || out.Checks[0].Decision.RuleID != tt.rule {
-				t.Errorf("checks %+v, want one by %s", out.Checks, tt.rule)
-			}
-			if len(checks) != 1 || checks[0].RuleID != tt.rule {
-				t.Errorf("permission events %+v, want one by %s", checks, tt.rule)
-			}
-			if tt.rule == "quick" {
-				if !out.Executed || runs != 1 {
-					t.Errorf("an answer in time: status %s executed %v", out.Status, out.Executed)
-				}
-				return
-			}
-			if out.Executed || runs != 0 || out.Status != warden.StatusRefused {
-				t.Fatalf("status %s executed %v, want refused", out.Status, out.Executed)
-			}
-			if out.Decision.RuleID != tt.rule || !out.Decision.Fault {
-				t.Errorf("decision %+v, want a fault by %s", out.Decision, tt.rule)
-			}
-			if out.ModelText != warden.UnauthorizedText("lookup") && tt.rule == "checker.fault" {
-				t.Errorf("model reads %q", out.ModelText)
-			}
-			if lc, ok := tt.c.(*lateChecker); ok && !lc.sawDeadline {
-				t.Errorf("the checker's context had no deadline")
-			}
 		})
 	}
 }
