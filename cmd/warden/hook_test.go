@@ -401,7 +401,7 @@ func (panicReader) Read([]byte) (int, error) { panic("disk on fire") }
 
 func TestHookRecoversFromPanic(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	err := runHookClaudeCode(context.Background(), panicReader{}, &stdout, &stderr, hookOptions{policy: codingAgent, event: "pre"})
+	err := newHookProgram(hookOptions{policy: codingAgent, event: "pre"}, panicReader{}, &stdout, &stderr).Run(context.Background())
 	if code := exitCode(err); code != exitUsage {
 		t.Errorf("exit %d, want 2", code)
 	}
