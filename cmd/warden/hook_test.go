@@ -685,6 +685,16 @@ func TestHookStore(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("audit log (-want +got):\n%s", diff)
 	}
+	// The approved run is the call that was asked about, argument for argument.
+	if len(recs) == len(want) {
+		asked, ran := recs[2], recs[5]
+		if ran.ArgsDigest != asked.ArgsDigest || string(ran.Args) != string(asked.Args) || ran.Revision != asked.Revision || ran.Rationale != asked.Rationale {
+			t.Errorf("the approved run %+v is not the asked call %+v", ran, asked)
+		}
+		if size := len(`{"stdout":"ok\n","stderr":"","interrupted":false}`); ran.ResultSize != size || recs[0].ResultSize != size {
+			t.Errorf("result sizes %d and %d, want %d", recs[0].ResultSize, ran.ResultSize, size)
+		}
+	}
 	if rep, err := st.VerifyAudit(context.Background()); err != nil || !rep.OK {
 		t.Errorf("audit chain: %+v, %v", rep, err)
 	}
