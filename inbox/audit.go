@@ -108,7 +108,13 @@ func (ib *Inbox) auditPage(w http.ResponseWriter, r *http.Request, s session) {
 			d.Form.Status = ""
 		}
 	}
-	f.ToolGlob = d.Form.Tool
+	// The pattern is a policy's glob; one the store refuses (an unclosed class) is
+	// shown as a problem, and the log is not filtered by tool.
+	if err := store.CheckToolGlob(d.Form.Tool); err != nil {
+		d.Problems = append(d.Problems, "Tool: "+err.Error()+". Not filtered by tool.")
+	} else {
+		f.ToolGlob = d.Form.Tool
+	}
 	f.Principal = d.Form.Principal
 	if since, err := parseSince(d.Form.Since, ib.now()); err != nil {
 		d.Problems = append(d.Problems, "Since: "+err.Error()+". Not filtered by time.")
