@@ -9,11 +9,15 @@ import (
 	"github.com/wardenhq/warden/store"
 )
 
-// Options configure a journal. The zero value records arguments in full.
+// Options configure a journal. The zero value records arguments in full, whatever
+// their size.
 type Options struct {
 	// RedactArgs leaves the arguments out of the log; their digest is always kept, so
 	// a record can still be matched against a known call.
 	RedactArgs bool
+	// MaxArgs, when positive, bounds the arguments kept: a call whose arguments' JSON
+	// form is longer than MaxArgs bytes keeps only their digest. Zero keeps them all.
+	MaxArgs int
 }
 
 // Journal records calls in a store. Safe for concurrent use (as the store is).
@@ -96,7 +100,9 @@ func (j *Journal) record(c warden.Call, o warden.Outcome) store.CallRecord {
 		}
 	}
 	if !j.opts.RedactArgs {
-		r.Args = o.Args.AppendJSON(nil)
+		if a := o.Args.AppendJSON(nil); j.opts.MaxArgs <= 0 || len(a) <= j.opts.MaxArgs {
+			r.Args = a
+		}
 	}
 	return r
 }

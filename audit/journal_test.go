@@ -131,6 +131,39 @@ func TestJournalRedactArgs(t *testing.T) {
 	}
 }
 
+// TestJournalMaxArgs keeps arguments up to MaxArgs bytes of JSON, and only the digest
+// of longer ones.
+func TestJournalMaxArgs(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t, sqliteDSN(t))
+	var runs atomicCounter
+	short := warden.MustParseArgs(`{"a":"x"}`)
+	limit := len(short.AppendJSON(nil))
+	g := newGuard(t, audit.NewJournal(s, &audit.Options{MaxArgs: limit}), countingTool("echo", &runs))
+	long := warden.MustParseArgs(`{"a":"xy"}`)
+	for id, args := range map[string]warden.Args{"short": short, "long": long} {
+		if o, err := g.Call(ctx, warden.Call{ID: id, Tool: "echo", Args: args}); err != nil || o.Status != warden.StatusRan {
+			t.Fatalf("%s: %s %v", id, o.Status, err)
+		}
+	}
+	got, err := s.QueryCalls(ctx, store.CallFilter{})
+	if err != nil || len(got) != 2 {
+		t.Fatalf("QueryCalls: %d, %v", len(got), err)
+	}
+	for _, r := range got {
+		want := []byte(nil)
+		if r.CallID == "short" {
+			want = short.AppendJSON(nil)
+		}
+		if string(r.Args) != string(want) || (r.Args == nil) != (want == nil) {
+			t.Errorf("call %s: args %q, want %q", r.CallID, r.Args, want)
+		}
+		if r.CallID == "long" && r.ArgsDigest != long.Digest() {
+			t.Errorf("call long: digest %q, want %s", r.ArgsDigest, long.Digest())
+		}
+	}
+}
+
 // failingStore fails the writes it is told to fail.
 type failingStore struct {
 	store.Store

@@ -108,12 +108,13 @@ func (ib *Inbox) auditPage(w http.ResponseWriter, r *http.Request, s session) {
 			d.Form.Status = ""
 		}
 	}
+	// The pattern is a policy's glob; one the store refuses (an unclosed class) is
+	// shown as a problem, and the log is not filtered by tool.
 	if err := store.CheckToolGlob(d.Form.Tool); err != nil {
-		// The pattern cannot mean what was typed: filtering by it would hide calls.
 		d.Problems = append(d.Problems, "Tool: "+err.Error()+". Not filtered by tool.")
-		d.Form.Tool = ""
+	} else {
+		f.ToolGlob = d.Form.Tool
 	}
-	f.ToolGlob = d.Form.Tool
 	f.Principal = d.Form.Principal
 	if since, err := parseSince(d.Form.Since, ib.now()); err != nil {
 		d.Problems = append(d.Problems, "Since: "+err.Error()+". Not filtered by time.")

@@ -112,7 +112,7 @@ func startE2E(t *testing.T) *e2eEnv {
 	for i, op := range cfg.Operators {
 		ops[i] = inbox.Operator{Name: op.Name, TokenHash: op.TokenHash}
 	}
-	ib, err := inbox.New(inbox.Options{Store: e.st, Operators: ops, Path: cfg.UIPath, Events: e.gw.Events().ForCall, Logger: logger})
+	ib, err := inbox.New(e.st, ops, &inbox.Options{Path: cfg.UIPath, Events: e.gw.Events().ForCall, Logger: logger})
 	if err != nil {
 		t.Fatalf("inbox.New: %v", err)
 	}

@@ -39,21 +39,23 @@ type fixture struct {
 }
 
 type fixtureOptions struct {
-	tls    bool
-	modify func(*inbox.Options)
+	tls       bool
+	operators []inbox.Operator // default: operatorName with operatorToken
+	modify    func(*inbox.Options)
 }
 
 func newFixture(t *testing.T, fo fixtureOptions) *fixture {
 	t.Helper()
 	st := openStore(t)
-	o := inbox.Options{
-		Store:     st,
-		Operators: []inbox.Operator{{Name: operatorName, TokenHash: inbox.HashToken(operatorToken)}},
+	ops := fo.operators
+	if ops == nil {
+		ops = []inbox.Operator{{Name: operatorName, TokenHash: inbox.HashToken(operatorToken)}}
 	}
+	var o inbox.Options
 	if fo.modify != nil {
 		fo.modify(&o)
 	}
-	ib, err := inbox.New(o)
+	ib, err := inbox.New(st, ops, &o)
 	if err != nil {
 		t.Fatalf("inbox.New: %v", err)
 	}

@@ -23,30 +23,33 @@ import (
 func TestNewRefusesBadOptions(t *testing.T) {
 	st := openStore(t)
 	good := inbox.Operator{Name: "alice", TokenHash: inbox.HashToken("t1")}
+	ops := func(o ...inbox.Operator) []inbox.Operator { return o }
 	tests := []struct {
 		name string
-		o    inbox.Options
+		st   store.Store
+		ops  []inbox.Operator
+		o    *inbox.Options
 		want string
 	}{
-		{"no store", inbox.Options{Operators: []inbox.Operator{good}}, "no store"},
-		{"no operator", inbox.Options{Store: st}, "no operator"},
-		{"empty name", inbox.Options{Store: st, Operators: []inbox.Operator{{Name: " ", TokenHash: good.TokenHash}}}, "empty name"},
-		{"untrimmed name", inbox.Options{Store: st, Operators: []inbox.Operator{{Name: "bob ", TokenHash: good.TokenHash}}}, "space"},
-		{"no hash", inbox.Options{Store: st, Operators: []inbox.Operator{{Name: "bob"}}}, "token hash"},
-		{"raw token as hash", inbox.Options{Store: st, Operators: []inbox.Operator{{Name: "bob", TokenHash: "t1"}}}, "token hash"},
-		{"upper-case hash", inbox.Options{Store: st, Operators: []inbox.Operator{{Name: "bob", TokenHash: strings.ToUpper(good.TokenHash)}}}, "token hash"},
-		{"short hash", inbox.Options{Store: st, Operators: []inbox.Operator{{Name: "bob", TokenHash: good.TokenHash[:20]}}}, "token hash"},
-		{"not hex", inbox.Options{Store: st, Operators: []inbox.Operator{{Name: "bob", TokenHash: "sha256:" + strings.Repeat("zz", 32)}}}, "token hash"},
-		{"duplicate hash", inbox.Options{Store: st, Operators: []inbox.Operator{good, {Name: "bob", TokenHash: good.TokenHash}}}, "twice"},
-		{"path without slashes", inbox.Options{Store: st, Operators: []inbox.Operator{good}, Path: "ui"}, "start and end"},
-		{"path without trailing slash", inbox.Options{Store: st, Operators: []inbox.Operator{good}, Path: "/ui"}, "start and end"},
-		{"unclean path", inbox.Options{Store: st, Operators: []inbox.Operator{good}, Path: "/a/../ui/"}, "clean"},
-		{"pattern in path", inbox.Options{Store: st, Operators: []inbox.Operator{good}, Path: "/{x}/"}, "not allowed"},
-		{"negative ttl", inbox.Options{Store: st, Operators: []inbox.Operator{good}, SessionTTL: -time.Second}, "negative"},
+		{"no store", nil, ops(good), nil, "no store"},
+		{"no operator", st, nil, nil, "no operator"},
+		{"empty name", st, ops(inbox.Operator{Name: " ", TokenHash: good.TokenHash}), nil, "empty name"},
+		{"untrimmed name", st, ops(inbox.Operator{Name: "bob ", TokenHash: good.TokenHash}), nil, "space"},
+		{"no hash", st, ops(inbox.Operator{Name: "bob"}), nil, "token hash"},
+		{"raw token as hash", st, ops(inbox.Operator{Name: "bob", TokenHash: "t1"}), nil, "token hash"},
+		{"upper-case hash", st, ops(inbox.Operator{Name: "bob", TokenHash: strings.ToUpper(good.TokenHash)}), nil, "token hash"},
+		{"short hash", st, ops(inbox.Operator{Name: "bob", TokenHash: good.TokenHash[:20]}), nil, "token hash"},
+		{"not hex", st, ops(inbox.Operator{Name: "bob", TokenHash: "sha256:" + strings.Repeat("zz", 32)}), nil, "token hash"},
+		{"duplicate hash", st, ops(good, inbox.Operator{Name: "bob", TokenHash: good.TokenHash}), nil, "twice"},
+		{"path without slashes", st, ops(good), &inbox.Options{Path: "ui"}, "start and end"},
+		{"path without trailing slash", st, ops(good), &inbox.Options{Path: "/ui"}, "start and end"},
+		{"unclean path", st, ops(good), &inbox.Options{Path: "/a/../ui/"}, "clean"},
+		{"pattern in path", st, ops(good), &inbox.Options{Path: "/{x}/"}, "not allowed"},
+		{"negative ttl", st, ops(good), &inbox.Options{SessionTTL: -time.Second}, "negative"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ib, err := inbox.New(tt.o)
+			ib, err := inbox.New(tt.st, tt.ops, tt.o)
 			if err == nil || ib != nil {
 				t.Fatalf("New = %v, %v; want nil and an error", ib, err)
 			}
@@ -57,8 +60,7 @@ func TestNewRefusesBadOptions(t *testing.T) {
 	}
 
 	// Two tokens for one person (a rotation) are fine; so is a custom path.
-	ib, err := inbox.New(inbox.Options{Store: st, Path: "/ops/inbox/", Operators: []inbox.Operator{
-		good, {Name: "alice", TokenHash: inbox.HashToken("t2")}}})
+	ib, err := inbox.New(st, []inbox.Operator{good, {Name: "alice", TokenHash: inbox.HashToken("t2")}}, &inbox.Options{Path: "/ops/inbox/"})
 	if err != nil {
 		t.Fatalf("New with two tokens of one operator: %v", err)
 	}
@@ -761,6 +763,21 @@ func TestAuditFilters(t *testing.T) {
 	}
 	if got := len(rowTools(body)); got != 5 {
 		t.Errorf("bad filters: %d rows, want all 5", got)
+	}
+	// A tool pattern the store cannot use is a problem in the form, and is kept there
+	// to be fixed; the log is shown unfiltered by tool.
+	resp, body := f.get(c, "/ui/audit?tool="+url.QueryEscape("mcp__[ab"))
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("bad tool pattern: status %d", resp.StatusCode)
+	}
+	if !strings.Contains(body, "that no &#39;]&#39; closes") || !strings.Contains(body, "Not filtered by tool.") {
+		t.Errorf("a bad tool pattern is not explained:\n%s", body)
+	}
+	if !strings.Contains(body, `value="mcp__[ab"`) {
+		t.Error("the bad tool pattern is not kept in the form")
+	}
+	if got := len(rowTools(body)); got != 5 {
+		t.Errorf("bad tool pattern: %d rows, want all 5", got)
 	}
 }
 

@@ -5,7 +5,7 @@
 // An [Inbox] is an [http.Handler] for everything under one path prefix (default
 // "/ui/"). The caller mounts it on its own mux:
 //
-//	ib, err := inbox.New(inbox.Options{Store: st, Operators: ops})
+//	ib, err := inbox.New(st, ops, nil)
 //	if err != nil { ... }
 //	defer ib.Close()
 //	mux.Handle(ib.Path(), ib)
@@ -108,14 +108,9 @@ type Operator struct {
 	TokenHash string
 }
 
-// Options configure an Inbox. Store and Operators are required; every other field has
-// a default. New copies the struct, so changing it afterwards has no effect.
+// Options configure an Inbox; nil, or the zero value of a field, means its default.
+// New copies the struct, so changing it afterwards has no effect.
 type Options struct {
-	// Store holds the pending decisions, the audit log and the tool pins. Required.
-	Store store.Store
-	// Operators may sign in. At least one is required: without an operator the inbox
-	// must stay off, and New refuses to build it.
-	Operators []Operator
 	// Path is the prefix the inbox serves, starting and ending with "/". Default
 	// [DefaultPath].
 	Path string
@@ -160,20 +155,26 @@ type Inbox struct {
 	done      chan struct{} // closed by Close
 }
 
-// New checks o and returns an Inbox. It returns an error, and no Inbox, when Store is
-// nil, there is no operator, an operator has an empty or untrimmed name or a hash that
-// is not "sha256:" and 64 lower-case hex digits, two operators share a hash, Path does
-// not start and end with "/" (or is not clean), or SessionTTL is negative.
-func New(o Options) (*Inbox, error) {
-	if o.Store == nil {
+// New checks its arguments and returns an Inbox on st (the pending decisions, the audit
+// log and the tool pins) that ops may sign in to; opts may be nil. It does no I/O. It
+// returns an error, and no Inbox, when st is nil, there is no operator (without one the
+// inbox must stay off), an operator has an empty or untrimmed name or a hash that is
+// not "sha256:" and 64 lower-case hex digits, two operators share a hash, Path does not
+// start and end with "/" (or is not clean), or SessionTTL is negative.
+func New(st store.Store, ops []Operator, opts *Options) (*Inbox, error) {
+	if st == nil {
 		return nil, errors.New("inbox: no store")
 	}
-	if len(o.Operators) == 0 {
+	if len(ops) == 0 {
 		return nil, errors.New("inbox: no operator configured (the inbox stays off without one)")
 	}
-	ops, err := newOperatorSet(o.Operators)
+	set, err := newOperatorSet(ops)
 	if err != nil {
 		return nil, err
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
 	}
 	if o.Path == "" {
 		o.Path = DefaultPath
@@ -194,7 +195,7 @@ func New(o Options) (*Inbox, error) {
 		o.Now = time.Now
 	}
 	ib := &Inbox{
-		store:     o.Store,
+		store:     st,
 		path:      o.Path,
 		ttl:       o.SessionTTL,
 		events:    o.Events,
@@ -206,7 +207,7 @@ func New(o Options) (*Inbox, error) {
 		limiter:   newLimiter(loginFailuresPerMinute, time.Minute),
 		done:      make(chan struct{}),
 	}
-	ib.ops.Store(ops)
+	ib.ops.Store(set)
 	pages, err := ib.parsePages()
 	if err != nil {
 		return nil, err

@@ -46,7 +46,7 @@ func (f *fixture) signedOut(c *http.Client) bool {
 }
 
 func TestSetOperatorsTakesEffectAtOnce(t *testing.T) {
-	f := newFixture(t, fixtureOptions{modify: func(o *inbox.Options) { o.Operators = []inbox.Operator{alice(), bob()} }})
+	f := newFixture(t, fixtureOptions{operators: []inbox.Operator{alice(), bob()}})
 	a := f.signedInAs(operatorToken)
 	b := f.signedInAs(bobToken)
 
@@ -135,7 +135,7 @@ func TestSetOperatorsTakesEffectAtOnce(t *testing.T) {
 
 // A sign-in racing with the removal of its operator never leaves a working session.
 func TestSetOperatorsRacingSignIn(t *testing.T) {
-	f := newFixture(t, fixtureOptions{modify: func(o *inbox.Options) { o.Operators = []inbox.Operator{alice(), bob()} }})
+	f := newFixture(t, fixtureOptions{operators: []inbox.Operator{alice(), bob()}})
 	var wg sync.WaitGroup
 	clients := make([]*http.Client, 8)
 	for i := range clients {

@@ -69,6 +69,8 @@ type approvalsOptions struct {
 	note  string
 	scope string
 	ttl   time.Duration
+	// ttlSet is true when --ttl was given.
+	ttlSet bool
 	// now is the clock ages and expiry are judged by.
 	now func() time.Time
 }
@@ -103,7 +105,8 @@ decision already made or expired; 1 an internal error.`,
 		Short: "List the calls waiting for a decision, oldest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runApprovalsList(cmd.Context(), stdout, o)
+			p, err := newApprovalsProgram(o, approvalsList, "", stdout)
+			return execute(cmd.Context(), p, err)
 		},
 	}
 	list.Flags().BoolVar(&o.all, "all", false, "include decided and expired approvals")
@@ -114,7 +117,8 @@ decision already made or expired; 1 an internal error.`,
 		Short: "Show everything about one approval: the call, its arguments and evidence",
 		Args:  exactlyOneID,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runApprovalsShow(cmd.Context(), stdout, o, args[0])
+			p, err := newApprovalsProgram(o, approvalsShow, args[0], stdout)
+			return execute(cmd.Context(), p, err)
 		},
 	}
 	show.Flags().BoolVar(&o.json, "json", false, "print one JSON object")
@@ -131,7 +135,10 @@ the call's own TTL, else 1h).
 A decision is made once: approving or declining a decided approval is refused.`,
 		Args: exactlyOneID,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runDecide(cmd.Context(), stdout, o, args[0], true, cmd.Flags().Changed("ttl"))
+			o := o
+			o.ttlSet = cmd.Flags().Changed("ttl")
+			p, err := newApprovalsProgram(o, approvalsApprove, args[0], stdout)
+			return execute(cmd.Context(), p, err)
 		},
 	}
 	approve.Flags().StringVar(&o.by, "by", "", "who decides (default $USER)")
@@ -144,7 +151,8 @@ A decision is made once: approving or declining a decided approval is refused.`,
 		Short: "Decline a call (exactly once); the note is what the model reads",
 		Args:  exactlyOneID,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runDecide(cmd.Context(), stdout, o, args[0], false, false)
+			p, err := newApprovalsProgram(o, approvalsDecline, args[0], stdout)
+			return execute(cmd.Context(), p, err)
 		},
 	}
 	decline.Flags().StringVar(&o.by, "by", "", "who decides (default $USER)")
@@ -161,13 +169,72 @@ func exactlyOneID(_ *cobra.Command, args []string) error {
 	return nil
 }
 
-// runApprovalsList prints the approvals waiting for a person (all with --all).
-func runApprovalsList(ctx context.Context, w io.Writer, o approvalsOptions) error {
-	s, err := openStore(ctx, o.store)
+// approvalsVerb is what an approvals program does.
+type approvalsVerb int
+
+const (
+	approvalsList approvalsVerb = iota
+	approvalsShow
+	approvalsApprove
+	approvalsDecline
+)
+
+// approvalsProgram is one `warden approvals` subcommand on the store.
+type approvalsProgram struct {
+	storeConn
+	o    approvalsOptions
+	verb approvalsVerb
+	id   string // the approval shown or decided
+	by   string // who decides (approve, decline)
+	w    io.Writer
+}
+
+// newApprovalsProgram checks the flags of verb; the store is opened by Run.
+func newApprovalsProgram(o approvalsOptions, verb approvalsVerb, id string, w io.Writer) (*approvalsProgram, error) {
+	p := &approvalsProgram{storeConn: storeConn{flag: o.store}, o: o, verb: verb, id: id, w: w}
+	if verb != approvalsApprove && verb != approvalsDecline {
+		return p, nil
+	}
+	by := strings.TrimSpace(o.by)
+	switch {
+	case o.by != "" && by == "":
+		return nil, usageErrorf("invalid --by: the name is blank")
+	case by == "":
+		if by = strings.TrimSpace(os.Getenv("USER")); by == "" {
+			return nil, usageErrorf("say who decides with --by NAME ($USER is not set)")
+		}
+	}
+	p.by = by
+	if verb == approvalsApprove {
+		switch o.scope {
+		case "", store.ScopeOnce, store.ScopeSession:
+		default:
+			return nil, usageErrorf("invalid --scope %q: want once or session", o.scope)
+		}
+		if o.ttlSet && o.ttl <= 0 {
+			return nil, usageErrorf("invalid --ttl %v: want a positive duration such as 30m", o.ttl)
+		}
+	}
+	return p, nil
+}
+
+// Run opens the store and lists, shows or decides; the caller closes p.
+func (p *approvalsProgram) Run(ctx context.Context) error {
+	s, err := p.open(ctx)
 	if err != nil {
 		return err
 	}
-	defer s.Close()
+	switch p.verb {
+	case approvalsList:
+		return runApprovalsList(ctx, s, p.w, p.o)
+	case approvalsShow:
+		return runApprovalsShow(ctx, s, p.w, p.o, p.id)
+	}
+	return runDecide(ctx, s, p.w, p.o, p.id, p.by, p.verb == approvalsApprove)
+}
+
+// runApprovalsList prints the approvals waiting for a person (all with --all).
+func runApprovalsList(ctx context.Context, s store.Store, w io.Writer, o approvalsOptions) error {
 	ps, err := s.ListPending(ctx, store.PendingFilter{All: o.all})
 	if err != nil {
 		return cmdError(exitInternal, "listing approvals: %w", err)
@@ -214,12 +281,7 @@ func writePendingTable(w io.Writer, ps []store.Pending, all bool, at time.Time) 
 }
 
 // runApprovalsShow prints every field of one approval.
-func runApprovalsShow(ctx context.Context, w io.Writer, o approvalsOptions, id string) error {
-	s, err := openStore(ctx, o.store)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
+func runApprovalsShow(ctx context.Context, s store.Store, w io.Writer, o approvalsOptions, id string) error {
 	p, err := s.GetPending(ctx, id)
 	if err != nil {
 		return decisionError(id, err)
@@ -333,32 +395,8 @@ func renderEvidence(raw json.RawMessage) string {
 	return b.String()
 }
 
-// runDecide approves or declines one approval.
-func runDecide(ctx context.Context, w io.Writer, o approvalsOptions, id string, approve, ttlSet bool) error {
-	by := strings.TrimSpace(o.by)
-	switch {
-	case o.by != "" && by == "":
-		return usageErrorf("invalid --by: the name is blank")
-	case by == "":
-		if by = strings.TrimSpace(os.Getenv("USER")); by == "" {
-			return usageErrorf("say who decides with --by NAME ($USER is not set)")
-		}
-	}
-	if approve {
-		switch o.scope {
-		case "", store.ScopeOnce, store.ScopeSession:
-		default:
-			return usageErrorf("invalid --scope %q: want once or session", o.scope)
-		}
-		if ttlSet && o.ttl <= 0 {
-			return usageErrorf("invalid --ttl %v: want a positive duration such as 30m", o.ttl)
-		}
-	}
-	s, err := openStore(ctx, o.store)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
+// runDecide approves or declines one approval, as by (the flags are checked).
+func runDecide(ctx context.Context, s store.Store, w io.Writer, o approvalsOptions, id, by string, approve bool) error {
 	p, err := s.GetPending(ctx, id)
 	if err != nil {
 		return decisionError(id, err)
@@ -373,7 +411,7 @@ func runDecide(ctx context.Context, w io.Writer, o approvalsOptions, id string, 
 		if scope == "" {
 			scope = p.Scope
 		}
-		if ttlSet && scope != store.ScopeSession {
+		if o.ttlSet && scope != store.ScopeSession {
 			return usageErrorf("--ttl applies only to a session approval: add --scope session")
 		}
 		if scope == store.ScopeSession && p.Session == "" {

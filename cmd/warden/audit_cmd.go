@@ -61,7 +61,8 @@ error.`,
   warden audit verify`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runAudit(cmd.Context(), stdout, o)
+			p, err := newAuditProgram(o, false, stdout)
+			return execute(cmd.Context(), p, err)
 		},
 	}
 	cmd.PersistentFlags().StringVar(&o.store, "store", "", storeUsage)
@@ -91,7 +92,10 @@ printed); 2 bad usage or a store that cannot be opened; 1 an internal error (the
 could not be read).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runAuditVerify(cmd.Context(), stdout, o.store, vjson)
+			o := o
+			o.json = vjson
+			p, err := newAuditProgram(o, true, stdout)
+			return execute(cmd.Context(), p, err)
 		},
 	}
 	verify.Flags().BoolVar(&vjson, "json", false, "print the report as one JSON object")
@@ -147,17 +151,44 @@ func (o auditOptions) filter(at time.Time) (store.CallFilter, error) {
 	return f, nil
 }
 
-// runAudit prints the calls that match the flags, oldest first.
-func runAudit(ctx context.Context, w io.Writer, o auditOptions) error {
-	f, err := o.filter(o.now())
+// auditProgram is one `warden audit` (the calls that match the flags) or `warden
+// audit verify` (the hash chain).
+type auditProgram struct {
+	storeConn
+	o      auditOptions
+	verify bool
+	f      store.CallFilter // what `warden audit` shows
+	w      io.Writer
+}
+
+// newAuditProgram checks the flags (for the listing, --since counts back from the
+// time o.now gives now); the store is opened by Run.
+func newAuditProgram(o auditOptions, verify bool, w io.Writer) (*auditProgram, error) {
+	p := &auditProgram{storeConn: storeConn{flag: o.store}, o: o, verify: verify, w: w}
+	if !verify {
+		f, err := o.filter(o.now())
+		if err != nil {
+			return nil, err
+		}
+		p.f = f
+	}
+	return p, nil
+}
+
+// Run opens the store and prints the calls, or verifies the chain; the caller closes p.
+func (p *auditProgram) Run(ctx context.Context) error {
+	s, err := p.open(ctx)
 	if err != nil {
 		return err
 	}
-	s, err := openStore(ctx, o.store)
-	if err != nil {
-		return err
+	if p.verify {
+		return runAuditVerify(ctx, s, p.w, p.o.json)
 	}
-	defer s.Close()
+	return runAudit(ctx, s, p.w, p.o, p.f)
+}
+
+// runAudit prints the calls that match f, oldest first.
+func runAudit(ctx context.Context, s store.Store, w io.Writer, o auditOptions, f store.CallFilter) error {
 	calls, err := s.QueryCalls(ctx, f)
 	if err != nil {
 		return cmdError(exitInternal, "reading the audit log: %w", err)
@@ -264,12 +295,7 @@ func callToJSON(c store.CallRecord) callJSON {
 }
 
 // runAuditVerify checks the chain: exit 0 intact, 3 tampered.
-func runAuditVerify(ctx context.Context, w io.Writer, dsn string, asJSON bool) error {
-	s, err := openStore(ctx, dsn)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
+func runAuditVerify(ctx context.Context, s store.Store, w io.Writer, asJSON bool) error {
 	r, err := s.VerifyAudit(ctx)
 	if err != nil {
 		return cmdError(exitInternal, "reading the audit log: %w", err)

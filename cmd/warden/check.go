@@ -44,7 +44,8 @@ bad policy file, 1 an internal error.`,
   warden check --policy support.yaml --role viewer --tool read_ticket --capability user_data --explain`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runCheck(cmd.Context(), stdout, o)
+			p, err := newCheckProgram(o, stdout)
+			return execute(cmd.Context(), p, err)
 		},
 	}
 	f := cmd.Flags()
@@ -60,26 +61,41 @@ bad policy file, 1 an internal error.`,
 	return cmd
 }
 
-// runCheck decides one call and prints the result. The returned error carries the exit
-// code: the verdict (0, 3, 4, 5), or 2 for bad flags or a bad policy file.
-func runCheck(ctx context.Context, w io.Writer, o checkOptions) error {
+// checkProgram is one `warden check`: one call, decided against a policy file.
+type checkProgram struct {
+	noResources
+	o    checkOptions
+	call callSpec
+	w    io.Writer
+}
+
+// newCheckProgram parses and checks the call the flags describe; the policy is read by
+// Run.
+func newCheckProgram(o checkOptions, w io.Writer) (*checkProgram, error) {
 	args, err := warden.ParseArgs([]byte(o.args))
 	if err != nil {
-		return usageErrorf("invalid --args: %s", strings.TrimPrefix(err.Error(), "arguments: "))
+		return nil, usageErrorf("invalid --args: %s", strings.TrimPrefix(err.Error(), "arguments: "))
 	}
 	caps, err := parseCapabilities(o.capabilities)
 	if err != nil {
-		return usageErrorf("invalid --capability: %v", err)
+		return nil, usageErrorf("invalid --capability: %v", err)
 	}
 	c := callSpec{tool: o.tool, args: args, role: o.role, capabilities: caps}
 	if err := c.validate(); err != nil {
-		return usageErrorf("invalid --tool: %v", err)
+		return nil, usageErrorf("invalid --tool: %v", err)
 	}
+	return &checkProgram{o: o, call: c, w: w}, nil
+}
+
+// Run decides the call and prints the result. The returned error carries the exit
+// code: the verdict (0, 3, 4, 5), or 2 for a bad policy file.
+func (p *checkProgram) Run(ctx context.Context) error {
+	o, w := p.o, p.w
 	pol, err := policy.LoadFile(o.policy, &policy.LoadOptions{Role: o.role})
 	if err != nil {
 		return configError(err)
 	}
-	r := evaluateCall(ctx, pol, c)
+	r := evaluateCall(ctx, pol, p.call)
 	switch {
 	case o.json:
 		err = writeJSON(w, r, o.explain)

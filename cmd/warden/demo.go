@@ -46,7 +46,8 @@ The exit code is 0 when every scene ended as designed, 1 otherwise.`,
   warden demo halt ask
   warden demo --json`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runDemo(cmd.Context(), stdout, o, args)
+			p, err := newDemoProgram(o, args, stdout)
+			return execute(cmd.Context(), p, err)
 		},
 	}
 	cmd.Flags().BoolVar(&o.json, "json", false, `print one JSON object {"scenes":[...]}`)
@@ -124,14 +125,16 @@ func demoSceneNames() []string {
 	return out
 }
 
-func runDemo(ctx context.Context, w io.Writer, o demoOptions, names []string) error {
+// newDemoProgram chooses the scenes named (all of them when none is), each once, in
+// the order given; an unknown name is a usage error.
+func newDemoProgram(o demoOptions, names []string, w io.Writer) (*demoProgram, error) {
 	specs := demoScenes()
 	if len(names) > 0 {
 		var chosen []demoSpec
 		for _, n := range names {
 			i := slices.IndexFunc(specs, func(s demoSpec) bool { return s.name == n })
 			if i < 0 {
-				return usageErrorf("unknown scene %q (scenes: %s)", n, strings.Join(demoSceneNames(), ", "))
+				return nil, usageErrorf("unknown scene %q (scenes: %s)", n, strings.Join(demoSceneNames(), ", "))
 			}
 			if !slices.ContainsFunc(chosen, func(s demoSpec) bool { return s.name == n }) {
 				chosen = append(chosen, specs[i])
@@ -139,6 +142,21 @@ func runDemo(ctx context.Context, w io.Writer, o demoOptions, names []string) er
 		}
 		specs = chosen
 	}
+	return &demoProgram{o: o, specs: specs, w: w}, nil
+}
+
+// demoProgram is one `warden demo`: the chosen scenes, played in order.
+type demoProgram struct {
+	noResources
+	o     demoOptions
+	specs []demoSpec
+	w     io.Writer
+}
+
+// Run plays the scenes and prints them; it fails (exit 1) when a scene did not end as
+// designed.
+func (p *demoProgram) Run(ctx context.Context) error {
+	o, w, specs := p.o, p.w, p.specs
 	scenes := make([]*demoScene, 0, len(specs))
 	failed := 0
 	for _, s := range specs {

@@ -87,7 +87,8 @@ to record that an allowed call ran.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runHookClaudeCode(cmd.Context(), cmd.InOrStdin(), stdout, stderr, o)
+			p := newHookProgram(o, cmd.InOrStdin(), stdout, stderr)
+			return execute(cmd.Context(), p, nil)
 		},
 	}
 	// A hook that cannot even parse its flags still answers: deny, exit 2.
@@ -104,9 +105,26 @@ to record that an allowed call ran.`,
 	return cmd
 }
 
-// runHookClaudeCode runs one hook invocation. Whatever happens, a PreToolUse
-// invocation ends with a decision on stdout: a verdict (exit 0) or a refusal (exit 2).
-func runHookClaudeCode(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, o hookOptions) (err error) {
+// hookProgram is one invocation of `warden hook claude-code`: one hook event read from
+// stdin and answered on stdout. It opens the store (--store) only for the time it
+// records the event, so it holds nothing between runs.
+type hookProgram struct {
+	noResources
+	o              hookOptions
+	stdin          io.Reader
+	stdout, stderr io.Writer
+}
+
+// newHookProgram builds the invocation. It checks no flag: a hook answers every
+// problem on stdout, the way Claude Code reads it, so Run reports bad flags.
+func newHookProgram(o hookOptions, stdin io.Reader, stdout, stderr io.Writer) *hookProgram {
+	return &hookProgram{o: o, stdin: stdin, stdout: stdout, stderr: stderr}
+}
+
+// Run handles the event. Whatever happens, a PreToolUse invocation ends with a
+// decision on stdout: a verdict (exit 0) or a refusal (exit 2).
+func (p *hookProgram) Run(ctx context.Context) (err error) {
+	o, stdin, stdout, stderr := p.o, p.stdin, p.stdout, p.stderr
 	defer func() {
 		// Fail closed: a panic anywhere below is a refusal, never a crash that Claude
 		// Code would read as a non-blocking error.

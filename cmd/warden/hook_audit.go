@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/audit"
 	"github.com/wardenhq/warden/hook"
 	"github.com/wardenhq/warden/store"
 	_ "github.com/wardenhq/warden/store/postgres" // the postgres:// and postgresql:// DSN schemes
@@ -43,6 +44,12 @@ func openHookStore(ctx context.Context, dsn string) (store.Store, error) {
 	return st, nil
 }
 
+// hookJournal is the journal the hook records in: the one the Guard and the gateway
+// use, keeping arguments only up to maxAuditArgs.
+func hookJournal(st store.Store) *audit.Journal {
+	return audit.NewJournal(st, &audit.Options{MaxArgs: maxAuditArgs})
+}
+
 // recordPre records a PreToolUse decision in the audit log.
 func recordPre(ctx context.Context, dsn string, in hook.ClaudeInput, call hook.Call, r report) (err error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
@@ -52,39 +59,46 @@ func recordPre(ctx context.Context, dsn string, in hook.ClaudeInput, call hook.C
 		return err
 	}
 	defer func() { err = errors.Join(err, st.Close()) }()
-	d := r.decision
-	rec := store.CallRecord{
-		CallID:     in.ToolUseID,
-		Session:    in.SessionID,
-		Tool:       call.Tool,
-		ArgsDigest: call.Args.Digest(),
-		Stage:      warden.StagePermission,
-		Effect:     d.Effect.String(),
-		RuleID:     d.RuleID,
-		Rationale:  d.Rationale,
-		Reason:     d.Reason,
-		Revision:   r.revision,
+	c, o := hookOutcome(in, call, r)
+	j := hookJournal(st)
+	if o.Executed {
+		// Write-ahead: Claude Code runs the call as soon as this hook answers.
+		_, err = j.Begin(ctx, c, o)
+		return err
 	}
-	if a := call.Args.AppendJSON(nil); len(a) <= maxAuditArgs {
-		rec.Args = a
+	return j.Record(ctx, c, o)
+}
+
+// hookOutcome is the call the PreToolUse hook decided and its outcome, as the journal
+// records them: an allowed call is an intent to execute; an asked one waits on the
+// person's answer at Claude Code's prompt; a halted or refused one never executes.
+// Every entry is decided at the permission stage (an asked one at the human stage)
+// and, since the model reads Claude Code's answer rather than a Warden result, has no
+// model text.
+func hookOutcome(in hook.ClaudeInput, call hook.Call, r report) (warden.Call, warden.Outcome) {
+	d := r.decision
+	c := warden.Call{ID: in.ToolUseID, Session: in.SessionID, Tool: call.Tool, Args: call.Args}
+	o := warden.Outcome{
+		CallID:   in.ToolUseID,
+		Tool:     call.Tool,
+		Args:     call.Args,
+		Stage:    warden.StagePermission,
+		RuleID:   d.RuleID,
+		Decision: d,
+		Revision: r.revision,
 	}
 	switch d.Effect {
 	case warden.Allow:
-		// Write-ahead: Claude Code runs the call as soon as this hook answers.
-		rec.Executed = true
-		_, err = st.BeginCall(ctx, rec)
+		o.Executed = true
 	case warden.Ask:
-		rec.Stage = warden.StageHuman
-		rec.Status = warden.StatusPending
-		err = st.RecordCall(ctx, rec)
+		o.Stage, o.Status = warden.StageHuman, warden.StatusPending
+		o.Pending = &warden.PendingDecision{Kind: warden.KindEscalate, Tool: call.Tool, Args: call.Args, Escalation: &d}
 	case warden.Halt:
-		rec.Status = warden.StatusHalted
-		err = st.RecordCall(ctx, rec)
+		o.Status = warden.StatusHalted
 	default:
-		rec.Status = warden.StatusRefused
-		err = st.RecordCall(ctx, rec)
+		o.Status = warden.StatusRefused
 	}
-	return err
+	return c, o
 }
 
 // runHookPost completes, as ran, the audit intent the PreToolUse hook recorded for the
@@ -129,41 +143,75 @@ func completeCall(ctx context.Context, st store.Store, in hook.ClaudeInput, tool
 	if err != nil {
 		return err
 	}
-	size := 0
+	// What the model read is the tool's response, as JSON.
+	ran := warden.Outcome{Status: warden.StatusRan, Stage: warden.StageExecute, Executed: true}
 	if in.ToolResponse != nil {
-		size = len(warden.AppendJSONValue(nil, in.ToolResponse))
+		ran.ModelText = string(warden.AppendJSONValue(nil, in.ToolResponse))
 	}
+	j := hookJournal(st)
 	for i := len(recs) - 1; i >= 0; i-- { // newest first
 		rec := recs[i]
 		if rec.CallID != in.ToolUseID || rec.Session != in.SessionID {
 			continue
 		}
-		done := store.Completion{Status: warden.StatusRan, Stage: warden.StageExecute, ResultSize: size}
 		switch rec.Status {
 		case store.StatusStarted:
-			done.Duration = time.Since(rec.Time)
-			err := st.EndCall(ctx, store.CallRef{Seq: rec.Seq}, done)
+			ran.Duration = time.Since(rec.Time)
+			err := j.End(ctx, warden.JournalRef(rec.Seq), warden.Call{}, ran)
 			if errors.Is(err, store.ErrAlreadyCompleted) {
 				return nil // a retry, or a second post hook: the completion is there
 			}
 			return err
 		case warden.StatusPending:
 			// The person approved it in Claude Code's prompt, and it ran.
-			run := rec
-			run.Seq, run.Time, run.Unknown = 0, time.Time{}, false
-			run.Status, run.Executed, run.ApprovedBy = "", true, approvedInClaudeCode
-			ref, err := st.BeginCall(ctx, run)
+			c, intent, err := approvedIntent(rec, in)
 			if err != nil {
 				return err
 			}
-			done.ApprovedBy = approvedInClaudeCode
-			return st.EndCall(ctx, ref, done)
+			ref, err := j.Begin(ctx, c, intent)
+			if err != nil {
+				return err
+			}
+			ran.ApprovedBy = approvedInClaudeCode
+			return j.End(ctx, ref, c, ran)
 		case warden.StatusRan:
 			return nil // already recorded
 		}
 		return fmt.Errorf("call %q ran although Warden recorded it as %s", in.ToolUseID, rec.Status)
 	}
 	return fmt.Errorf("no call %q of session %q in the audit log (was the PreToolUse hook run with the same --store?)", in.ToolUseID, in.SessionID)
+}
+
+// approvedIntent is the intent of an asked call (its pending entry rec) that the person
+// approved at Claude Code's prompt: the same call, decided as asked, now executing. Its
+// arguments are the ones the entry kept, or, when they were too large to keep, the ones
+// the PostToolUse input reports (mapped the way the PreToolUse hook maps them).
+func approvedIntent(rec store.CallRecord, in hook.ClaudeInput) (warden.Call, warden.Outcome, error) {
+	var args warden.Args
+	var err error
+	if rec.Args != nil {
+		args, err = warden.ParseArgs(rec.Args)
+	} else {
+		var call hook.Call
+		call, err = hook.MapClaudeTool(in.ToolName, in.ToolInput, in.Cwd)
+		args = call.Args
+	}
+	if err != nil {
+		return warden.Call{}, warden.Outcome{}, fmt.Errorf("the arguments of call %q: %w", rec.CallID, err)
+	}
+	c := warden.Call{ID: rec.CallID, Session: rec.Session, Tool: rec.Tool, Args: args, Identity: rec.Identity}
+	o := warden.Outcome{
+		CallID:     rec.CallID,
+		Tool:       rec.Tool,
+		Args:       args,
+		Executed:   true,
+		Stage:      rec.Stage,
+		RuleID:     rec.RuleID,
+		Decision:   warden.Decision{Effect: warden.Ask, RuleID: rec.RuleID, Rationale: rec.Rationale, Reason: rec.Reason},
+		Revision:   rec.Revision,
+		ApprovedBy: approvedInClaudeCode,
+	}
+	return c, o, nil
 }
 
 // approvedInClaudeCode is the approver of an asked call that ran: the person at Claude

@@ -4,6 +4,7 @@ package main
 // Claude Code's settings, and the checks that the binary they name will run.
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -58,7 +59,7 @@ hook is added that records the calls that ran.`,
   warden hook claude-code install --policy warden.yaml --store sqlite:///home/me/warden.db --write`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runHookInstall(stdout, stderr, o)
+			return execute(cmd.Context(), newHookInstallProgram(o, stdout, stderr), nil)
 		},
 	}
 	f := cmd.Flags()
@@ -71,8 +72,22 @@ hook is added that records the calls that ran.`,
 	return cmd
 }
 
-// runHookInstall prints or writes the hooks block.
-func runHookInstall(stdout, stderr io.Writer, o hookInstallOptions) error {
+// hookInstallProgram is one `warden hook claude-code install`.
+type hookInstallProgram struct {
+	noResources
+	o              hookInstallOptions
+	stdout, stderr io.Writer
+}
+
+// newHookInstallProgram builds the install; Run checks the policy and the executable,
+// which needs the filesystem.
+func newHookInstallProgram(o hookInstallOptions, stdout, stderr io.Writer) *hookInstallProgram {
+	return &hookInstallProgram{o: o, stdout: stdout, stderr: stderr}
+}
+
+// Run prints or writes the hooks block.
+func (p *hookInstallProgram) Run(context.Context) error {
+	o, stdout, stderr := p.o, p.stdout, p.stderr
 	policyPath, err := filepath.Abs(o.policy)
 	if err != nil {
 		return usageErrorf("--policy: %v", err)

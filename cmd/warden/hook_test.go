@@ -401,7 +401,7 @@ func (panicReader) Read([]byte) (int, error) { panic("disk on fire") }
 
 func TestHookRecoversFromPanic(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	err := runHookClaudeCode(context.Background(), panicReader{}, &stdout, &stderr, hookOptions{policy: codingAgent, event: "pre"})
+	err := newHookProgram(hookOptions{policy: codingAgent, event: "pre"}, panicReader{}, &stdout, &stderr).Run(context.Background())
 	if code := exitCode(err); code != exitUsage {
 		t.Errorf("exit %d, want 2", code)
 	}
@@ -684,6 +684,16 @@ func TestHookStore(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("audit log (-want +got):\n%s", diff)
+	}
+	// The approved run is the call that was asked about, argument for argument.
+	if len(recs) == len(want) {
+		asked, ran := recs[2], recs[5]
+		if ran.ArgsDigest != asked.ArgsDigest || string(ran.Args) != string(asked.Args) || ran.Revision != asked.Revision || ran.Rationale != asked.Rationale {
+			t.Errorf("the approved run %+v is not the asked call %+v", ran, asked)
+		}
+		if size := len(`{"stdout":"ok\n","stderr":"","interrupted":false}`); ran.ResultSize != size || recs[0].ResultSize != size {
+			t.Errorf("result sizes %d and %d, want %d", recs[0].ResultSize, ran.ResultSize, size)
+		}
 	}
 	if rep, err := st.VerifyAudit(context.Background()); err != nil || !rep.OK {
 		t.Errorf("audit chain: %+v, %v", rep, err)

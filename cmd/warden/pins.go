@@ -49,7 +49,8 @@ internal error.`,
 		Short: "List pinned tools; quarantined ones first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runPinsList(cmd.Context(), stdout, o)
+			p, err := newPinsProgram(o, pinsList, "", stdout)
+			return execute(cmd.Context(), p, err)
 		},
 	}
 	list.Flags().BoolVar(&o.json, "json", false, "print one JSON object per line")
@@ -58,7 +59,8 @@ internal error.`,
 		Short: "Show how a quarantined tool's definition changed",
 		Args:  exactlyOneName,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runPinsDiff(cmd.Context(), stdout, o, args[0])
+			p, err := newPinsProgram(o, pinsDiff, args[0], stdout)
+			return execute(cmd.Context(), p, err)
 		},
 	}
 	approve := &cobra.Command{
@@ -69,7 +71,8 @@ hash that 'warden pins diff' printed to approve exactly the definition you revie
 if the server changed it again in between, the approval is refused.`,
 		Args: exactlyOneName,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runPinsApprove(cmd.Context(), stdout, o, args[0])
+			p, err := newPinsProgram(o, pinsApprove, args[0], stdout)
+			return execute(cmd.Context(), p, err)
 		},
 	}
 	approve.Flags().StringVar(&o.by, "by", "", "who approves (default $USER)")
@@ -85,12 +88,54 @@ func exactlyOneName(_ *cobra.Command, args []string) error {
 	return nil
 }
 
-func runPinsList(ctx context.Context, w io.Writer, o pinsOptions) error {
-	s, err := openStore(ctx, o.store)
+// pinsVerb is what a pins program does.
+type pinsVerb int
+
+const (
+	pinsList pinsVerb = iota
+	pinsDiff
+	pinsApprove
+)
+
+// pinsProgram is one `warden pins` subcommand on the store.
+type pinsProgram struct {
+	storeConn
+	o    pinsOptions
+	verb pinsVerb
+	name string // the tool diffed or approved
+	by   string // who approves
+	w    io.Writer
+}
+
+// newPinsProgram checks the flags of verb; the store is opened by Run.
+func newPinsProgram(o pinsOptions, verb pinsVerb, name string, w io.Writer) (*pinsProgram, error) {
+	p := &pinsProgram{storeConn: storeConn{flag: o.store}, o: o, verb: verb, name: name, w: w}
+	if verb == pinsApprove {
+		if p.by = strings.TrimSpace(o.by); p.by == "" {
+			if p.by = strings.TrimSpace(os.Getenv("USER")); p.by == "" {
+				return nil, usageErrorf("say who approves with --by NAME ($USER is not set)")
+			}
+		}
+	}
+	return p, nil
+}
+
+// Run opens the store and lists, diffs or approves; the caller closes p.
+func (p *pinsProgram) Run(ctx context.Context) error {
+	s, err := p.open(ctx)
 	if err != nil {
 		return err
 	}
-	defer s.Close()
+	switch p.verb {
+	case pinsList:
+		return runPinsList(ctx, s, p.w, p.o)
+	case pinsDiff:
+		return runPinsDiff(ctx, s, p.w, p.name)
+	}
+	return runPinsApprove(ctx, s, p.w, p.o, p.name, p.by)
+}
+
+func runPinsList(ctx context.Context, s store.Store, w io.Writer, o pinsOptions) error {
 	pins, err := s.ListPins(ctx)
 	if err != nil {
 		return cmdError(exitInternal, "listing pins: %w", err)
@@ -141,12 +186,7 @@ func shortHash(h string) string {
 	return h
 }
 
-func runPinsDiff(ctx context.Context, w io.Writer, o pinsOptions, name string) error {
-	s, err := openStore(ctx, o.store)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
+func runPinsDiff(ctx context.Context, s store.Store, w io.Writer, name string) error {
 	p, err := s.GetPin(ctx, name)
 	if errors.Is(err, store.ErrNotFound) {
 		return cmdError(exitUsage, "no pinned tool named %q (warden pins list shows them)", name)
@@ -170,18 +210,8 @@ func runPinsDiff(ctx context.Context, w io.Writer, o pinsOptions, name string) e
 	return err
 }
 
-func runPinsApprove(ctx context.Context, w io.Writer, o pinsOptions, name string) error {
-	by := strings.TrimSpace(o.by)
-	if by == "" {
-		if by = strings.TrimSpace(os.Getenv("USER")); by == "" {
-			return usageErrorf("say who approves with --by NAME ($USER is not set)")
-		}
-	}
-	s, err := openStore(ctx, o.store)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
+// runPinsApprove accepts the pending definition of name, as by.
+func runPinsApprove(ctx context.Context, s store.Store, w io.Writer, o pinsOptions, name, by string) error {
 	hash := o.hash
 	if hash == "" {
 		p, err := s.GetPin(ctx, name)

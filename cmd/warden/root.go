@@ -31,7 +31,8 @@ func runIn(ctx context.Context, proc *process, args []string, stdout, stderr io.
 }
 
 // newRootCommand builds the command tree. Output goes to stdout, diagnostics to stderr.
-// Every subcommand parses its flags and hands the work to a plain function.
+// Every subcommand parses its flags into the options of its program (see program),
+// builds the program and executes it; the error it returns carries the exit code.
 func newRootCommand(stdout, stderr io.Writer, proc *process) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "warden",

@@ -155,17 +155,9 @@ func newRunCommand(stdout, stderr io.Writer) *cobra.Command {
   warden run --config examples/agent/agent.yaml --resume warden-checkpoint-1a2b3c4d5e6f.json --approve --by alice
   warden run --config examples/agent/agent.yaml --store sqlite:///var/lib/warden/warden.db "Tidy the notes"
   warden run --config examples/agent/agent.yaml --store sqlite:///var/lib/warden/warden.db --resume ckpt_1a2b3c4d5e6f --approve --by alice`,
-		RunE: func(cmd *cobra.Command, args []string) (err error) {
+		RunE: func(cmd *cobra.Command, args []string) error {
 			p, err := newRunProgram(o, strings.TrimSpace(strings.Join(args, " ")), stdout, stderr)
-			if err != nil {
-				return err
-			}
-			defer func() {
-				if cerr := p.Close(); cerr != nil && err == nil {
-					err = cerr
-				}
-			}()
-			return p.Run(cmd.Context())
+			return execute(cmd.Context(), p, err)
 		},
 	}
 	f := cmd.Flags()

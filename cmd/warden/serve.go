@@ -57,10 +57,7 @@ whose token changed, is signed out of the inbox at once and the old token is ref
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			p, err := newServeProgram(o, cmd.InOrStdin(), stdout, stderr, proc)
-			if err != nil {
-				return err
-			}
-			return p.Run(cmd.Context())
+			return execute(cmd.Context(), p, err)
 		},
 	}
 	cmd.Flags().StringVarP(&o.config, "config", "c", "", "the gateway config file")
@@ -90,11 +87,12 @@ whose token changed, is signed out of the inbox at once and the old token is ref
 // process-wide itself: what only a process may change (the GC setting, SIGHUP, what a
 // second SIGINT does) it asks of proc, which in-process tests leave nil.
 type serveProgram struct {
-	o      serveOptions
-	stdin  io.Reader
-	stdout io.Writer
-	stderr io.Writer
-	proc   *process
+	noResources // Run closes everything it opened before it returns
+	o           serveOptions
+	stdin       io.Reader
+	stdout      io.Writer
+	stderr      io.Writer
+	proc        *process
 }
 
 // newServeProgram checks the flags; nothing is read or started until Run.
@@ -159,7 +157,7 @@ func (p *serveProgram) Run(ctx context.Context) error {
 		mux.Handle("/healthz", health)
 		mux.Handle("/readyz", health)
 		if len(cfg.Operators) > 0 {
-			ib, err = inbox.New(inbox.Options{Store: st, Operators: inboxOperators(cfg), Path: cfg.UIPath, Events: gw.Events().ForCall, Logger: log})
+			ib, err = inbox.New(st, inboxOperators(cfg), &inbox.Options{Path: cfg.UIPath, Events: gw.Events().ForCall, Logger: log})
 			if err != nil {
 				gw.Close(context.Background())
 				return configError(fmt.Errorf("%s: web inbox: %w", cfg.File, err))

@@ -46,23 +46,34 @@ verdict each must get. Each case is decided exactly like 'warden check' decides 
 Test files are decoded strictly: unknown keys, duplicate keys, anchors and aliases
 are errors. The exit code is 0 when every case passes, 1 when one fails, and 2 when a
 test file or the policy it names cannot be used.`,
-		Args: func(_ *cobra.Command, files []string) error {
-			if len(files) == 0 {
-				return usageErrorf("name at least one test file")
-			}
-			return nil
-		},
 		RunE: func(cmd *cobra.Command, files []string) error {
-			return runTests(cmd.Context(), stdout, stderr, files)
+			p, err := newTestProgram(files, stdout, stderr)
+			return execute(cmd.Context(), p, err)
 		},
 	}
 }
 
-// runTests runs every test file in order. A passing file prints "ok <file>: N cases",
+// testProgram is one `warden test`: policy test files run in order.
+type testProgram struct {
+	noResources
+	files          []string
+	stdout, stderr io.Writer
+}
+
+// newTestProgram checks that there are files to run.
+func newTestProgram(files []string, stdout, stderr io.Writer) (*testProgram, error) {
+	if len(files) == 0 {
+		return nil, usageErrorf("name at least one test file")
+	}
+	return &testProgram{files: files, stdout: stdout, stderr: stderr}, nil
+}
+
+// Run runs every test file in order. A passing file prints "ok <file>: N cases",
 // a failing case prints a FAIL line and its explanation, a test file that cannot be used
 // prints its errors to stderr; the last line is "N passed, N failed". The error carries
 // the exit code: 2 when any file could not be used, else 1 when any case failed.
-func runTests(ctx context.Context, stdout, stderr io.Writer, files []string) error {
+func (p *testProgram) Run(ctx context.Context) error {
+	files, stdout, stderr := p.files, p.stdout, p.stderr
 	var passed, failed int
 	invalid := false
 	for _, file := range files {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"math"
@@ -26,25 +27,37 @@ its cost limit (the estimate assumes every string, list and map in the arguments
 as large as the gateway's 4 MiB body limit), and warns, on stderr and located like
 errors, about rules that can never match and conditions that miss some names of a
 tool. Warnings do not change the exit code.`,
-		Args: func(_ *cobra.Command, files []string) error {
-			if len(files) == 0 {
-				return usageErrorf("name at least one policy file")
-			}
-			return nil
-		},
-		RunE: func(_ *cobra.Command, files []string) error {
-			return runValidate(stdout, stderr, files, role)
+		RunE: func(cmd *cobra.Command, files []string) error {
+			p, err := newValidateProgram(files, role, stdout, stderr)
+			return execute(cmd.Context(), p, err)
 		},
 	}
 	cmd.Flags().StringVar(&role, "role", "", "active role to select (default: each file's active_role)")
 	return cmd
 }
 
-// runValidate loads each file and prints "<file>: ok (revision sha256:...)" and its
+// validateProgram is one `warden validate`: policy files loaded and reported on.
+type validateProgram struct {
+	noResources
+	files          []string
+	role           string
+	stdout, stderr io.Writer
+}
+
+// newValidateProgram checks that there are files to validate.
+func newValidateProgram(files []string, role string, stdout, stderr io.Writer) (*validateProgram, error) {
+	if len(files) == 0 {
+		return nil, usageErrorf("name at least one policy file")
+	}
+	return &validateProgram{files: files, role: role, stdout: stdout, stderr: stderr}, nil
+}
+
+// Run loads each file and prints "<file>: ok (revision sha256:...)" and its
 // conditions' cost estimates to stdout, and its warnings to stderr, or the file's errors
 // to stderr, one per line. It returns an exit-2 error when any file is invalid;
 // warnings alone never fail it.
-func runValidate(stdout, stderr io.Writer, files []string, role string) error {
+func (p *validateProgram) Run(context.Context) error {
+	files, role, stdout, stderr := p.files, p.role, p.stdout, p.stderr
 	invalid := false
 	for _, file := range files {
 		pol, err := policy.LoadFile(file, &policy.LoadOptions{Role: role})
