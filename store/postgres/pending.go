@@ -9,38 +9,13 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/wardenhq/warden"
 	"github.com/wardenhq/warden/store"
 	"github.com/wardenhq/warden/store/internal/core"
 )
 
-const pendingCols = `id, kind, question, detail, tool, args, digest, evidence, tenant, principal,
-	conversation, session, revision, created, expires, state, scope, session_ttl_ns,
-	decided_by, note, decided_at, consumed, decision`
+const pendingCols = core.PendingCols
 
-func scanPending(row pgx.Row) (store.Pending, error) {
-	var p store.Pending
-	var kind string
-	var created time.Time
-	var expires, decidedAt *time.Time
-	var ttl int64
-	err := row.Scan(&p.ID, &kind, &p.Question, &p.Detail, &p.Tool, &p.Args, &p.Digest,
-		&p.Evidence, &p.Identity.Tenant, &p.Identity.Principal, &p.Identity.Conversation,
-		&p.Session, &p.Revision, &created, &expires, &p.State, &p.Scope, &ttl, &p.DecidedBy,
-		&p.Note, &decidedAt, &p.Consumed, &p.Decision)
-	if err != nil {
-		return store.Pending{}, err
-	}
-	p.Kind = warden.DecisionKind(kind)
-	p.Created, p.Expires, p.DecidedAt = created.UTC(), fromNullTime(expires), fromNullTime(decidedAt)
-	p.SessionTTL = time.Duration(ttl)
-	for _, b := range []*[]byte{(*[]byte)(&p.Args), (*[]byte)(&p.Evidence), (*[]byte)(&p.Decision)} {
-		if len(*b) == 0 {
-			*b = nil
-		}
-	}
-	return p, nil
-}
+func scanPending(row core.Scanner) (store.Pending, error) { return core.ScanPending(row, fromNullTime) }
 
 // CreatePending stores a new pending decision.
 func (s *Store) CreatePending(ctx context.Context, p store.Pending) (store.Pending, error) {
@@ -109,17 +84,8 @@ func (s *Store) ListPending(ctx context.Context, f store.PendingFilter) ([]store
 		return nil, fmt.Errorf("postgres: listing decisions: %w", err)
 	}
 	defer rows.Close()
-	var out []store.Pending
-	for rows.Next() {
-		p, err := scanPending(rows)
-		if err != nil {
-			return nil, fmt.Errorf("postgres: listing decisions: %w", err)
-		}
-		if core.Listed(p, f, now) {
-			out = append(out, core.View(p, now))
-		}
-	}
-	if err := rows.Err(); err != nil {
+	out, err := core.Select(rows, scanPending, core.ListedView(f, now))
+	if err != nil {
 		return nil, fmt.Errorf("postgres: listing decisions: %w", err)
 	}
 	return out, nil
@@ -182,26 +148,9 @@ func (s *Store) ConsumeApproval(ctx context.Context, digest, session string) (st
 	}
 	now := s.now()
 	if session != "" {
-		rows, err := s.pool.Query(ctx, `SELECT `+pendingCols+` FROM warden_pending
-			WHERE digest = $1 AND state = 'approved' AND scope = 'session' AND session = $2
-			ORDER BY decided_at DESC, id`, digest, session)
-		if err != nil {
-			return store.Pending{}, false, fmt.Errorf("postgres: looking up approvals: %w", err)
-		}
-		for rows.Next() {
-			p, err := scanPending(rows)
-			if err != nil {
-				rows.Close()
-				return store.Pending{}, false, fmt.Errorf("postgres: looking up approvals: %w", err)
-			}
-			if core.Authorizes(p, digest, session, now) {
-				rows.Close()
-				return p, true, nil
-			}
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return store.Pending{}, false, fmt.Errorf("postgres: looking up approvals: %w", err)
+		p, ok, err := s.sessionApproval(ctx, digest, session, now)
+		if err != nil || ok {
+			return p, ok, err
 		}
 	}
 	// Claim the oldest usable once approval. A row another transaction is claiming is
@@ -222,4 +171,20 @@ func (s *Store) ConsumeApproval(ctx context.Context, digest, session string) (st
 		return store.Pending{}, false, fmt.Errorf("postgres: consuming an approval: %w", err)
 	}
 	return p, true, nil
+}
+
+// sessionApproval finds a session approval of digest in session that holds at now.
+func (s *Store) sessionApproval(ctx context.Context, digest, session string, now time.Time) (store.Pending, bool, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+pendingCols+` FROM warden_pending
+		WHERE digest = $1 AND state = 'approved' AND scope = 'session' AND session = $2
+		ORDER BY decided_at DESC, id`, digest, session)
+	if err != nil {
+		return store.Pending{}, false, fmt.Errorf("postgres: looking up approvals: %w", err)
+	}
+	defer rows.Close()
+	p, ok, err := core.First(rows, scanPending, core.AuthorizesAt(digest, session, now))
+	if err != nil {
+		return store.Pending{}, false, fmt.Errorf("postgres: looking up approvals: %w", err)
+	}
+	return p, ok, nil
 }

@@ -249,3 +249,6 @@ func notFound(what string, key any) error {
 }
 
 func isNoRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) }
+
+// utc reads a timestamptz column that is never NULL.
+func utc(t time.Time) time.Time { return t.UTC() }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/wardenhq/warden/store"
+	"github.com/wardenhq/warden/store/internal/core"
 )
 
 // PutCheckpoint stores data under id, replacing what was there.
@@ -90,24 +91,9 @@ func (s *Store) ClaimCheckpoint(ctx context.Context, id string, claim []byte) ([
 	return prev, nil
 }
 
-const pinCols = `name, hash, definition, approved, approved_by, updated, pending, pending_hash`
+const pinCols = core.PinCols
 
-func scanPin(row pgx.Row) (store.Pin, error) {
-	var p store.Pin
-	var updated time.Time
-	var def, pending []byte
-	if err := row.Scan(&p.Name, &p.Hash, &def, &p.Approved, &p.ApprovedBy, &updated, &pending, &p.PendingHash); err != nil {
-		return store.Pin{}, err
-	}
-	if len(def) > 0 {
-		p.Definition = def
-	}
-	if len(pending) > 0 {
-		p.Pending = pending
-	}
-	p.Updated = updated.UTC()
-	return p, nil
-}
+func scanPin(sc core.Scanner) (store.Pin, error) { return core.ScanPin(sc, utc) }
 
 // GetPin returns the pin of one tool.
 func (s *Store) GetPin(ctx context.Context, name string) (store.Pin, error) {
@@ -157,15 +143,8 @@ func (s *Store) ListPins(ctx context.Context) ([]store.Pin, error) {
 		return nil, fmt.Errorf("postgres: listing pins: %w", err)
 	}
 	defer rows.Close()
-	var out []store.Pin
-	for rows.Next() {
-		p, err := scanPin(rows)
-		if err != nil {
-			return nil, fmt.Errorf("postgres: listing pins: %w", err)
-		}
-		out = append(out, p)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := core.Select(rows, scanPin, nil)
+	if err != nil {
 		return nil, fmt.Errorf("postgres: listing pins: %w", err)
 	}
 	return out, nil

@@ -3,47 +3,17 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
-	"github.com/wardenhq/warden"
 	"github.com/wardenhq/warden/store"
 	"github.com/wardenhq/warden/store/internal/core"
 )
 
-const pendingCols = `id, kind, question, detail, tool, args, digest, evidence, tenant, principal,
-	conversation, session, revision, created, expires, state, scope, session_ttl_ns,
-	decided_by, note, decided_at, consumed, decision`
+const pendingCols = core.PendingCols
 
-func scanPending(sc interface{ Scan(...any) error }) (store.Pending, error) {
-	var p store.Pending
-	var kind string
-	var created, expires, decidedAt, ttl int64
-	// The JSON columns are NULL when empty; database/sql cannot scan NULL into a
-	// json.RawMessage, so they go through plain byte slices.
-	var args, evidence, decision []byte
-	err := sc.Scan(&p.ID, &kind, &p.Question, &p.Detail, &p.Tool, &args, &p.Digest,
-		&evidence, &p.Identity.Tenant, &p.Identity.Principal, &p.Identity.Conversation,
-		&p.Session, &p.Revision, &created, &expires, &p.State, &p.Scope, &ttl, &p.DecidedBy,
-		&p.Note, &decidedAt, &p.Consumed, &decision)
-	if err != nil {
-		return store.Pending{}, err
-	}
-	p.Args, p.Evidence, p.Decision = nilIfEmpty(args), nilIfEmpty(evidence), nilIfEmpty(decision)
-	p.Kind = warden.DecisionKind(kind)
-	p.Created, p.Expires, p.DecidedAt = fromMicros(created), fromMicros(expires), fromMicros(decidedAt)
-	p.SessionTTL = time.Duration(ttl)
-	return p, nil
-}
-
-func nilIfEmpty(b []byte) json.RawMessage {
-	if len(b) == 0 {
-		return nil
-	}
-	return json.RawMessage(b)
-}
+func scanPending(sc core.Scanner) (store.Pending, error) { return core.ScanPending(sc, fromMicros) }
 
 // CreatePending stores a new pending decision.
 func (s *Store) CreatePending(ctx context.Context, p store.Pending) (store.Pending, error) {
@@ -118,17 +88,8 @@ func (s *Store) ListPending(ctx context.Context, f store.PendingFilter) ([]store
 		return nil, fmt.Errorf("sqlite: listing decisions: %w", err)
 	}
 	defer rows.Close()
-	var out []store.Pending
-	for rows.Next() {
-		p, err := scanPending(rows)
-		if err != nil {
-			return nil, fmt.Errorf("sqlite: listing decisions: %w", err)
-		}
-		if core.Listed(p, f, now) {
-			out = append(out, core.View(p, now))
-		}
-	}
-	if err := rows.Err(); err != nil {
+	out, err := core.Select(rows, scanPending, core.ListedView(f, now))
+	if err != nil {
 		return nil, fmt.Errorf("sqlite: listing decisions: %w", err)
 	}
 	return out, nil
@@ -187,28 +148,9 @@ func (s *Store) ConsumeApproval(ctx context.Context, digest, session string) (st
 	}
 	// A session approval is only read, never changed: no need for the writer.
 	if session != "" {
-		rows, err := s.read.QueryContext(ctx, `SELECT `+pendingCols+` FROM pending
-			WHERE digest = ? AND state = 'approved' AND scope = 'session' AND session = ?
-			ORDER BY decided_at DESC, id`, digest, session)
-		if err != nil {
-			return store.Pending{}, false, fmt.Errorf("sqlite: looking up approvals: %w", err)
-		}
-		now := s.now()
-		for rows.Next() {
-			p, err := scanPending(rows)
-			if err != nil {
-				rows.Close()
-				return store.Pending{}, false, fmt.Errorf("sqlite: looking up approvals: %w", err)
-			}
-			if core.Authorizes(p, digest, session, now) {
-				rows.Close()
-				return p, true, nil
-			}
-		}
-		err = rows.Err()
-		rows.Close()
-		if err != nil {
-			return store.Pending{}, false, fmt.Errorf("sqlite: looking up approvals: %w", err)
+		p, ok, err := s.sessionApproval(ctx, digest, session)
+		if err != nil || ok {
+			return p, ok, err
 		}
 	}
 	var got store.Pending
@@ -244,4 +186,20 @@ func (s *Store) ConsumeApproval(ctx context.Context, digest, session string) (st
 		return store.Pending{}, false, err
 	}
 	return got, ok, nil
+}
+
+// sessionApproval finds a session approval of digest in session that holds now.
+func (s *Store) sessionApproval(ctx context.Context, digest, session string) (store.Pending, bool, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT `+pendingCols+` FROM pending
+		WHERE digest = ? AND state = 'approved' AND scope = 'session' AND session = ?
+		ORDER BY decided_at DESC, id`, digest, session)
+	if err != nil {
+		return store.Pending{}, false, fmt.Errorf("sqlite: looking up approvals: %w", err)
+	}
+	defer rows.Close()
+	p, ok, err := core.First(rows, scanPending, core.AuthorizesAt(digest, session, s.now()))
+	if err != nil {
+		return store.Pending{}, false, fmt.Errorf("sqlite: looking up approvals: %w", err)
+	}
+	return p, ok, nil
 }
