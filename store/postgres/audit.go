@@ -32,8 +32,6 @@ func (s *Store) RecordCall(ctx context.Context, r store.CallRecord) error {
 	return s.app.append(ctx, &e)
 }
 
-const auditCols = core.AuditCols
-
 func scanEntry(sc core.Scanner, e *store.Entry, extra ...any) error {
 	return core.ScanEntry(sc, e, utc, extra...)
 }
@@ -48,7 +46,7 @@ func (s *Store) QueryCalls(ctx context.Context, f store.CallFilter) ([]store.Cal
 		return nil, err
 	}
 	var q strings.Builder
-	q.WriteString(`SELECT ` + core.Prefixed("e", auditCols) + `, ` + core.CompletionSelect + `
+	q.WriteString(`SELECT ` + core.Prefixed("e", core.AuditCols) + `, ` + core.CompletionSelect + `
 		FROM warden_audit e LEFT JOIN warden_audit c ON c.kind = 'complete' AND c.ref = e.seq
 		WHERE e.kind <> 'complete'`)
 	var args []any
@@ -91,7 +89,7 @@ func (s *Store) VerifyAudit(ctx context.Context) (store.VerifyReport, error) {
 		if err := tx.QueryRow(ctx, `SELECT seq, hash FROM warden_audit_head WHERE id = 1`).Scan(&headSeq, &headHash); err != nil {
 			return fmt.Errorf("reading the audit head: %w", err)
 		}
-		rows, err := tx.Query(ctx, `SELECT `+auditCols+` FROM warden_audit ORDER BY seq`)
+		rows, err := tx.Query(ctx, `SELECT `+core.AuditCols+` FROM warden_audit ORDER BY seq`)
 		if err != nil {
 			return err
 		}

@@ -13,8 +13,6 @@ import (
 	"github.com/wardenhq/warden/store/internal/core"
 )
 
-const pendingCols = core.PendingCols
-
 func scanPending(row core.Scanner) (store.Pending, error) { return core.ScanPending(row, fromNullTime) }
 
 // CreatePending stores a new pending decision.
@@ -26,7 +24,7 @@ func (s *Store) CreatePending(ctx context.Context, p store.Pending) (store.Pendi
 	if err != nil {
 		return store.Pending{}, err
 	}
-	_, err = s.pool.Exec(ctx, `INSERT INTO warden_pending (`+pendingCols+`)
+	_, err = s.pool.Exec(ctx, `INSERT INTO warden_pending (`+core.PendingCols+`)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,
 		$19, $20, $21, $22, $23)`,
 		p.ID, string(p.Kind), p.Question, p.Detail, p.Tool, []byte(p.Args), p.Digest,
@@ -47,12 +45,9 @@ func (s *Store) GetPending(ctx context.Context, id string) (store.Pending, error
 	if err := s.check(); err != nil {
 		return store.Pending{}, err
 	}
-	p, err := scanPending(s.pool.QueryRow(ctx, `SELECT `+pendingCols+` FROM warden_pending WHERE id = $1`, id))
-	if isNoRows(err) {
-		return store.Pending{}, notFound("decision", strconv.Quote(id))
-	}
-	if err != nil {
-		return store.Pending{}, fmt.Errorf("postgres: reading decision %s: %w", id, err)
+	p, err := scanPending(s.pool.QueryRow(ctx, `SELECT `+core.PendingCols+` FROM warden_pending WHERE id = $1`, id))
+	if err := s.drv.RowErr(err, "decision", id); err != nil {
+		return store.Pending{}, err
 	}
 	return core.View(p, s.now()), nil
 }
@@ -63,7 +58,7 @@ func (s *Store) ListPending(ctx context.Context, f store.PendingFilter) ([]store
 		return nil, err
 	}
 	now := s.now()
-	q := `SELECT ` + pendingCols + ` FROM warden_pending WHERE true`
+	q := `SELECT ` + core.PendingCols + ` FROM warden_pending WHERE true`
 	var args []any
 	arg := func(v any) string {
 		args = append(args, v)
@@ -79,16 +74,7 @@ func (s *Store) ListPending(ctx context.Context, f store.PendingFilter) ([]store
 	if f.Limit > 0 {
 		q += ` LIMIT ` + arg(f.Limit)
 	}
-	rows, err := s.pool.Query(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: listing decisions: %w", err)
-	}
-	defer rows.Close()
-	out, err := core.Select(rows, scanPending, core.ListedView(f, now))
-	if err != nil {
-		return nil, fmt.Errorf("postgres: listing decisions: %w", err)
-	}
-	return out, nil
+	return core.List(ctx, s.drv, "listing decisions", scanPending, core.ListedView(f, now), q, args...)
 }
 
 // Decide records a verdict, exactly once: the row is locked (FOR UPDATE) while the
@@ -99,12 +85,9 @@ func (s *Store) Decide(ctx context.Context, id string, v store.Verdict) (store.P
 	}
 	var decided store.Pending
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		p, err := scanPending(tx.QueryRow(ctx, `SELECT `+pendingCols+` FROM warden_pending WHERE id = $1 FOR UPDATE`, id))
-		if isNoRows(err) {
-			return notFound("decision", strconv.Quote(id))
-		}
-		if err != nil {
-			return fmt.Errorf("postgres: reading decision %s: %w", id, err)
+		p, err := scanPending(tx.QueryRow(ctx, `SELECT `+core.PendingCols+` FROM warden_pending WHERE id = $1 FOR UPDATE`, id))
+		if err := s.drv.RowErr(err, "decision", id); err != nil {
+			return err
 		}
 		if p, err = core.Decide(p, v, s.now()); err != nil {
 			return err
@@ -148,7 +131,10 @@ func (s *Store) ConsumeApproval(ctx context.Context, digest, session string) (st
 	}
 	now := s.now()
 	if session != "" {
-		p, ok, err := s.sessionApproval(ctx, digest, session, now)
+		p, ok, err := core.Find(ctx, s.drv, "looking up approvals", scanPending,
+			core.AuthorizesAt(digest, session, now), `SELECT `+core.PendingCols+` FROM warden_pending
+			WHERE digest = $1 AND state = 'approved' AND scope = 'session' AND session = $2
+			ORDER BY decided_at DESC, id`, digest, session)
 		if err != nil || ok {
 			return p, ok, err
 		}
@@ -163,7 +149,7 @@ func (s *Store) ConsumeApproval(ctx context.Context, digest, session string) (st
 			ORDER BY decided_at, id LIMIT 1
 			FOR UPDATE SKIP LOCKED)
 		AND NOT consumed
-		RETURNING `+pendingCols, digest, now))
+		RETURNING `+core.PendingCols, digest, now))
 	if isNoRows(err) {
 		return store.Pending{}, false, nil
 	}
@@ -171,20 +157,4 @@ func (s *Store) ConsumeApproval(ctx context.Context, digest, session string) (st
 		return store.Pending{}, false, fmt.Errorf("postgres: consuming an approval: %w", err)
 	}
 	return p, true, nil
-}
-
-// sessionApproval finds a session approval of digest in session that holds at now.
-func (s *Store) sessionApproval(ctx context.Context, digest, session string, now time.Time) (store.Pending, bool, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+pendingCols+` FROM warden_pending
-		WHERE digest = $1 AND state = 'approved' AND scope = 'session' AND session = $2
-		ORDER BY decided_at DESC, id`, digest, session)
-	if err != nil {
-		return store.Pending{}, false, fmt.Errorf("postgres: looking up approvals: %w", err)
-	}
-	defer rows.Close()
-	p, ok, err := core.First(rows, scanPending, core.AuthorizesAt(digest, session, now))
-	if err != nil {
-		return store.Pending{}, false, fmt.Errorf("postgres: looking up approvals: %w", err)
-	}
-	return p, ok, nil
 }

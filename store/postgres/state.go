@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -39,11 +38,8 @@ func (s *Store) GetCheckpoint(ctx context.Context, id string) ([]byte, error) {
 	}
 	var data []byte
 	err := s.pool.QueryRow(ctx, `SELECT data FROM warden_checkpoints WHERE id = $1`, id).Scan(&data)
-	if isNoRows(err) {
-		return nil, notFound("checkpoint", strconv.Quote(id))
-	}
-	if err != nil {
-		return nil, fmt.Errorf("postgres: reading checkpoint %s: %w", id, err)
+	if err := s.drv.RowErr(err, "checkpoint", id); err != nil {
+		return nil, err
 	}
 	if data == nil {
 		data = []byte{}
@@ -66,11 +62,8 @@ func (s *Store) ClaimCheckpoint(ctx context.Context, id string, claim []byte) ([
 		var data []byte
 		var claimed *time.Time
 		err := tx.QueryRow(ctx, `SELECT data, claimed FROM warden_checkpoints WHERE id = $1 FOR UPDATE`, id).Scan(&data, &claimed)
-		if isNoRows(err) {
-			return notFound("checkpoint", strconv.Quote(id))
-		}
-		if err != nil {
-			return fmt.Errorf("postgres: reading checkpoint %s: %w", id, err)
+		if err := s.drv.RowErr(err, "checkpoint", id); err != nil {
+			return err
 		}
 		if data == nil {
 			data = []byte{}
@@ -91,8 +84,6 @@ func (s *Store) ClaimCheckpoint(ctx context.Context, id string, claim []byte) ([
 	return prev, nil
 }
 
-const pinCols = core.PinCols
-
 func scanPin(sc core.Scanner) (store.Pin, error) { return core.ScanPin(sc, utc) }
 
 // GetPin returns the pin of one tool.
@@ -100,12 +91,9 @@ func (s *Store) GetPin(ctx context.Context, name string) (store.Pin, error) {
 	if err := s.check(); err != nil {
 		return store.Pin{}, err
 	}
-	p, err := scanPin(s.pool.QueryRow(ctx, `SELECT `+pinCols+` FROM warden_pins WHERE name = $1`, name))
-	if isNoRows(err) {
-		return store.Pin{}, notFound("pin", strconv.Quote(name))
-	}
-	if err != nil {
-		return store.Pin{}, fmt.Errorf("postgres: reading pin %s: %w", name, err)
+	p, err := scanPin(s.pool.QueryRow(ctx, `SELECT `+core.PinCols+` FROM warden_pins WHERE name = $1`, name))
+	if err := s.drv.RowErr(err, "pin", name); err != nil {
+		return store.Pin{}, err
 	}
 	return p, nil
 }
@@ -121,7 +109,7 @@ func (s *Store) PutPin(ctx context.Context, p store.Pin) error {
 	if p.Updated.IsZero() {
 		p.Updated = s.now()
 	}
-	_, err := s.pool.Exec(ctx, `INSERT INTO warden_pins (`+pinCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+	_, err := s.pool.Exec(ctx, `INSERT INTO warden_pins (`+core.PinCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 		ON CONFLICT (name) DO UPDATE SET hash = excluded.hash, definition = excluded.definition,
 		approved = excluded.approved, approved_by = excluded.approved_by, updated = excluded.updated,
 		pending = excluded.pending, pending_hash = excluded.pending_hash`,
@@ -138,14 +126,5 @@ func (s *Store) ListPins(ctx context.Context) ([]store.Pin, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+pinCols+` FROM warden_pins ORDER BY name`)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: listing pins: %w", err)
-	}
-	defer rows.Close()
-	out, err := core.Select(rows, scanPin, nil)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: listing pins: %w", err)
-	}
-	return out, nil
+	return core.List(ctx, s.drv, "listing pins", scanPin, nil, `SELECT `+core.PinCols+` FROM warden_pins ORDER BY name`)
 }

@@ -49,8 +49,6 @@ func (s *Store) RecordCall(ctx context.Context, r store.CallRecord) error {
 	return s.w.do(ctx, func(t *wtx) error { return t.appendEntry(&e) })
 }
 
-const auditCols = core.AuditCols
-
 func scanEntry(sc core.Scanner, e *store.Entry, extra ...any) error {
 	return core.ScanEntry(sc, e, fromMicros, extra...)
 }
@@ -60,7 +58,7 @@ func scanCall(sc core.Scanner, e *store.Entry, c *core.Completion) error {
 }
 
 // The record/intent columns, then those of its completion, if any.
-var queryCallsSQL = `SELECT ` + core.Prefixed("e", auditCols) + `, ` + core.CompletionSelect + `
+var queryCallsSQL = `SELECT ` + core.Prefixed("e", core.AuditCols) + `, ` + core.CompletionSelect + `
 	FROM audit e LEFT JOIN audit c ON c.kind = 'complete' AND c.ref = e.seq
 	WHERE e.kind <> 'complete'`
 
@@ -112,7 +110,7 @@ func (s *Store) VerifyAudit(ctx context.Context) (store.VerifyReport, error) {
 	if err := tx.QueryRowContext(ctx, `SELECT seq, hash FROM audit_head WHERE id = 1`).Scan(&headSeq, &headHash); err != nil {
 		return store.VerifyReport{}, fmt.Errorf("sqlite: reading the audit head: %w", err)
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT `+auditCols+` FROM audit ORDER BY seq`)
+	rows, err := tx.QueryContext(ctx, `SELECT `+core.AuditCols+` FROM audit ORDER BY seq`)
 	if err != nil {
 		return store.VerifyReport{}, fmt.Errorf("sqlite: reading the audit log: %w", err)
 	}

@@ -11,8 +11,6 @@ import (
 	"github.com/wardenhq/warden/store/internal/core"
 )
 
-const pendingCols = core.PendingCols
-
 func scanPending(sc core.Scanner) (store.Pending, error) { return core.ScanPending(sc, fromMicros) }
 
 // CreatePending stores a new pending decision.
@@ -29,7 +27,7 @@ func (s *Store) CreatePending(ctx context.Context, p store.Pending) (store.Pendi
 		if n > 0 {
 			return fmt.Errorf("sqlite: a decision with ID %q %w", p.ID, errExists)
 		}
-		_, err := t.exec(`INSERT INTO pending (`+pendingCols+`)
+		_, err := t.exec(`INSERT INTO pending (`+core.PendingCols+`)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			p.ID, string(p.Kind), p.Question, p.Detail, p.Tool, nullBytes(p.Args), p.Digest,
 			nullBytes(p.Evidence), p.Identity.Tenant, p.Identity.Principal,
@@ -52,12 +50,9 @@ func (s *Store) GetPending(ctx context.Context, id string) (store.Pending, error
 	if s.closed.Load() {
 		return store.Pending{}, store.ErrClosed
 	}
-	p, err := scanPending(s.read.QueryRowContext(ctx, `SELECT `+pendingCols+` FROM pending WHERE id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.Pending{}, fmt.Errorf("%w: decision %q", store.ErrNotFound, id)
-	}
-	if err != nil {
-		return store.Pending{}, fmt.Errorf("sqlite: reading decision %s: %w", id, err)
+	p, err := scanPending(s.read.QueryRowContext(ctx, `SELECT `+core.PendingCols+` FROM pending WHERE id = ?`, id))
+	if err := s.drv.RowErr(err, "decision", id); err != nil {
+		return store.Pending{}, err
 	}
 	return core.View(p, s.now()), nil
 }
@@ -68,7 +63,7 @@ func (s *Store) ListPending(ctx context.Context, f store.PendingFilter) ([]store
 		return nil, store.ErrClosed
 	}
 	now := s.now()
-	q := `SELECT ` + pendingCols + ` FROM pending WHERE 1 = 1`
+	q := `SELECT ` + core.PendingCols + ` FROM pending WHERE 1 = 1`
 	var args []any
 	if !f.All {
 		q += ` AND state = 'pending' AND (expires = 0 OR expires > ?)`
@@ -83,28 +78,16 @@ func (s *Store) ListPending(ctx context.Context, f store.PendingFilter) ([]store
 		q += ` LIMIT ?`
 		args = append(args, f.Limit)
 	}
-	rows, err := s.read.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: listing decisions: %w", err)
-	}
-	defer rows.Close()
-	out, err := core.Select(rows, scanPending, core.ListedView(f, now))
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: listing decisions: %w", err)
-	}
-	return out, nil
+	return core.List(ctx, s.drv, "listing decisions", scanPending, core.ListedView(f, now), q, args...)
 }
 
 // Decide records a verdict, exactly once.
 func (s *Store) Decide(ctx context.Context, id string, v store.Verdict) (store.Pending, error) {
 	var decided store.Pending
 	err := s.w.do(ctx, func(t *wtx) error {
-		p, err := scanPending(t.queryRow(`SELECT `+pendingCols+` FROM pending WHERE id = ?`, id))
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("%w: decision %q", store.ErrNotFound, id)
-		}
-		if err != nil {
-			return fmt.Errorf("sqlite: reading decision %s: %w", id, err)
+		p, err := scanPending(t.queryRow(`SELECT `+core.PendingCols+` FROM pending WHERE id = ?`, id))
+		if err := s.drv.RowErr(err, "decision", id); err != nil {
+			return err
 		}
 		p, err = core.Decide(p, v, s.now())
 		if err != nil {
@@ -148,7 +131,10 @@ func (s *Store) ConsumeApproval(ctx context.Context, digest, session string) (st
 	}
 	// A session approval is only read, never changed: no need for the writer.
 	if session != "" {
-		p, ok, err := s.sessionApproval(ctx, digest, session)
+		p, ok, err := core.Find(ctx, s.drv, "looking up approvals", scanPending,
+			core.AuthorizesAt(digest, session, s.now()), `SELECT `+core.PendingCols+` FROM pending
+			WHERE digest = ? AND state = 'approved' AND scope = 'session' AND session = ?
+			ORDER BY decided_at DESC, id`, digest, session)
 		if err != nil || ok {
 			return p, ok, err
 		}
@@ -158,7 +144,7 @@ func (s *Store) ConsumeApproval(ctx context.Context, digest, session string) (st
 	err := s.w.do(ctx, func(t *wtx) error {
 		got, ok = store.Pending{}, false // the op may run again
 		now := s.now()
-		p, err := scanPending(t.queryRow(`SELECT `+pendingCols+` FROM pending
+		p, err := scanPending(t.queryRow(`SELECT `+core.PendingCols+` FROM pending
 			WHERE digest = ? AND state = 'approved' AND scope = 'once' AND consumed = 0
 			AND (expires = 0 OR expires > ?)
 			ORDER BY decided_at, id LIMIT 1`, digest, now.UnixMicro()))
@@ -186,20 +172,4 @@ func (s *Store) ConsumeApproval(ctx context.Context, digest, session string) (st
 		return store.Pending{}, false, err
 	}
 	return got, ok, nil
-}
-
-// sessionApproval finds a session approval of digest in session that holds now.
-func (s *Store) sessionApproval(ctx context.Context, digest, session string) (store.Pending, bool, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT `+pendingCols+` FROM pending
-		WHERE digest = ? AND state = 'approved' AND scope = 'session' AND session = ?
-		ORDER BY decided_at DESC, id`, digest, session)
-	if err != nil {
-		return store.Pending{}, false, fmt.Errorf("sqlite: looking up approvals: %w", err)
-	}
-	defer rows.Close()
-	p, ok, err := core.First(rows, scanPending, core.AuthorizesAt(digest, session, s.now()))
-	if err != nil {
-		return store.Pending{}, false, fmt.Errorf("sqlite: looking up approvals: %w", err)
-	}
-	return p, ok, nil
 }

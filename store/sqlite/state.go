@@ -35,11 +35,8 @@ func (s *Store) GetCheckpoint(ctx context.Context, id string) ([]byte, error) {
 	}
 	var data []byte
 	err := s.read.QueryRowContext(ctx, `SELECT data FROM checkpoints WHERE id = ?`, id).Scan(&data)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("%w: checkpoint %q", store.ErrNotFound, id)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: reading checkpoint %s: %w", id, err)
+	if err := s.drv.RowErr(err, "checkpoint", id); err != nil {
+		return nil, err
 	}
 	if data == nil {
 		data = []byte{}
@@ -57,11 +54,8 @@ func (s *Store) ClaimCheckpoint(ctx context.Context, id string, claim []byte) ([
 		var data []byte
 		var claimed sql.NullInt64
 		err := t.queryRow(`SELECT data, claimed FROM checkpoints WHERE id = ?`, id).Scan(&data, &claimed)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("%w: checkpoint %q", store.ErrNotFound, id)
-		}
-		if err != nil {
-			return fmt.Errorf("sqlite: reading checkpoint %s: %w", id, err)
+		if err := s.drv.RowErr(err, "checkpoint", id); err != nil {
+			return err
 		}
 		if claimed.Valid {
 			if data == nil {
@@ -90,8 +84,6 @@ func (s *Store) ClaimCheckpoint(ctx context.Context, id string, claim []byte) ([
 	return prev, nil
 }
 
-const pinCols = core.PinCols
-
 func scanPin(sc core.Scanner) (store.Pin, error) { return core.ScanPin(sc, fromMicros) }
 
 // GetPin returns the pin of one tool.
@@ -99,12 +91,9 @@ func (s *Store) GetPin(ctx context.Context, name string) (store.Pin, error) {
 	if s.closed.Load() {
 		return store.Pin{}, store.ErrClosed
 	}
-	p, err := scanPin(s.read.QueryRowContext(ctx, `SELECT `+pinCols+` FROM pins WHERE name = ?`, name))
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.Pin{}, fmt.Errorf("%w: pin %q", store.ErrNotFound, name)
-	}
-	if err != nil {
-		return store.Pin{}, fmt.Errorf("sqlite: reading pin %s: %w", name, err)
+	p, err := scanPin(s.read.QueryRowContext(ctx, `SELECT `+core.PinCols+` FROM pins WHERE name = ?`, name))
+	if err := s.drv.RowErr(err, "pin", name); err != nil {
+		return store.Pin{}, err
 	}
 	return p, nil
 }
@@ -122,7 +111,7 @@ func (s *Store) PutPin(ctx context.Context, p store.Pin) error {
 	p.Definition = bytes.Clone(p.Definition)
 	p.Pending = bytes.Clone(p.Pending)
 	return s.w.do(ctx, func(t *wtx) error {
-		_, err := t.exec(`INSERT INTO pins (`+pinCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+		_, err := t.exec(`INSERT INTO pins (`+core.PinCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (name) DO UPDATE SET hash = excluded.hash, definition = excluded.definition,
 			approved = excluded.approved, approved_by = excluded.approved_by, updated = excluded.updated,
 			pending = excluded.pending, pending_hash = excluded.pending_hash`,
@@ -140,14 +129,5 @@ func (s *Store) ListPins(ctx context.Context) ([]store.Pin, error) {
 	if s.closed.Load() {
 		return nil, store.ErrClosed
 	}
-	rows, err := s.read.QueryContext(ctx, `SELECT `+pinCols+` FROM pins ORDER BY name`)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: listing pins: %w", err)
-	}
-	defer rows.Close()
-	out, err := core.Select(rows, scanPin, nil)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: listing pins: %w", err)
-	}
-	return out, nil
+	return core.List(ctx, s.drv, "listing pins", scanPin, nil, `SELECT `+core.PinCols+` FROM pins ORDER BY name`)
 }
