@@ -371,25 +371,9 @@ func TestServerErrors(t *testing.T) {
 }
 
 func TestContextCancelledMidRequest(t *testing.T) {
-	arrived := make(chan struct{})
-	srv := fakeapi.New(t, fakeapi.Response{Handler: func(w http.ResponseWriter, r *http.Request) {
-		close(arrived)
-		<-r.Context().Done()
-	}})
-	p := newProvider(t, srv, nil)
-	c, cancel := context.WithCancel(context.Background())
-	go func() {
-		<-arrived
-		cancel()
-	}()
-	start := time.Now()
-	_, err := p.Complete(c, hi())
-	if !errors.Is(err, context.Canceled) || !strings.HasPrefix(err.Error(), "openai: ") {
-		t.Fatalf("err = %v, want openai: ... context.Canceled", err)
-	}
-	if d := time.Since(start); d > time.Second {
-		t.Errorf("took %s", d)
-	}
+	fakeapi.CheckCancelMidRequest(t, "openai", func(srv *fakeapi.Server) fakeapi.Complete {
+		return newProvider(t, srv, nil).Complete
+	})
 }
 
 func TestContextCancelledWhileWaitingToRetry(t *testing.T) {
@@ -463,34 +447,7 @@ func TestAPIKeyNotInErrors(t *testing.T) {
 
 func TestRequestMappingErrors(t *testing.T) {
 	srv := fakeapi.New(t, fakeapi.Response{Body: textReply})
-	p := newProvider(t, srv, nil)
-	for name, tc := range map[string]struct {
-		req  agent.ModelRequest
-		want string
-	}{
-		"unknown role": {agent.ModelRequest{Messages: []agent.Message{{Role: "tool", Text: "x"}}}, `message 0: unknown role "tool"`},
-		"empty user":   {agent.ModelRequest{Messages: []agent.Message{{Role: agent.RoleUser}}}, "message 0: empty user turn"},
-		"empty assistant": {agent.ModelRequest{Messages: []agent.Message{
-			{Role: agent.RoleUser, Text: "x"}, {Role: agent.RoleAssistant},
-		}}, "message 1: empty assistant turn"},
-		"args not an object": {agent.ModelRequest{Messages: []agent.Message{
-			{Role: agent.RoleAssistant, ToolCalls: []agent.ToolCall{{ID: "a", Name: "b", Args: json.RawMessage(`"x"`)}}},
-		}}, `tool call "a" (b): args are not a JSON object`},
-		"schema not an object": {agent.ModelRequest{
-			Messages: []agent.Message{{Role: agent.RoleUser, Text: "x"}},
-			Tools:    []agent.ToolSpec{{Name: "t", InputSchema: json.RawMessage(`[]`)}},
-		}, `tool "t": input schema is not a JSON object`},
-	} {
-		t.Run(name, func(t *testing.T) {
-			_, err := p.Complete(fakeapi.Context(t), tc.req)
-			if err == nil || !strings.HasPrefix(err.Error(), "openai: ") || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("err = %v, want %q", err, tc.want)
-			}
-		})
-	}
-	if n := len(srv.Requests()); n != 0 {
-		t.Errorf("%d requests sent for invalid requests", n)
-	}
+	fakeapi.CheckInvalidRequests(t, srv, "openai", newProvider(t, srv, nil).Complete)
 }
 
 func TestToolDefaultsAndEmptyResult(t *testing.T) {
