@@ -85,15 +85,7 @@ func TestToolCallAndMultiTurn(t *testing.T) {
 	srv := fakeapi.New(t, fakeapi.Response{Body: toolCallReply}, fakeapi.Response{Body: textReply})
 	p := newProvider(t, srv, nil)
 
-	tools := []agent.ToolSpec{
-		{Name: "read_file", Description: "Read a file.", InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"},"encoding":{"type":"string"}},"required":["path"],"additionalProperties":false}`)},
-		{Name: "list_dir", InputSchema: json.RawMessage(`{"type":"object","properties":{}}`)},
-	}
-	req := agent.ModelRequest{
-		System:   "You are careful.",
-		Messages: []agent.Message{{Role: agent.RoleUser, Text: "What is in notes.txt?"}},
-		Tools:    tools,
-	}
+	req := fakeapi.FirstTurn()
 	resp, err := p.Complete(fakeapi.Context(t), req)
 	if err != nil {
 		t.Fatal(err)
@@ -453,14 +445,7 @@ func TestRequestMappingErrors(t *testing.T) {
 func TestToolDefaultsAndEmptyResult(t *testing.T) {
 	srv := fakeapi.New(t, fakeapi.Response{Body: textReply})
 	p := newProvider(t, srv, nil)
-	_, err := p.Complete(fakeapi.Context(t), agent.ModelRequest{
-		Messages: []agent.Message{
-			{Role: agent.RoleUser, Text: "x"},
-			{Role: agent.RoleAssistant, ToolCalls: []agent.ToolCall{{ID: "call_1", Name: "now"}}},
-			{Role: agent.RoleUser, ToolResults: []agent.ToolResult{{CallID: "call_1", IsError: true}}},
-		},
-		Tools: []agent.ToolSpec{{Name: "now"}},
-	})
+	_, err := p.Complete(fakeapi.Context(t), fakeapi.Defaults("call_1"))
 	if err != nil {
 		t.Fatal(err)
 	}

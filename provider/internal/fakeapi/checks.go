@@ -106,3 +106,29 @@ func CheckCancelMidRequest(t *testing.T, provider string, connect func(*Server) 
 		t.Errorf("%d requests, want 1", n)
 	}
 }
+
+// FirstTurn is the first request of the providers' multi-turn tests: a system prompt,
+// one question and two tools, one with a strict input schema.
+func FirstTurn() agent.ModelRequest {
+	return agent.ModelRequest{
+		System:   "You are careful.",
+		Messages: []agent.Message{{Role: agent.RoleUser, Text: "What is in notes.txt?"}},
+		Tools: []agent.ToolSpec{
+			{Name: "read_file", Description: "Read a file.", InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"},"encoding":{"type":"string"}},"required":["path"],"additionalProperties":false}`)},
+			{Name: "list_dir", InputSchema: json.RawMessage(`{"type":"object","properties":{}}`)},
+		},
+	}
+}
+
+// Defaults is a request that leaves everything optional out: a tool without a schema,
+// a call (named callID) without arguments and an error result without content.
+func Defaults(callID string) agent.ModelRequest {
+	return agent.ModelRequest{
+		Messages: []agent.Message{
+			{Role: agent.RoleUser, Text: "x"},
+			{Role: agent.RoleAssistant, ToolCalls: []agent.ToolCall{{ID: callID, Name: "now"}}},
+			{Role: agent.RoleUser, ToolResults: []agent.ToolResult{{CallID: callID, IsError: true}}},
+		},
+		Tools: []agent.ToolSpec{{Name: "now"}},
+	}
+}
