@@ -154,34 +154,6 @@ var (
 	sshSpec = optSpec{short: "+46AaCfGgKkMNnqsTtVvXxYyB:b:c:D:E:e:F:I:i:J:L:l:m:O:o:P:p:Q:R:S:W:w:", strict: true}
 )
 
-// stdbuf OPTION... COMMAND.
-func (an *analyzer) stdbuf(args []string, depth int) string {
-	i, _, problem := stdbufSpec.scan(args, nil)
-	if problem != "" {
-		return "stdbuf: " + problem
-	}
-	return an.wrap(args[i:], depth)
-}
-
-// ionice [OPTION]... COMMAND; with -p, -P or -u the operands are ids.
-func (an *analyzer) ionice(args []string, depth int) string {
-	ids := false
-	i, _, problem := ioniceSpec.scan(args, func(o opt) string {
-		switch o.name {
-		case "p", "P", "u", "pid", "pgid", "uid":
-			ids = true
-		}
-		return ""
-	})
-	if problem != "" {
-		return "ionice: " + problem
-	}
-	if ids {
-		return ""
-	}
-	return an.wrap(args[i:], depth)
-}
-
 // chrt [OPTION]... PRIORITY COMMAND; with -p or -m nothing is run.
 func (an *analyzer) chrt(args []string, depth int) string {
 	noCommand := false
@@ -203,25 +175,6 @@ func (an *analyzer) chrt(args []string, depth int) string {
 		rest = rest[1:]
 	}
 	return an.wrap(rest, depth)
-}
-
-// taskset [OPTION]... MASK COMMAND; with -p the operands are a mask and a pid.
-func (an *analyzer) taskset(args []string, depth int) string {
-	pid := false
-	i, _, problem := tasksetSpec.scan(args, func(o opt) string {
-		switch o.name {
-		case "p", "pid", "h", "help", "V", "version":
-			pid = true
-		}
-		return ""
-	})
-	if problem != "" {
-		return "taskset: " + problem
-	}
-	if pid || i >= len(args) {
-		return ""
-	}
-	return an.wrap(args[i+1:], depth)
 }
 
 // flock [OPTION]... FILE COMMAND..., or FILE -c SCRIPT, or FD.
@@ -377,25 +330,6 @@ func (an *analyzer) su(name string, args []string, depth int) string {
 		}
 	}
 	return ""
-}
-
-// setpriv [OPTION]... COMMAND; --dump runs nothing.
-func (an *analyzer) setpriv(args []string, depth int) string {
-	dump := false
-	i, _, problem := setprivSpec.scan(args, func(o opt) string {
-		switch o.name {
-		case "d", "dump", "h", "help", "v", "V", "version":
-			dump = true
-		}
-		return ""
-	})
-	if problem != "" {
-		return "setpriv: " + problem
-	}
-	if dump {
-		return ""
-	}
-	return an.wrap(args[i:], depth)
 }
 
 // chroot [OPTION]... NEWROOT [COMMAND...]. The command is looked up inside
@@ -746,36 +680,6 @@ func (an *analyzer) jobs(args []string, depth int) string {
 		return "jobs: " + problem
 	}
 	if !x {
-		return ""
-	}
-	return an.wrap(args[i:], depth)
-}
-
-// logsave [-asv] FILE COMMAND...
-func (an *analyzer) logsave(args []string, depth int) string {
-	i, _, problem := logsaveSpec.scan(args, nil)
-	if problem != "" {
-		return "logsave: " + problem
-	}
-	if i >= len(args) {
-		return ""
-	}
-	return an.wrap(args[i+1:], depth)
-}
-
-// prlimit [OPTION]... [COMMAND...]; with --pid it changes a running process.
-func (an *analyzer) prlimit(args []string, depth int) string {
-	pid := false
-	i, _, problem := prlimitSpec.scan(args, func(o opt) string {
-		if o.name == "p" || o.name == "pid" {
-			pid = true
-		}
-		return ""
-	})
-	if problem != "" {
-		return "prlimit: " + problem
-	}
-	if pid {
 		return ""
 	}
 	return an.wrap(args[i:], depth)
