@@ -361,14 +361,9 @@ func TestContextCancelledMidRequest(t *testing.T) {
 }
 
 func TestContextCancelledWhileWaitingToRetry(t *testing.T) {
-	srv := fakeapi.New(t, fakeapi.Response{Status: 429, Body: rateLimited})
-	p := newProvider(t, srv, func(o *anthropic.Options) { o.RetryBaseDelay = time.Hour })
-	c, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(20*time.Millisecond, cancel)
-	_, err := p.Complete(c, agent.ModelRequest{Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}})
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("err = %v, want context.Canceled", err)
-	}
+	err := fakeapi.CancelWhileRetrying(t, rateLimited, func(srv *fakeapi.Server) fakeapi.Complete {
+		return newProvider(t, srv, func(o *anthropic.Options) { o.RetryBaseDelay = time.Hour }).Complete
+	})
 	want := "anthropic: context canceled while waiting to retry; last answer: rate limited (429): Number of request tokens has exceeded your per-minute rate limit"
 	if err.Error() != want {
 		t.Errorf("err = %q\nwant %q", err, want)

@@ -1,7 +1,6 @@
 package openai_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -369,12 +368,10 @@ func TestContextCancelledMidRequest(t *testing.T) {
 }
 
 func TestContextCancelledWhileWaitingToRetry(t *testing.T) {
-	srv := fakeapi.New(t, fakeapi.Response{Status: 429, Body: rateLimited})
-	p := newProvider(t, srv, func(o *openai.Options) { o.RetryBaseDelay = time.Hour })
-	c, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(20*time.Millisecond, cancel)
-	_, err := p.Complete(c, hi())
-	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "while waiting to retry; last answer: rate limited (429)") {
+	err := fakeapi.CancelWhileRetrying(t, rateLimited, func(srv *fakeapi.Server) fakeapi.Complete {
+		return newProvider(t, srv, func(o *openai.Options) { o.RetryBaseDelay = time.Hour }).Complete
+	})
+	if !strings.Contains(err.Error(), "while waiting to retry; last answer: rate limited (429)") {
 		t.Fatalf("err = %v", err)
 	}
 }
@@ -387,17 +384,24 @@ func TestMissingAPIKey(t *testing.T) {
 	}
 }
 
-func TestCompatibleServerWithoutKey(t *testing.T) {
-	t.Setenv("OPENAI_API_KEY", "")
+// oneRequest makes one call through a provider for model pointed at a fake server by
+// BaseURL alone, with OPENAI_API_KEY set to envKey, and returns what the server got.
+func oneRequest(t *testing.T, envKey, model string) fakeapi.Request {
+	t.Helper()
+	t.Setenv("OPENAI_API_KEY", envKey)
 	srv := fakeapi.New(t, fakeapi.Response{Body: textReply})
-	p, err := openai.New("llama3.1", &openai.Options{BaseURL: srv.URL + "/v1"})
+	p, err := openai.New(model, &openai.Options{BaseURL: srv.URL + "/v1"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := p.Complete(fakeapi.Context(t), hi()); err != nil {
 		t.Fatal(err)
 	}
-	r := srv.Requests()[0]
+	return srv.Requests()[0]
+}
+
+func TestCompatibleServerWithoutKey(t *testing.T) {
+	r := oneRequest(t, "", "llama3.1")
 	if got := r.Header.Get("Authorization"); got != "" {
 		t.Errorf("Authorization = %q, want none", got)
 	}
@@ -407,16 +411,7 @@ func TestCompatibleServerWithoutKey(t *testing.T) {
 }
 
 func TestAPIKeyFromEnvironment(t *testing.T) {
-	t.Setenv("OPENAI_API_KEY", "sk-from-env")
-	srv := fakeapi.New(t, fakeapi.Response{Body: textReply})
-	p, err := openai.New("gpt-4.1", &openai.Options{BaseURL: srv.URL + "/v1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.Complete(fakeapi.Context(t), hi()); err != nil {
-		t.Fatal(err)
-	}
-	if got := srv.Requests()[0].Header.Get("Authorization"); got != "Bearer sk-from-env" {
+	if got := oneRequest(t, "sk-from-env", "gpt-4.1").Header.Get("Authorization"); got != "Bearer sk-from-env" {
 		t.Errorf("Authorization = %q", got)
 	}
 }

@@ -132,3 +132,20 @@ func Defaults(callID string) agent.ModelRequest {
 		Tools: []agent.ToolSpec{{Name: "now"}},
 	}
 }
+
+// CancelWhileRetrying returns the error of a Complete whose context is canceled while it
+// waits to retry a 429 answer with body rateLimited, after checking that the error wraps
+// context.Canceled. connect returns the Complete of a provider, talking to the server it
+// is given, whose first backoff is long (an hour).
+func CancelWhileRetrying(t *testing.T, rateLimited string, connect func(*Server) Complete) error {
+	t.Helper()
+	srv := New(t, Response{Status: 429, Body: rateLimited})
+	complete := connect(srv)
+	c, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(20*time.Millisecond, cancel)
+	_, err := complete(c, agent.ModelRequest{Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	return err
+}
