@@ -51,7 +51,7 @@ var importRules = []struct {
 	{"store/postgres", []string{".", "store", "store/internal/core"}},
 	{"audit", []string{".", "store"}},
 	{"agent", []string{".", "internal/seal"}},
-	{"provider/internal/...", nil},
+	{"provider/internal/...", []string{"agent", "provider/internal/..."}},
 	{"provider/...", []string{"agent", "provider/internal/..."}},
 	// MCP: pinning, the client side, the gateway that serves both, the web inbox
 	// (which declares what it needs of the gateway instead of importing it).

@@ -1,6 +1,9 @@
 package shell
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // emit records the command argv, whose words are already literal values,
 // and judges through it when its name is a known wrapper. wrapped is true
@@ -116,6 +119,9 @@ func (an *analyzer) nested(prefix, script string, depth int) string {
 // unwrap judges through the wrapper named name (lower-cased base name),
 // called with args.
 func (an *analyzer) unwrap(name string, args []string, depth int) string {
+	if w, ok := plainWrappers[name]; ok {
+		return an.plain(name, w, args, depth)
+	}
 	switch name {
 	case "sudo":
 		return an.sudo(args, depth)
@@ -128,13 +134,9 @@ func (an *analyzer) unwrap(name string, args []string, depth int) string {
 				break
 			}
 		}
-		return an.simpleWrapper(name, &doasSpec, args, depth)
+		return an.plain(name, plainWrapper{spec: &doasSpec}, args, depth)
 	case "env":
 		return an.env(args, depth)
-	case "command":
-		return an.simpleWrapper(name, &commandSpec, args, depth)
-	case "builtin":
-		return an.simpleWrapper(name, &builtinSpec, args, depth)
 	case "exec":
 		var problem string
 		_, _, _ = execSpec.scan(args, func(o opt) string {
@@ -148,21 +150,13 @@ func (an *analyzer) unwrap(name string, args []string, depth int) string {
 		if problem != "" {
 			return problem
 		}
-		return an.simpleWrapper(name, &execSpec, args, depth)
+		return an.plain(name, plainWrapper{spec: &execSpec}, args, depth)
 	case "nice":
 		// nice -N is GNU nice's old spelling of -n N.
 		if len(args) > 0 && len(args[0]) > 1 && args[0][0] == '-' && isNumber(strings.TrimPrefix(args[0][1:], "-")) {
 			args = args[1:]
 		}
-		return an.simpleWrapper(name, &niceSpec, args, depth)
-	case "nohup":
-		return an.simpleWrapper(name, &nohupSpec, args, depth)
-	case "setsid":
-		return an.simpleWrapper(name, &setsidSpec, args, depth)
-	case "time":
-		return an.simpleWrapper(name, &timeSpec, args, depth)
-	case "timeout":
-		return an.timeout(args, depth)
+		return an.plain(name, plainWrapper{spec: &niceSpec}, args, depth)
 	case "xargs":
 		return an.xargs()
 	case "find":
@@ -177,14 +171,8 @@ func (an *analyzer) unwrap(name string, args []string, depth int) string {
 			return ""
 		}
 		return an.wrap(args, depth)
-	case "stdbuf":
-		return an.stdbuf(args, depth)
-	case "ionice":
-		return an.ionice(args, depth)
 	case "chrt":
 		return an.chrt(args, depth)
-	case "taskset":
-		return an.taskset(args, depth)
 	case "flock":
 		return an.flock(args, depth)
 	case "unshare":
@@ -199,8 +187,6 @@ func (an *analyzer) unwrap(name string, args []string, depth int) string {
 		return an.tracer(name, &ltraceSpec, args, depth)
 	case "su", "runuser":
 		return an.su(name, args, depth)
-	case "setpriv":
-		return an.setpriv(args, depth)
 	case "chroot":
 		return an.chroot(args, depth)
 	case "script":
@@ -213,10 +199,6 @@ func (an *analyzer) unwrap(name string, args []string, depth int) string {
 		return an.git(args)
 	case "jobs":
 		return an.jobs(args, depth)
-	case "logsave":
-		return an.logsave(args, depth)
-	case "prlimit":
-		return an.prlimit(args, depth)
 	case "dbus-run-session":
 		return "dbus-run-session (starts a dbus-daemon before the command)"
 	case "fakeroot":
@@ -272,13 +254,58 @@ func (an *analyzer) unwrap(name string, args []string, depth int) string {
 	return ""
 }
 
-// simpleWrapper handles wrappers whose command follows their options.
-func (an *analyzer) simpleWrapper(name string, spec *optSpec, args []string, depth int) string {
-	next, _, problem := spec.scan(args, nil)
+// A plainWrapper runs the command that follows its options and a fixed number of
+// operands: NAME [OPTION]... [OPERAND]... COMMAND [ARG]...
+type plainWrapper struct {
+	spec     *optSpec
+	operands int      // the words between the options and the command
+	runsNone []string // options (their short or long names) with which no command runs
+}
+
+// plainWrappers are the wrappers that [analyzer.plain] judges, by lower-cased name.
+// doas, exec and nice are plain too once their own checks have passed.
+var plainWrappers = map[string]plainWrapper{
+	"command": {spec: &commandSpec},
+	"builtin": {spec: &builtinSpec},
+	"nohup":   {spec: &nohupSpec},
+	"setsid":  {spec: &setsidSpec},
+	"time":    {spec: &timeSpec},
+	"stdbuf":  {spec: &stdbufSpec}, // stdbuf OPTION... COMMAND
+	// timeout [OPTION]... DURATION COMMAND
+	"timeout": {spec: &timeoutSpec, operands: 1},
+	// ionice [OPTION]... COMMAND; with -p, -P or -u the operands are ids.
+	"ionice": {spec: &ioniceSpec, runsNone: []string{"p", "P", "u", "pid", "pgid", "uid"}},
+	// taskset [OPTION]... MASK COMMAND; with -p the operands are a mask and a pid.
+	"taskset": {spec: &tasksetSpec, operands: 1, runsNone: []string{"p", "pid", "h", "help", "V", "version"}},
+	// logsave [-asv] FILE COMMAND...
+	"logsave": {spec: &logsaveSpec, operands: 1},
+	// prlimit [OPTION]... [COMMAND...]; with --pid it changes a running process.
+	"prlimit": {spec: &prlimitSpec, runsNone: []string{"p", "pid"}},
+	// setpriv [OPTION]... COMMAND; --dump runs nothing.
+	"setpriv": {spec: &setprivSpec, runsNone: []string{"d", "dump", "h", "help", "v", "V", "version"}},
+}
+
+// plain judges the command that the plain wrapper w, called name, runs with args: none
+// when an option of w.runsNone is given or the operands are missing.
+func (an *analyzer) plain(name string, w plainWrapper, args []string, depth int) string {
+	runsNone := false
+	var visit func(opt) string
+	if len(w.runsNone) > 0 {
+		visit = func(o opt) string {
+			if slices.Contains(w.runsNone, o.name) {
+				runsNone = true
+			}
+			return ""
+		}
+	}
+	next, _, problem := w.spec.scan(args, visit)
 	if problem != "" {
 		return name + ": " + problem
 	}
-	return an.wrap(args[next:], depth)
+	if runsNone || next+w.operands > len(args) {
+		return ""
+	}
+	return an.wrap(args[next+w.operands:], depth)
 }
 
 var (
@@ -405,18 +432,6 @@ func (an *analyzer) env(args []string, depth int) string {
 		i++
 	}
 	return an.wrap(args[i:], depth)
-}
-
-// timeout skips timeout's options and its DURATION.
-func (an *analyzer) timeout(args []string, depth int) string {
-	i, _, problem := timeoutSpec.scan(args, nil)
-	if problem != "" {
-		return "timeout: " + problem
-	}
-	if i >= len(args) {
-		return ""
-	}
-	return an.wrap(args[i+1:], depth)
 }
 
 // xargs is refused: it appends words read from standard input (which a

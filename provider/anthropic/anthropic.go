@@ -1,11 +1,9 @@
 package anthropic
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -15,7 +13,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
 
 	"github.com/wardenhq/warden/agent"
-	"github.com/wardenhq/warden/provider/internal/common"
+	"github.com/wardenhq/warden/provider/internal/check"
 	"github.com/wardenhq/warden/provider/internal/jsonargs"
 	"github.com/wardenhq/warden/provider/internal/retry"
 )
@@ -76,14 +74,9 @@ func New(model string, opts *Options) (*Provider, error) {
 		o = *opts
 	}
 	opts = &o
-	if err := common.CheckModel("anthropic", model, "claude-sonnet-4-5"); err != nil {
-		return nil, err
-	}
-	key := common.APIKey(opts.APIKey, EnvAPIKey)
-	if key == "" {
-		return nil, common.NoAPIKey("anthropic", EnvAPIKey, "")
-	}
-	if err := common.CheckMaxTokens("anthropic", opts.MaxTokens); err != nil {
+	key, err := check.Settings{Provider: "anthropic", Model: model, ModelExample: "claude-sonnet-4-5",
+		APIKey: opts.APIKey, EnvAPIKey: EnvAPIKey, MaxTokens: opts.MaxTokens}.Key()
+	if err != nil {
 		return nil, err
 	}
 	maxTokens := opts.MaxTokens
@@ -173,16 +166,12 @@ func (p *Provider) params(req agent.ModelRequest) (sdk.MessageNewParams, error) 
 // first) then a text block; an assistant turn a text block then its tool_use blocks.
 // Empty text blocks are left out (the API refuses them).
 func message(i int, m agent.Message) (sdk.MessageParam, error) {
+	if err := check.Message("anthropic", i, m); err != nil {
+		return sdk.MessageParam{}, err
+	}
 	var blocks []sdk.ContentBlockParamUnion
-	switch m.Role {
-	case agent.RoleUser:
-		if len(m.ToolCalls) > 0 {
-			return sdk.MessageParam{}, fmt.Errorf("anthropic: message %d: a user turn cannot carry tool calls", i)
-		}
+	if m.Role == agent.RoleUser {
 		for _, r := range m.ToolResults {
-			if r.CallID == "" {
-				return sdk.MessageParam{}, fmt.Errorf("anthropic: message %d: tool result without a call id", i)
-			}
 			tr := sdk.ToolResultBlockParam{ToolUseID: r.CallID}
 			if r.Content != "" {
 				tr.Content = []sdk.ToolResultBlockParamContentUnion{{OfText: &sdk.TextBlockParam{Text: r.Content}}}
@@ -195,47 +184,22 @@ func message(i int, m agent.Message) (sdk.MessageParam, error) {
 		if m.Text != "" {
 			blocks = append(blocks, sdk.ContentBlockParamUnion{OfText: &sdk.TextBlockParam{Text: m.Text}})
 		}
-		if len(blocks) == 0 {
-			return sdk.MessageParam{}, fmt.Errorf("anthropic: message %d: empty user turn (no text, no tool results)", i)
-		}
 		return sdk.MessageParam{OfUser: &sdk.UserMessageParam{Content: blocks}}, nil
-	case agent.RoleAssistant:
-		if len(m.ToolResults) > 0 {
-			return sdk.MessageParam{}, fmt.Errorf("anthropic: message %d: an assistant turn cannot carry tool results", i)
-		}
-		if m.Text != "" {
-			blocks = append(blocks, sdk.ContentBlockParamUnion{OfText: &sdk.TextBlockParam{Text: m.Text}})
-		}
-		for _, c := range m.ToolCalls {
-			args := json.RawMessage(`{}`)
-			if len(bytes.TrimSpace(c.Args)) > 0 {
-				if !jsonargs.IsObject(c.Args) {
-					return sdk.MessageParam{}, fmt.Errorf("anthropic: message %d: tool call %q (%s): args are not a JSON object", i, c.ID, c.Name)
-				}
-				args = c.Args
-			}
-			blocks = append(blocks, sdk.ContentBlockParamUnion{OfToolUse: &sdk.ToolUseBlockParam{ID: c.ID, Name: c.Name, Input: args}})
-		}
-		if len(blocks) == 0 {
-			return sdk.MessageParam{}, fmt.Errorf("anthropic: message %d: empty assistant turn (no text, no tool calls)", i)
-		}
-		return sdk.MessageParam{OfAssistant: &sdk.AssistantMessageParam{Content: blocks}}, nil
-	default:
-		return sdk.MessageParam{}, fmt.Errorf("anthropic: message %d: unknown role %q (want %q or %q)", i, m.Role, agent.RoleUser, agent.RoleAssistant)
 	}
+	if m.Text != "" {
+		blocks = append(blocks, sdk.ContentBlockParamUnion{OfText: &sdk.TextBlockParam{Text: m.Text}})
+	}
+	for _, c := range m.ToolCalls {
+		blocks = append(blocks, sdk.ContentBlockParamUnion{OfToolUse: &sdk.ToolUseBlockParam{ID: c.ID, Name: c.Name, Input: check.Args(c)}})
+	}
+	return sdk.MessageParam{OfAssistant: &sdk.AssistantMessageParam{Content: blocks}}, nil
 }
 
 // tool maps a tool spec; the input schema is sent as given.
 func tool(t agent.ToolSpec) (sdk.ToolUnionParam, error) {
-	if t.Name == "" {
-		return sdk.ToolUnionParam{}, errors.New("anthropic: a tool without a name")
-	}
-	schema := json.RawMessage(`{"type":"object"}`)
-	if len(bytes.TrimSpace(t.InputSchema)) > 0 {
-		if !jsonargs.IsObject(t.InputSchema) {
-			return sdk.ToolUnionParam{}, fmt.Errorf("anthropic: tool %q: input schema is not a JSON object", t.Name)
-		}
-		schema = t.InputSchema
+	schema, err := check.Tool("anthropic", t, json.RawMessage(`{"type":"object"}`))
+	if err != nil {
+		return sdk.ToolUnionParam{}, err
 	}
 	tp := sdk.ToolParam{
 		Name:        t.Name,
@@ -273,24 +237,14 @@ func response(m *sdk.Message) agent.ModelResponse {
 // the response even when the SDK could not decode its body. Other errors (transport,
 // context, decoding of a successful answer) are returned as they are.
 func (p *Provider) apiError(err error, res *http.Response) error {
-	var sdkErr *sdk.Error
-	isSDK := errors.As(err, &sdkErr)
-	if isSDK && res == nil {
-		res = sdkErr.Response
-	}
-	if !isSDK && (res == nil || res.StatusCode < 400) {
-		return err
-	}
-	e := retry.NewAPIError("anthropic", err, res, "Request-Id")
-	var body []byte
-	if isSDK {
-		e.StatusCode = sdkErr.StatusCode
-		e.Type = string(sdkErr.Type())
-		e.Message = sdkErr.Message
-		e.RequestID = sdkErr.RequestID
-		body = []byte(sdkErr.RawJSON())
-	} else {
-		body = retry.ResponseBody(res)
-	}
-	return e.Finish(res, func() []byte { return body }, p.apiKey)
+	return retry.SDKError("anthropic", "Request-Id", p.apiKey, err, res,
+		func(e *sdk.Error) *http.Response { return e.Response },
+		func(e *retry.APIError, sdkErr *sdk.Error) func() []byte {
+			e.StatusCode = sdkErr.StatusCode
+			e.Type = string(sdkErr.Type())
+			e.Message = sdkErr.Message
+			e.RequestID = sdkErr.RequestID
+			body := []byte(sdkErr.RawJSON())
+			return func() []byte { return body }
+		})
 }

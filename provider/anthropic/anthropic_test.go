@@ -70,15 +70,7 @@ func TestToolCallAndMultiTurn(t *testing.T) {
 	srv := fakeapi.New(t, fakeapi.Response{Body: toolUseReply}, fakeapi.Response{Body: textReply})
 	p := newProvider(t, srv, nil)
 
-	tools := []agent.ToolSpec{
-		{Name: "read_file", Description: "Read a file.", InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"},"encoding":{"type":"string"}},"required":["path"],"additionalProperties":false}`)},
-		{Name: "list_dir", InputSchema: json.RawMessage(`{"type":"object","properties":{}}`)},
-	}
-	req := agent.ModelRequest{
-		System:   "You are careful.",
-		Messages: []agent.Message{{Role: agent.RoleUser, Text: "What is in notes.txt?"}},
-		Tools:    tools,
-	}
+	req := fakeapi.FirstTurn()
 	resp, err := p.Complete(fakeapi.Context(t), req)
 	if err != nil {
 		t.Fatal(err)
@@ -363,42 +355,15 @@ func TestRetryAfterTooLong(t *testing.T) {
 }
 
 func TestContextCancelledMidRequest(t *testing.T) {
-	arrived := make(chan struct{})
-	srv := fakeapi.New(t, fakeapi.Response{Handler: func(w http.ResponseWriter, r *http.Request) {
-		close(arrived)
-		<-r.Context().Done()
-	}})
-	p := newProvider(t, srv, nil)
-	c, cancel := context.WithCancel(context.Background())
-	go func() {
-		<-arrived
-		cancel()
-	}()
-	start := time.Now()
-	_, err := p.Complete(c, agent.ModelRequest{Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}})
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("err = %v, want context.Canceled", err)
-	}
-	if !strings.HasPrefix(err.Error(), "anthropic: ") {
-		t.Errorf("err = %q, want the provider's prefix", err)
-	}
-	if d := time.Since(start); d > time.Second {
-		t.Errorf("took %s", d)
-	}
-	if n := len(srv.Requests()); n != 1 {
-		t.Errorf("%d requests, want 1", n)
-	}
+	fakeapi.CheckCancelMidRequest(t, "anthropic", func(srv *fakeapi.Server) fakeapi.Complete {
+		return newProvider(t, srv, nil).Complete
+	})
 }
 
 func TestContextCancelledWhileWaitingToRetry(t *testing.T) {
-	srv := fakeapi.New(t, fakeapi.Response{Status: 429, Body: rateLimited})
-	p := newProvider(t, srv, func(o *anthropic.Options) { o.RetryBaseDelay = time.Hour })
-	c, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(20*time.Millisecond, cancel)
-	_, err := p.Complete(c, agent.ModelRequest{Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}})
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("err = %v, want context.Canceled", err)
-	}
+	err := fakeapi.CancelWhileRetrying(t, rateLimited, func(srv *fakeapi.Server) fakeapi.Complete {
+		return newProvider(t, srv, func(o *anthropic.Options) { o.RetryBaseDelay = time.Hour }).Complete
+	})
 	want := "anthropic: context canceled while waiting to retry; last answer: rate limited (429): Number of request tokens has exceeded your per-minute rate limit"
 	if err.Error() != want {
 		t.Errorf("err = %q\nwant %q", err, want)
@@ -486,60 +451,13 @@ func TestInvalidToolInputFromAPI(t *testing.T) {
 
 func TestRequestMappingErrors(t *testing.T) {
 	srv := fakeapi.New(t, fakeapi.Response{Body: textReply})
-	p := newProvider(t, srv, nil)
-	for name, tc := range map[string]struct {
-		req  agent.ModelRequest
-		want string
-	}{
-		"unknown role": {agent.ModelRequest{Messages: []agent.Message{{Role: "system", Text: "x"}}}, `message 0: unknown role "system"`},
-		"empty user":   {agent.ModelRequest{Messages: []agent.Message{{Role: agent.RoleUser}}}, "message 0: empty user turn"},
-		"empty assistant": {agent.ModelRequest{Messages: []agent.Message{
-			{Role: agent.RoleUser, Text: "x"}, {Role: agent.RoleAssistant},
-		}}, "message 1: empty assistant turn"},
-		"results on assistant": {agent.ModelRequest{Messages: []agent.Message{
-			{Role: agent.RoleAssistant, ToolResults: []agent.ToolResult{{CallID: "a"}}},
-		}}, "message 0: an assistant turn cannot carry tool results"},
-		"calls on user": {agent.ModelRequest{Messages: []agent.Message{
-			{Role: agent.RoleUser, ToolCalls: []agent.ToolCall{{ID: "a", Name: "b"}}},
-		}}, "message 0: a user turn cannot carry tool calls"},
-		"args not an object": {agent.ModelRequest{Messages: []agent.Message{
-			{Role: agent.RoleAssistant, ToolCalls: []agent.ToolCall{{ID: "a", Name: "b", Args: json.RawMessage(`[1]`)}}},
-		}}, `tool call "a" (b): args are not a JSON object`},
-		"result without id": {agent.ModelRequest{Messages: []agent.Message{
-			{Role: agent.RoleUser, ToolResults: []agent.ToolResult{{Content: "x"}}},
-		}}, "tool result without a call id"},
-		"schema not an object": {agent.ModelRequest{
-			Messages: []agent.Message{{Role: agent.RoleUser, Text: "x"}},
-			Tools:    []agent.ToolSpec{{Name: "t", InputSchema: json.RawMessage(`"string"`)}},
-		}, `tool "t": input schema is not a JSON object`},
-		"tool without name": {agent.ModelRequest{
-			Messages: []agent.Message{{Role: agent.RoleUser, Text: "x"}},
-			Tools:    []agent.ToolSpec{{}},
-		}, "a tool without a name"},
-	} {
-		t.Run(name, func(t *testing.T) {
-			_, err := p.Complete(fakeapi.Context(t), tc.req)
-			if err == nil || !strings.HasPrefix(err.Error(), "anthropic: ") || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("err = %v, want %q", err, tc.want)
-			}
-		})
-	}
-	if n := len(srv.Requests()); n != 0 {
-		t.Errorf("%d requests sent for invalid requests", n)
-	}
+	fakeapi.CheckInvalidRequests(t, srv, "anthropic", newProvider(t, srv, nil).Complete)
 }
 
 func TestToolDefaultsAndEmptyArgs(t *testing.T) {
 	srv := fakeapi.New(t, fakeapi.Response{Body: textReply})
 	p := newProvider(t, srv, nil)
-	_, err := p.Complete(fakeapi.Context(t), agent.ModelRequest{
-		Messages: []agent.Message{
-			{Role: agent.RoleUser, Text: "x"},
-			{Role: agent.RoleAssistant, ToolCalls: []agent.ToolCall{{ID: "toolu_1", Name: "now"}}},
-			{Role: agent.RoleUser, ToolResults: []agent.ToolResult{{CallID: "toolu_1", IsError: true}}},
-		},
-		Tools: []agent.ToolSpec{{Name: "now"}},
-	})
+	_, err := p.Complete(fakeapi.Context(t), fakeapi.Defaults("toolu_1"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package openai
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -17,7 +16,7 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/wardenhq/warden/agent"
-	"github.com/wardenhq/warden/provider/internal/common"
+	"github.com/wardenhq/warden/provider/internal/check"
 	"github.com/wardenhq/warden/provider/internal/jsonargs"
 	"github.com/wardenhq/warden/provider/internal/retry"
 )
@@ -92,14 +91,11 @@ func New(model string, opts *Options) (*Provider, error) {
 		o = *opts
 	}
 	opts = &o
-	if err := common.CheckModel("openai", model, "gpt-4.1"); err != nil {
-		return nil, err
-	}
-	key := common.APIKey(opts.APIKey, EnvAPIKey)
-	if key == "" && opts.BaseURL == "" {
-		return nil, common.NoAPIKey("openai", EnvAPIKey, "a key may be omitted only with Options.BaseURL, for a local OpenAI-compatible server")
-	}
-	if err := common.CheckMaxTokens("openai", opts.MaxTokens); err != nil {
+	key, err := check.Settings{Provider: "openai", Model: model, ModelExample: "gpt-4.1",
+		APIKey: opts.APIKey, EnvAPIKey: EnvAPIKey, KeyOptional: opts.BaseURL != "",
+		NoKeyHint: "a key may be omitted only with Options.BaseURL, for a local OpenAI-compatible server",
+		MaxTokens: opts.MaxTokens}.Key()
+	if err != nil {
 		return nil, err
 	}
 	baseURL := opts.BaseURL
@@ -207,16 +203,12 @@ func (p *Provider) params(req agent.ModelRequest) (sdk.ChatCompletionNewParams, 
 // order, then a "user" message for its text; an assistant turn one "assistant" message
 // with its text and tool_calls.
 func messages(i int, m agent.Message) ([]sdk.ChatCompletionMessageParamUnion, error) {
+	if err := check.Message("openai", i, m); err != nil {
+		return nil, err
+	}
 	var out []sdk.ChatCompletionMessageParamUnion
-	switch m.Role {
-	case agent.RoleUser:
-		if len(m.ToolCalls) > 0 {
-			return nil, fmt.Errorf("openai: message %d: a user turn cannot carry tool calls", i)
-		}
+	if m.Role == agent.RoleUser {
 		for _, r := range m.ToolResults {
-			if r.CallID == "" {
-				return nil, fmt.Errorf("openai: message %d: tool result without a call id", i)
-			}
 			out = append(out, sdk.ChatCompletionMessageParamUnion{OfTool: &sdk.ChatCompletionToolMessageParam{
 				ToolCallID: r.CallID,
 				Content:    sdk.ChatCompletionToolMessageParamContentUnion{OfString: param.NewOpt(r.Content)},
@@ -227,40 +219,21 @@ func messages(i int, m agent.Message) ([]sdk.ChatCompletionMessageParamUnion, er
 				Content: sdk.ChatCompletionUserMessageParamContentUnion{OfString: param.NewOpt(m.Text)},
 			}})
 		}
-		if len(out) == 0 {
-			return nil, fmt.Errorf("openai: message %d: empty user turn (no text, no tool results)", i)
-		}
 		return out, nil
-	case agent.RoleAssistant:
-		if len(m.ToolResults) > 0 {
-			return nil, fmt.Errorf("openai: message %d: an assistant turn cannot carry tool results", i)
-		}
-		if m.Text == "" && len(m.ToolCalls) == 0 {
-			return nil, fmt.Errorf("openai: message %d: empty assistant turn (no text, no tool calls)", i)
-		}
-		a := &sdk.ChatCompletionAssistantMessageParam{}
-		if m.Text != "" {
-			a.Content = sdk.ChatCompletionAssistantMessageParamContentUnion{OfString: param.NewOpt(m.Text)}
-		}
-		for _, c := range m.ToolCalls {
-			args := "{}"
-			if len(bytes.TrimSpace(c.Args)) > 0 {
-				if !jsonargs.IsObject(c.Args) {
-					return nil, fmt.Errorf("openai: message %d: tool call %q (%s): args are not a JSON object", i, c.ID, c.Name)
-				}
-				args = string(c.Args)
-			}
-			a.ToolCalls = append(a.ToolCalls, sdk.ChatCompletionMessageToolCallUnionParam{
-				OfFunction: &sdk.ChatCompletionMessageFunctionToolCallParam{
-					ID:       c.ID,
-					Function: sdk.ChatCompletionMessageFunctionToolCallFunctionParam{Name: c.Name, Arguments: args},
-				},
-			})
-		}
-		return append(out, sdk.ChatCompletionMessageParamUnion{OfAssistant: a}), nil
-	default:
-		return nil, fmt.Errorf("openai: message %d: unknown role %q (want %q or %q)", i, m.Role, agent.RoleUser, agent.RoleAssistant)
 	}
+	a := &sdk.ChatCompletionAssistantMessageParam{}
+	if m.Text != "" {
+		a.Content = sdk.ChatCompletionAssistantMessageParamContentUnion{OfString: param.NewOpt(m.Text)}
+	}
+	for _, c := range m.ToolCalls {
+		a.ToolCalls = append(a.ToolCalls, sdk.ChatCompletionMessageToolCallUnionParam{
+			OfFunction: &sdk.ChatCompletionMessageFunctionToolCallParam{
+				ID:       c.ID,
+				Function: sdk.ChatCompletionMessageFunctionToolCallFunctionParam{Name: c.Name, Arguments: string(check.Args(c))},
+			},
+		})
+	}
+	return append(out, sdk.ChatCompletionMessageParamUnion{OfAssistant: a}), nil
 }
 
 // functionDef is the "function" object of a tool, written by hand so that the input
@@ -274,15 +247,9 @@ type functionDef struct {
 
 // tool maps a tool spec to a function tool whose parameters are the input schema.
 func tool(t agent.ToolSpec) (sdk.ChatCompletionToolUnionParam, error) {
-	if t.Name == "" {
-		return sdk.ChatCompletionToolUnionParam{}, errors.New("openai: a tool without a name")
-	}
-	schema := json.RawMessage(`{"type":"object","properties":{}}`)
-	if len(bytes.TrimSpace(t.InputSchema)) > 0 {
-		if !jsonargs.IsObject(t.InputSchema) {
-			return sdk.ChatCompletionToolUnionParam{}, fmt.Errorf("openai: tool %q: input schema is not a JSON object", t.Name)
-		}
-		schema = t.InputSchema
+	schema, err := check.Tool("openai", t, json.RawMessage(`{"type":"object","properties":{}}`))
+	if err != nil {
+		return sdk.ChatCompletionToolUnionParam{}, err
 	}
 	def, err := json.Marshal(functionDef{Name: t.Name, Description: t.Description, Parameters: schema})
 	if err != nil {
@@ -342,19 +309,12 @@ func newCallID() string {
 // status of the response decides. Other errors (transport, context, decoding of a
 // successful answer) are returned as they are.
 func (p *Provider) apiError(err error, res *http.Response) error {
-	var sdkErr *sdk.Error
-	isSDK := errors.As(err, &sdkErr)
-	if isSDK && res == nil {
-		res = sdkErr.Response
-	}
-	if !isSDK && (res == nil || res.StatusCode < 400) {
-		return err
-	}
-	e := retry.NewAPIError("openai", err, res, "X-Request-Id")
-	if isSDK {
-		e.StatusCode = sdkErr.StatusCode
-		e.Type = sdkErr.Type
-		e.Message = sdkErr.Message
-	}
-	return e.Finish(res, func() []byte { return retry.ResponseBody(res) }, p.apiKey)
+	return retry.SDKError("openai", "X-Request-Id", p.apiKey, err, res,
+		func(e *sdk.Error) *http.Response { return e.Response },
+		func(e *retry.APIError, sdkErr *sdk.Error) func() []byte {
+			e.StatusCode = sdkErr.StatusCode
+			e.Type = sdkErr.Type
+			e.Message = sdkErr.Message
+			return nil
+		})
 }

@@ -1,7 +1,6 @@
 package openai_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -85,15 +84,7 @@ func TestToolCallAndMultiTurn(t *testing.T) {
 	srv := fakeapi.New(t, fakeapi.Response{Body: toolCallReply}, fakeapi.Response{Body: textReply})
 	p := newProvider(t, srv, nil)
 
-	tools := []agent.ToolSpec{
-		{Name: "read_file", Description: "Read a file.", InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"},"encoding":{"type":"string"}},"required":["path"],"additionalProperties":false}`)},
-		{Name: "list_dir", InputSchema: json.RawMessage(`{"type":"object","properties":{}}`)},
-	}
-	req := agent.ModelRequest{
-		System:   "You are careful.",
-		Messages: []agent.Message{{Role: agent.RoleUser, Text: "What is in notes.txt?"}},
-		Tools:    tools,
-	}
+	req := fakeapi.FirstTurn()
 	resp, err := p.Complete(fakeapi.Context(t), req)
 	if err != nil {
 		t.Fatal(err)
@@ -371,34 +362,16 @@ func TestServerErrors(t *testing.T) {
 }
 
 func TestContextCancelledMidRequest(t *testing.T) {
-	arrived := make(chan struct{})
-	srv := fakeapi.New(t, fakeapi.Response{Handler: func(w http.ResponseWriter, r *http.Request) {
-		close(arrived)
-		<-r.Context().Done()
-	}})
-	p := newProvider(t, srv, nil)
-	c, cancel := context.WithCancel(context.Background())
-	go func() {
-		<-arrived
-		cancel()
-	}()
-	start := time.Now()
-	_, err := p.Complete(c, hi())
-	if !errors.Is(err, context.Canceled) || !strings.HasPrefix(err.Error(), "openai: ") {
-		t.Fatalf("err = %v, want openai: ... context.Canceled", err)
-	}
-	if d := time.Since(start); d > time.Second {
-		t.Errorf("took %s", d)
-	}
+	fakeapi.CheckCancelMidRequest(t, "openai", func(srv *fakeapi.Server) fakeapi.Complete {
+		return newProvider(t, srv, nil).Complete
+	})
 }
 
 func TestContextCancelledWhileWaitingToRetry(t *testing.T) {
-	srv := fakeapi.New(t, fakeapi.Response{Status: 429, Body: rateLimited})
-	p := newProvider(t, srv, func(o *openai.Options) { o.RetryBaseDelay = time.Hour })
-	c, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(20*time.Millisecond, cancel)
-	_, err := p.Complete(c, hi())
-	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "while waiting to retry; last answer: rate limited (429)") {
+	err := fakeapi.CancelWhileRetrying(t, rateLimited, func(srv *fakeapi.Server) fakeapi.Complete {
+		return newProvider(t, srv, func(o *openai.Options) { o.RetryBaseDelay = time.Hour }).Complete
+	})
+	if !strings.Contains(err.Error(), "while waiting to retry; last answer: rate limited (429)") {
 		t.Fatalf("err = %v", err)
 	}
 }
@@ -411,17 +384,24 @@ func TestMissingAPIKey(t *testing.T) {
 	}
 }
 
-func TestCompatibleServerWithoutKey(t *testing.T) {
-	t.Setenv("OPENAI_API_KEY", "")
+// oneRequest makes one call through a provider for model pointed at a fake server by
+// BaseURL alone, with OPENAI_API_KEY set to envKey, and returns what the server got.
+func oneRequest(t *testing.T, envKey, model string) fakeapi.Request {
+	t.Helper()
+	t.Setenv("OPENAI_API_KEY", envKey)
 	srv := fakeapi.New(t, fakeapi.Response{Body: textReply})
-	p, err := openai.New("llama3.1", &openai.Options{BaseURL: srv.URL + "/v1"})
+	p, err := openai.New(model, &openai.Options{BaseURL: srv.URL + "/v1"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := p.Complete(fakeapi.Context(t), hi()); err != nil {
 		t.Fatal(err)
 	}
-	r := srv.Requests()[0]
+	return srv.Requests()[0]
+}
+
+func TestCompatibleServerWithoutKey(t *testing.T) {
+	r := oneRequest(t, "", "llama3.1")
 	if got := r.Header.Get("Authorization"); got != "" {
 		t.Errorf("Authorization = %q, want none", got)
 	}
@@ -431,16 +411,7 @@ func TestCompatibleServerWithoutKey(t *testing.T) {
 }
 
 func TestAPIKeyFromEnvironment(t *testing.T) {
-	t.Setenv("OPENAI_API_KEY", "sk-from-env")
-	srv := fakeapi.New(t, fakeapi.Response{Body: textReply})
-	p, err := openai.New("gpt-4.1", &openai.Options{BaseURL: srv.URL + "/v1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.Complete(fakeapi.Context(t), hi()); err != nil {
-		t.Fatal(err)
-	}
-	if got := srv.Requests()[0].Header.Get("Authorization"); got != "Bearer sk-from-env" {
+	if got := oneRequest(t, "sk-from-env", "gpt-4.1").Header.Get("Authorization"); got != "Bearer sk-from-env" {
 		t.Errorf("Authorization = %q", got)
 	}
 }
@@ -463,47 +434,13 @@ func TestAPIKeyNotInErrors(t *testing.T) {
 
 func TestRequestMappingErrors(t *testing.T) {
 	srv := fakeapi.New(t, fakeapi.Response{Body: textReply})
-	p := newProvider(t, srv, nil)
-	for name, tc := range map[string]struct {
-		req  agent.ModelRequest
-		want string
-	}{
-		"unknown role": {agent.ModelRequest{Messages: []agent.Message{{Role: "tool", Text: "x"}}}, `message 0: unknown role "tool"`},
-		"empty user":   {agent.ModelRequest{Messages: []agent.Message{{Role: agent.RoleUser}}}, "message 0: empty user turn"},
-		"empty assistant": {agent.ModelRequest{Messages: []agent.Message{
-			{Role: agent.RoleUser, Text: "x"}, {Role: agent.RoleAssistant},
-		}}, "message 1: empty assistant turn"},
-		"args not an object": {agent.ModelRequest{Messages: []agent.Message{
-			{Role: agent.RoleAssistant, ToolCalls: []agent.ToolCall{{ID: "a", Name: "b", Args: json.RawMessage(`"x"`)}}},
-		}}, `tool call "a" (b): args are not a JSON object`},
-		"schema not an object": {agent.ModelRequest{
-			Messages: []agent.Message{{Role: agent.RoleUser, Text: "x"}},
-			Tools:    []agent.ToolSpec{{Name: "t", InputSchema: json.RawMessage(`[]`)}},
-		}, `tool "t": input schema is not a JSON object`},
-	} {
-		t.Run(name, func(t *testing.T) {
-			_, err := p.Complete(fakeapi.Context(t), tc.req)
-			if err == nil || !strings.HasPrefix(err.Error(), "openai: ") || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("err = %v, want %q", err, tc.want)
-			}
-		})
-	}
-	if n := len(srv.Requests()); n != 0 {
-		t.Errorf("%d requests sent for invalid requests", n)
-	}
+	fakeapi.CheckInvalidRequests(t, srv, "openai", newProvider(t, srv, nil).Complete)
 }
 
 func TestToolDefaultsAndEmptyResult(t *testing.T) {
 	srv := fakeapi.New(t, fakeapi.Response{Body: textReply})
 	p := newProvider(t, srv, nil)
-	_, err := p.Complete(fakeapi.Context(t), agent.ModelRequest{
-		Messages: []agent.Message{
-			{Role: agent.RoleUser, Text: "x"},
-			{Role: agent.RoleAssistant, ToolCalls: []agent.ToolCall{{ID: "call_1", Name: "now"}}},
-			{Role: agent.RoleUser, ToolResults: []agent.ToolResult{{CallID: "call_1", IsError: true}}},
-		},
-		Tools: []agent.ToolSpec{{Name: "now"}},
-	})
+	_, err := p.Complete(fakeapi.Context(t), fakeapi.Defaults("call_1"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -90,16 +90,20 @@ func TestSingularMessage(t *testing.T) {
 
 func TestRequestsAreDeepCopies(t *testing.T) {
 	p := scripted.New(scripted.Text("a"), scripted.Text("b"))
-	r := agent.ModelRequest{
-		System: "sys",
-		Messages: []agent.Message{
-			{Role: agent.RoleUser, Text: "hi"},
-			{Role: agent.RoleAssistant, ToolCalls: []agent.ToolCall{{ID: "c1", Name: "t", Args: json.RawMessage(`{"a":1}`)}}},
-			{Role: agent.RoleUser, ToolResults: []agent.ToolResult{{CallID: "c1", Content: "denied", IsError: true}}},
-		},
-		Tools:     []agent.ToolSpec{{Name: "t", Description: "d", InputSchema: json.RawMessage(`{"type":"object"}`)}},
-		MaxTokens: 9,
+	// request builds the same request afresh each time: once to send, once to compare.
+	request := func() agent.ModelRequest {
+		return agent.ModelRequest{
+			System: "sys",
+			Messages: []agent.Message{
+				{Role: agent.RoleUser, Text: "hi"},
+				{Role: agent.RoleAssistant, ToolCalls: []agent.ToolCall{{ID: "c1", Name: "t", Args: json.RawMessage(`{"a":1}`)}}},
+				{Role: agent.RoleUser, ToolResults: []agent.ToolResult{{CallID: "c1", Content: "denied", IsError: true}}},
+			},
+			Tools:     []agent.ToolSpec{{Name: "t", Description: "d", InputSchema: json.RawMessage(`{"type":"object"}`)}},
+			MaxTokens: 9,
+		}
 	}
+	r := request()
 	if _, err := p.Complete(context.Background(), r); err != nil {
 		t.Fatal(err)
 	}
@@ -113,16 +117,7 @@ func TestRequestsAreDeepCopies(t *testing.T) {
 	if len(got) != 1 {
 		t.Fatalf("%d requests", len(got))
 	}
-	want := agent.ModelRequest{
-		System: "sys",
-		Messages: []agent.Message{
-			{Role: agent.RoleUser, Text: "hi"},
-			{Role: agent.RoleAssistant, ToolCalls: []agent.ToolCall{{ID: "c1", Name: "t", Args: json.RawMessage(`{"a":1}`)}}},
-			{Role: agent.RoleUser, ToolResults: []agent.ToolResult{{CallID: "c1", Content: "denied", IsError: true}}},
-		},
-		Tools:     []agent.ToolSpec{{Name: "t", Description: "d", InputSchema: json.RawMessage(`{"type":"object"}`)}},
-		MaxTokens: 9,
-	}
+	want := request()
 	if diff := cmp.Diff(want, got[0]); diff != "" {
 		t.Errorf("recorded request changed (-want +got):\n%s", diff)
 	}

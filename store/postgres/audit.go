@@ -3,13 +3,12 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/wardenhq/warden/store"
+	"github.com/wardenhq/warden/store/internal/core"
 )
 
 // BeginCall commits the intent entry of a call about to run.
@@ -33,69 +32,12 @@ func (s *Store) RecordCall(ctx context.Context, r store.CallRecord) error {
 	return s.app.append(ctx, &e)
 }
 
-const auditCols = `seq, kind, ref, at, call_id, session, tool, tenant, principal,
-	conversation, args_digest, args, stage, effect, rule_id, rationale, reason, revision,
-	executed, status, duration_ns, result_size, approved_by, prev_hash, hash`
-
-// entryDest returns scan destinations for auditCols into e; finish completes e after
-// the scan.
-func entryDest(e *store.Entry) (dest []any, finish func()) {
-	var kind string
-	var dur int64
-	dest = []any{&e.Seq, &kind, &e.Ref, &e.Time, &e.CallID, &e.Session, &e.Tool,
-		&e.Tenant, &e.Principal, &e.Conversation, &e.ArgsDigest, &e.Args, &e.Stage, &e.Effect,
-		&e.RuleID, &e.Rationale, &e.Reason, &e.Revision, &e.Executed, &e.Status, &dur,
-		&e.ResultSize, &e.ApprovedBy, &e.PrevHash, &e.Hash}
-	return dest, func() {
-		e.Kind = store.EntryKind(kind)
-		e.Time = e.Time.UTC()
-		e.Duration = time.Duration(dur)
-		if len(e.Args) == 0 {
-			e.Args = nil
-		}
-	}
+func scanEntry(sc core.Scanner, e *store.Entry, extra ...any) error {
+	return core.ScanEntry(sc, e, utc, extra...)
 }
 
-// The completion side of an outer join: only what a call record takes from it.
-type completionCols struct {
-	seq                                              *int64
-	stage, effect, ruleID, rationale, reason, status *string
-	duration, size                                   *int64
-	approvedBy                                       *string
-}
-
-const completionSelect = `c.seq, c.stage, c.effect, c.rule_id, c.rationale, c.reason, c.status,
-	c.duration_ns, c.result_size, c.approved_by`
-
-func (c *completionCols) dest() []any {
-	return []any{&c.seq, &c.stage, &c.effect, &c.ruleID, &c.rationale, &c.reason, &c.status,
-		&c.duration, &c.size, &c.approvedBy}
-}
-
-func (c *completionCols) entry() store.Entry {
-	s := func(p *string) string {
-		if p == nil {
-			return ""
-		}
-		return *p
-	}
-	n := func(p *int64) int64 {
-		if p == nil {
-			return 0
-		}
-		return *p
-	}
-	return store.Entry{Seq: n(c.seq), Kind: store.EntryComplete, Stage: s(c.stage), Effect: s(c.effect),
-		RuleID: s(c.ruleID), Rationale: s(c.rationale), Reason: s(c.reason), Status: s(c.status),
-		Duration: time.Duration(n(c.duration)), ResultSize: n(c.size), ApprovedBy: s(c.approvedBy)}
-}
-
-func prefixed(alias, cols string) string {
-	list := strings.Split(cols, ",")
-	for i, c := range list {
-		list[i] = alias + "." + strings.TrimSpace(c)
-	}
-	return strings.Join(list, ", ")
+func scanCall(sc core.Scanner, e *store.Entry, c *core.Completion) error {
+	return scanEntry(sc, e, c.Dest()...)
 }
 
 // QueryCalls returns the calls that match f, oldest first.
@@ -104,7 +46,7 @@ func (s *Store) QueryCalls(ctx context.Context, f store.CallFilter) ([]store.Cal
 		return nil, err
 	}
 	var q strings.Builder
-	q.WriteString(`SELECT ` + prefixed("e", auditCols) + `, ` + completionSelect + `
+	q.WriteString(`SELECT ` + core.Prefixed("e", core.AuditCols) + `, ` + core.CompletionSelect + `
 		FROM warden_audit e LEFT JOIN warden_audit c ON c.kind = 'complete' AND c.ref = e.seq
 		WHERE e.kind <> 'complete'`)
 	var args []any
@@ -127,33 +69,10 @@ func (s *Store) QueryCalls(ctx context.Context, f store.CallFilter) ([]store.Cal
 		return nil, fmt.Errorf("postgres: querying calls: %w", err)
 	}
 	defer rows.Close()
-	match := f.Matcher()
-	var out []store.CallRecord
-	for rows.Next() {
-		var e store.Entry
-		var c completionCols
-		dest, finish := entryDest(&e)
-		if err := rows.Scan(append(dest, c.dest()...)...); err != nil {
-			return nil, fmt.Errorf("postgres: reading calls: %w", err)
-		}
-		finish()
-		r := e.CallRecord()
-		if c.seq != nil {
-			ce := c.entry()
-			r.Complete(&ce)
-		}
-		if !match.Match(r) {
-			continue
-		}
-		out = append(out, r)
-		if f.Limit > 0 && len(out) >= f.Limit {
-			break
-		}
-	}
-	if err := rows.Err(); err != nil {
+	out, err := core.Calls(rows, f, scanCall)
+	if err != nil {
 		return nil, fmt.Errorf("postgres: reading calls: %w", err)
 	}
-	slices.Reverse(out)
 	return out, nil
 }
 
@@ -170,27 +89,13 @@ func (s *Store) VerifyAudit(ctx context.Context) (store.VerifyReport, error) {
 		if err := tx.QueryRow(ctx, `SELECT seq, hash FROM warden_audit_head WHERE id = 1`).Scan(&headSeq, &headHash); err != nil {
 			return fmt.Errorf("reading the audit head: %w", err)
 		}
-		rows, err := tx.Query(ctx, `SELECT `+auditCols+` FROM warden_audit ORDER BY seq`)
+		rows, err := tx.Query(ctx, `SELECT `+core.AuditCols+` FROM warden_audit ORDER BY seq`)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
-		var v store.Verifier
-		for rows.Next() {
-			var e store.Entry
-			dest, finish := entryDest(&e)
-			if err := rows.Scan(dest...); err != nil {
-				return err
-			}
-			finish()
-			v.Add(&e)
-		}
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		v.CheckHead(headSeq, headHash)
-		rep = v.Report()
-		return nil
+		rep, err = core.Verify(rows, headSeq, headHash, func(sc core.Scanner, e *store.Entry) error { return scanEntry(sc, e) })
+		return err
 	})
 	if err != nil {
 		return store.VerifyReport{}, fmt.Errorf("postgres: reading the audit log: %w", err)

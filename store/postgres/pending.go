@@ -9,38 +9,11 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/wardenhq/warden"
 	"github.com/wardenhq/warden/store"
 	"github.com/wardenhq/warden/store/internal/core"
 )
 
-const pendingCols = `id, kind, question, detail, tool, args, digest, evidence, tenant, principal,
-	conversation, session, revision, created, expires, state, scope, session_ttl_ns,
-	decided_by, note, decided_at, consumed, decision`
-
-func scanPending(row pgx.Row) (store.Pending, error) {
-	var p store.Pending
-	var kind string
-	var created time.Time
-	var expires, decidedAt *time.Time
-	var ttl int64
-	err := row.Scan(&p.ID, &kind, &p.Question, &p.Detail, &p.Tool, &p.Args, &p.Digest,
-		&p.Evidence, &p.Identity.Tenant, &p.Identity.Principal, &p.Identity.Conversation,
-		&p.Session, &p.Revision, &created, &expires, &p.State, &p.Scope, &ttl, &p.DecidedBy,
-		&p.Note, &decidedAt, &p.Consumed, &p.Decision)
-	if err != nil {
-		return store.Pending{}, err
-	}
-	p.Kind = warden.DecisionKind(kind)
-	p.Created, p.Expires, p.DecidedAt = created.UTC(), fromNullTime(expires), fromNullTime(decidedAt)
-	p.SessionTTL = time.Duration(ttl)
-	for _, b := range []*[]byte{(*[]byte)(&p.Args), (*[]byte)(&p.Evidence), (*[]byte)(&p.Decision)} {
-		if len(*b) == 0 {
-			*b = nil
-		}
-	}
-	return p, nil
-}
+func scanPending(row core.Scanner) (store.Pending, error) { return core.ScanPending(row, fromNullTime) }
 
 // CreatePending stores a new pending decision.
 func (s *Store) CreatePending(ctx context.Context, p store.Pending) (store.Pending, error) {
@@ -51,7 +24,7 @@ func (s *Store) CreatePending(ctx context.Context, p store.Pending) (store.Pendi
 	if err != nil {
 		return store.Pending{}, err
 	}
-	_, err = s.pool.Exec(ctx, `INSERT INTO warden_pending (`+pendingCols+`)
+	_, err = s.pool.Exec(ctx, `INSERT INTO warden_pending (`+core.PendingCols+`)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,
 		$19, $20, $21, $22, $23)`,
 		p.ID, string(p.Kind), p.Question, p.Detail, p.Tool, []byte(p.Args), p.Digest,
@@ -72,12 +45,9 @@ func (s *Store) GetPending(ctx context.Context, id string) (store.Pending, error
 	if err := s.check(); err != nil {
 		return store.Pending{}, err
 	}
-	p, err := scanPending(s.pool.QueryRow(ctx, `SELECT `+pendingCols+` FROM warden_pending WHERE id = $1`, id))
-	if isNoRows(err) {
-		return store.Pending{}, notFound("decision", strconv.Quote(id))
-	}
-	if err != nil {
-		return store.Pending{}, fmt.Errorf("postgres: reading decision %s: %w", id, err)
+	p, err := scanPending(s.pool.QueryRow(ctx, `SELECT `+core.PendingCols+` FROM warden_pending WHERE id = $1`, id))
+	if err := s.drv.RowErr(err, "decision", id); err != nil {
+		return store.Pending{}, err
 	}
 	return core.View(p, s.now()), nil
 }
@@ -88,7 +58,7 @@ func (s *Store) ListPending(ctx context.Context, f store.PendingFilter) ([]store
 		return nil, err
 	}
 	now := s.now()
-	q := `SELECT ` + pendingCols + ` FROM warden_pending WHERE true`
+	q := `SELECT ` + core.PendingCols + ` FROM warden_pending WHERE true`
 	var args []any
 	arg := func(v any) string {
 		args = append(args, v)
@@ -104,25 +74,7 @@ func (s *Store) ListPending(ctx context.Context, f store.PendingFilter) ([]store
 	if f.Limit > 0 {
 		q += ` LIMIT ` + arg(f.Limit)
 	}
-	rows, err := s.pool.Query(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: listing decisions: %w", err)
-	}
-	defer rows.Close()
-	var out []store.Pending
-	for rows.Next() {
-		p, err := scanPending(rows)
-		if err != nil {
-			return nil, fmt.Errorf("postgres: listing decisions: %w", err)
-		}
-		if core.Listed(p, f, now) {
-			out = append(out, core.View(p, now))
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("postgres: listing decisions: %w", err)
-	}
-	return out, nil
+	return core.List(ctx, s.drv, "listing decisions", scanPending, core.ListedView(f, now), q, args...)
 }
 
 // Decide records a verdict, exactly once: the row is locked (FOR UPDATE) while the
@@ -133,12 +85,9 @@ func (s *Store) Decide(ctx context.Context, id string, v store.Verdict) (store.P
 	}
 	var decided store.Pending
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		p, err := scanPending(tx.QueryRow(ctx, `SELECT `+pendingCols+` FROM warden_pending WHERE id = $1 FOR UPDATE`, id))
-		if isNoRows(err) {
-			return notFound("decision", strconv.Quote(id))
-		}
-		if err != nil {
-			return fmt.Errorf("postgres: reading decision %s: %w", id, err)
+		p, err := scanPending(tx.QueryRow(ctx, `SELECT `+core.PendingCols+` FROM warden_pending WHERE id = $1 FOR UPDATE`, id))
+		if err := s.drv.RowErr(err, "decision", id); err != nil {
+			return err
 		}
 		if p, err = core.Decide(p, v, s.now()); err != nil {
 			return err
@@ -182,26 +131,12 @@ func (s *Store) ConsumeApproval(ctx context.Context, digest, session string) (st
 	}
 	now := s.now()
 	if session != "" {
-		rows, err := s.pool.Query(ctx, `SELECT `+pendingCols+` FROM warden_pending
+		p, ok, err := core.Find(ctx, s.drv, "looking up approvals", scanPending,
+			core.AuthorizesAt(digest, session, now), `SELECT `+core.PendingCols+` FROM warden_pending
 			WHERE digest = $1 AND state = 'approved' AND scope = 'session' AND session = $2
 			ORDER BY decided_at DESC, id`, digest, session)
-		if err != nil {
-			return store.Pending{}, false, fmt.Errorf("postgres: looking up approvals: %w", err)
-		}
-		for rows.Next() {
-			p, err := scanPending(rows)
-			if err != nil {
-				rows.Close()
-				return store.Pending{}, false, fmt.Errorf("postgres: looking up approvals: %w", err)
-			}
-			if core.Authorizes(p, digest, session, now) {
-				rows.Close()
-				return p, true, nil
-			}
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return store.Pending{}, false, fmt.Errorf("postgres: looking up approvals: %w", err)
+		if err != nil || ok {
+			return p, ok, err
 		}
 	}
 	// Claim the oldest usable once approval. A row another transaction is claiming is
@@ -220,7 +155,7 @@ func (s *Store) ConsumeApproval(ctx context.Context, digest, session string) (st
 			ORDER BY decided_at, id LIMIT 1
 			FOR UPDATE SKIP LOCKED)
 		AND NOT consumed
-		RETURNING `+pendingCols, digest, at))
+		RETURNING `+core.PendingCols, digest, at))
 	if isNoRows(err) {
 		return store.Pending{}, false, nil
 	}

@@ -67,6 +67,7 @@ const migrationLock int64 = 0x77617264656e0001
 type Store struct {
 	pool    *pgxpool.Pool
 	app     *appender
+	drv     core.Driver // the shared lookups' view of pool
 	waiters core.Waiters
 	now     func() time.Time
 	closed  atomic.Bool // set by Close
@@ -111,6 +112,14 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
 	s := &Store{pool: pool, now: o.Now}
+	s.drv = core.Driver{Name: "postgres", NoRows: isNoRows,
+		Query: func(ctx context.Context, q string, args ...any) (core.Rows, func(), error) {
+			rows, err := pool.Query(ctx, q, args...)
+			if err != nil {
+				return nil, nil, err
+			}
+			return rows, rows.Close, nil
+		}}
 	s.app = newAppender(pool)
 	return s, nil
 }
@@ -243,9 +252,7 @@ func (s *Store) check() error {
 	return nil
 }
 
-// notFound wraps store.ErrNotFound with what was looked for.
-func notFound(what string, key any) error {
-	return fmt.Errorf("%w: %s %v", store.ErrNotFound, what, key)
-}
-
 func isNoRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) }
+
+// utc reads a timestamptz column that is never NULL.
+func utc(t time.Time) time.Time { return t.UTC() }

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/wardenhq/warden/store"
+	"github.com/wardenhq/warden/store/internal/core"
 )
 
 // PutCheckpoint stores data under id, replacing what was there.
@@ -38,11 +38,8 @@ func (s *Store) GetCheckpoint(ctx context.Context, id string) ([]byte, error) {
 	}
 	var data []byte
 	err := s.pool.QueryRow(ctx, `SELECT data FROM warden_checkpoints WHERE id = $1`, id).Scan(&data)
-	if isNoRows(err) {
-		return nil, notFound("checkpoint", strconv.Quote(id))
-	}
-	if err != nil {
-		return nil, fmt.Errorf("postgres: reading checkpoint %s: %w", id, err)
+	if err := s.drv.RowErr(err, "checkpoint", id); err != nil {
+		return nil, err
 	}
 	if data == nil {
 		data = []byte{}
@@ -65,11 +62,8 @@ func (s *Store) ClaimCheckpoint(ctx context.Context, id string, claim []byte) ([
 		var data []byte
 		var claimed *time.Time
 		err := tx.QueryRow(ctx, `SELECT data, claimed FROM warden_checkpoints WHERE id = $1 FOR UPDATE`, id).Scan(&data, &claimed)
-		if isNoRows(err) {
-			return notFound("checkpoint", strconv.Quote(id))
-		}
-		if err != nil {
-			return fmt.Errorf("postgres: reading checkpoint %s: %w", id, err)
+		if err := s.drv.RowErr(err, "checkpoint", id); err != nil {
+			return err
 		}
 		if data == nil {
 			data = []byte{}
@@ -90,36 +84,16 @@ func (s *Store) ClaimCheckpoint(ctx context.Context, id string, claim []byte) ([
 	return prev, nil
 }
 
-const pinCols = `name, hash, definition, approved, approved_by, updated, pending, pending_hash`
-
-func scanPin(row pgx.Row) (store.Pin, error) {
-	var p store.Pin
-	var updated time.Time
-	var def, pending []byte
-	if err := row.Scan(&p.Name, &p.Hash, &def, &p.Approved, &p.ApprovedBy, &updated, &pending, &p.PendingHash); err != nil {
-		return store.Pin{}, err
-	}
-	if len(def) > 0 {
-		p.Definition = def
-	}
-	if len(pending) > 0 {
-		p.Pending = pending
-	}
-	p.Updated = updated.UTC()
-	return p, nil
-}
+func scanPin(sc core.Scanner) (store.Pin, error) { return core.ScanPin(sc, utc) }
 
 // GetPin returns the pin of one tool.
 func (s *Store) GetPin(ctx context.Context, name string) (store.Pin, error) {
 	if err := s.check(); err != nil {
 		return store.Pin{}, err
 	}
-	p, err := scanPin(s.pool.QueryRow(ctx, `SELECT `+pinCols+` FROM warden_pins WHERE name = $1`, name))
-	if isNoRows(err) {
-		return store.Pin{}, notFound("pin", strconv.Quote(name))
-	}
-	if err != nil {
-		return store.Pin{}, fmt.Errorf("postgres: reading pin %s: %w", name, err)
+	p, err := scanPin(s.pool.QueryRow(ctx, `SELECT `+core.PinCols+` FROM warden_pins WHERE name = $1`, name))
+	if err := s.drv.RowErr(err, "pin", name); err != nil {
+		return store.Pin{}, err
 	}
 	return p, nil
 }
@@ -135,7 +109,7 @@ func (s *Store) PutPin(ctx context.Context, p store.Pin) error {
 	if p.Updated.IsZero() {
 		p.Updated = s.now()
 	}
-	_, err := s.pool.Exec(ctx, `INSERT INTO warden_pins (`+pinCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+	_, err := s.pool.Exec(ctx, `INSERT INTO warden_pins (`+core.PinCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 		ON CONFLICT (name) DO UPDATE SET hash = excluded.hash, definition = excluded.definition,
 		approved = excluded.approved, approved_by = excluded.approved_by, updated = excluded.updated,
 		pending = excluded.pending, pending_hash = excluded.pending_hash`,
@@ -152,21 +126,5 @@ func (s *Store) ListPins(ctx context.Context) ([]store.Pin, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+pinCols+` FROM warden_pins ORDER BY name`)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: listing pins: %w", err)
-	}
-	defer rows.Close()
-	var out []store.Pin
-	for rows.Next() {
-		p, err := scanPin(rows)
-		if err != nil {
-			return nil, fmt.Errorf("postgres: listing pins: %w", err)
-		}
-		out = append(out, p)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("postgres: listing pins: %w", err)
-	}
-	return out, nil
+	return core.List(ctx, s.drv, "listing pins", scanPin, nil, `SELECT `+core.PinCols+` FROM warden_pins ORDER BY name`)
 }

@@ -3,47 +3,15 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
-	"github.com/wardenhq/warden"
 	"github.com/wardenhq/warden/store"
 	"github.com/wardenhq/warden/store/internal/core"
 )
 
-const pendingCols = `id, kind, question, detail, tool, args, digest, evidence, tenant, principal,
-	conversation, session, revision, created, expires, state, scope, session_ttl_ns,
-	decided_by, note, decided_at, consumed, decision`
-
-func scanPending(sc interface{ Scan(...any) error }) (store.Pending, error) {
-	var p store.Pending
-	var kind string
-	var created, expires, decidedAt, ttl int64
-	// The JSON columns are NULL when empty; database/sql cannot scan NULL into a
-	// json.RawMessage, so they go through plain byte slices.
-	var args, evidence, decision []byte
-	err := sc.Scan(&p.ID, &kind, &p.Question, &p.Detail, &p.Tool, &args, &p.Digest,
-		&evidence, &p.Identity.Tenant, &p.Identity.Principal, &p.Identity.Conversation,
-		&p.Session, &p.Revision, &created, &expires, &p.State, &p.Scope, &ttl, &p.DecidedBy,
-		&p.Note, &decidedAt, &p.Consumed, &decision)
-	if err != nil {
-		return store.Pending{}, err
-	}
-	p.Args, p.Evidence, p.Decision = nilIfEmpty(args), nilIfEmpty(evidence), nilIfEmpty(decision)
-	p.Kind = warden.DecisionKind(kind)
-	p.Created, p.Expires, p.DecidedAt = fromMicros(created), fromMicros(expires), fromMicros(decidedAt)
-	p.SessionTTL = time.Duration(ttl)
-	return p, nil
-}
-
-func nilIfEmpty(b []byte) json.RawMessage {
-	if len(b) == 0 {
-		return nil
-	}
-	return json.RawMessage(b)
-}
+func scanPending(sc core.Scanner) (store.Pending, error) { return core.ScanPending(sc, fromMicros) }
 
 // CreatePending stores a new pending decision.
 func (s *Store) CreatePending(ctx context.Context, p store.Pending) (store.Pending, error) {
@@ -59,7 +27,7 @@ func (s *Store) CreatePending(ctx context.Context, p store.Pending) (store.Pendi
 		if n > 0 {
 			return fmt.Errorf("sqlite: a decision with ID %q %w", p.ID, errExists)
 		}
-		_, err := t.exec(`INSERT INTO pending (`+pendingCols+`)
+		_, err := t.exec(`INSERT INTO pending (`+core.PendingCols+`)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			p.ID, string(p.Kind), p.Question, p.Detail, p.Tool, nullBytes(p.Args), p.Digest,
 			nullBytes(p.Evidence), p.Identity.Tenant, p.Identity.Principal,
@@ -82,12 +50,9 @@ func (s *Store) GetPending(ctx context.Context, id string) (store.Pending, error
 	if s.closed.Load() {
 		return store.Pending{}, store.ErrClosed
 	}
-	p, err := scanPending(s.read.QueryRowContext(ctx, `SELECT `+pendingCols+` FROM pending WHERE id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.Pending{}, fmt.Errorf("%w: decision %q", store.ErrNotFound, id)
-	}
-	if err != nil {
-		return store.Pending{}, fmt.Errorf("sqlite: reading decision %s: %w", id, err)
+	p, err := scanPending(s.read.QueryRowContext(ctx, `SELECT `+core.PendingCols+` FROM pending WHERE id = ?`, id))
+	if err := s.drv.RowErr(err, "decision", id); err != nil {
+		return store.Pending{}, err
 	}
 	return core.View(p, s.now()), nil
 }
@@ -98,7 +63,7 @@ func (s *Store) ListPending(ctx context.Context, f store.PendingFilter) ([]store
 		return nil, store.ErrClosed
 	}
 	now := s.now()
-	q := `SELECT ` + pendingCols + ` FROM pending WHERE 1 = 1`
+	q := `SELECT ` + core.PendingCols + ` FROM pending WHERE 1 = 1`
 	var args []any
 	if !f.All {
 		q += ` AND state = 'pending' AND (expires = 0 OR expires > ?)`
@@ -113,37 +78,16 @@ func (s *Store) ListPending(ctx context.Context, f store.PendingFilter) ([]store
 		q += ` LIMIT ?`
 		args = append(args, f.Limit)
 	}
-	rows, err := s.read.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: listing decisions: %w", err)
-	}
-	defer rows.Close()
-	var out []store.Pending
-	for rows.Next() {
-		p, err := scanPending(rows)
-		if err != nil {
-			return nil, fmt.Errorf("sqlite: listing decisions: %w", err)
-		}
-		if core.Listed(p, f, now) {
-			out = append(out, core.View(p, now))
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: listing decisions: %w", err)
-	}
-	return out, nil
+	return core.List(ctx, s.drv, "listing decisions", scanPending, core.ListedView(f, now), q, args...)
 }
 
 // Decide records a verdict, exactly once.
 func (s *Store) Decide(ctx context.Context, id string, v store.Verdict) (store.Pending, error) {
 	var decided store.Pending
 	err := s.w.do(ctx, func(t *wtx) error {
-		p, err := scanPending(t.queryRow(`SELECT `+pendingCols+` FROM pending WHERE id = ?`, id))
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("%w: decision %q", store.ErrNotFound, id)
-		}
-		if err != nil {
-			return fmt.Errorf("sqlite: reading decision %s: %w", id, err)
+		p, err := scanPending(t.queryRow(`SELECT `+core.PendingCols+` FROM pending WHERE id = ?`, id))
+		if err := s.drv.RowErr(err, "decision", id); err != nil {
+			return err
 		}
 		p, err = core.Decide(p, v, s.now())
 		if err != nil {
@@ -187,28 +131,12 @@ func (s *Store) ConsumeApproval(ctx context.Context, digest, session string) (st
 	}
 	// A session approval is only read, never changed: no need for the writer.
 	if session != "" {
-		rows, err := s.read.QueryContext(ctx, `SELECT `+pendingCols+` FROM pending
+		p, ok, err := core.Find(ctx, s.drv, "looking up approvals", scanPending,
+			core.AuthorizesAt(digest, session, s.now()), `SELECT `+core.PendingCols+` FROM pending
 			WHERE digest = ? AND state = 'approved' AND scope = 'session' AND session = ?
 			ORDER BY decided_at DESC, id`, digest, session)
-		if err != nil {
-			return store.Pending{}, false, fmt.Errorf("sqlite: looking up approvals: %w", err)
-		}
-		now := s.now()
-		for rows.Next() {
-			p, err := scanPending(rows)
-			if err != nil {
-				rows.Close()
-				return store.Pending{}, false, fmt.Errorf("sqlite: looking up approvals: %w", err)
-			}
-			if core.Authorizes(p, digest, session, now) {
-				rows.Close()
-				return p, true, nil
-			}
-		}
-		err = rows.Err()
-		rows.Close()
-		if err != nil {
-			return store.Pending{}, false, fmt.Errorf("sqlite: looking up approvals: %w", err)
+		if err != nil || ok {
+			return p, ok, err
 		}
 	}
 	var got store.Pending
@@ -216,7 +144,7 @@ func (s *Store) ConsumeApproval(ctx context.Context, digest, session string) (st
 	err := s.w.do(ctx, func(t *wtx) error {
 		got, ok = store.Pending{}, false // the op may run again
 		now := s.now()
-		p, err := scanPending(t.queryRow(`SELECT `+pendingCols+` FROM pending
+		p, err := scanPending(t.queryRow(`SELECT `+core.PendingCols+` FROM pending
 			WHERE digest = ? AND state = 'approved' AND scope = 'once' AND consumed = 0
 			AND (expires = 0 OR expires > ?)
 			ORDER BY decided_at, id LIMIT 1`, digest, now.UnixMicro()))

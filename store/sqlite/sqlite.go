@@ -132,8 +132,9 @@ func ParseDSN(dsn string) (path string, opts *Options, err error) {
 // processes opening the same file.
 type Store struct {
 	path    string
-	read    *sql.DB // pool of read-only connections
-	w       *writer // owns the only write connection
+	read    *sql.DB     // pool of read-only connections
+	w       *writer     // owns the only write connection
+	drv     core.Driver // the shared lookups' view of read
 	waiters core.Waiters
 	now     func() time.Time
 	closed  atomic.Bool // set by Close; reads check it (writes learn it from w)
@@ -202,7 +203,15 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 		wdb.Close()
 		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
 	}
-	return &Store{path: path, read: rdb, w: w, now: o.Now}, nil
+	drv := core.Driver{Name: "sqlite", NoRows: func(err error) bool { return errors.Is(err, sql.ErrNoRows) },
+		Query: func(ctx context.Context, q string, args ...any) (core.Rows, func(), error) {
+			rows, err := rdb.QueryContext(ctx, q, args...)
+			if err != nil {
+				return nil, nil, err
+			}
+			return rows, func() { rows.Close() }, nil
+		}}
+	return &Store{path: path, read: rdb, w: w, drv: drv, now: o.Now}, nil
 }
 
 func cloneValues(v url.Values) url.Values {

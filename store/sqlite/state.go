@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/wardenhq/warden/store"
+	"github.com/wardenhq/warden/store/internal/core"
 )
 
 // PutCheckpoint stores data under id, replacing what was there.
@@ -34,11 +35,8 @@ func (s *Store) GetCheckpoint(ctx context.Context, id string) ([]byte, error) {
 	}
 	var data []byte
 	err := s.read.QueryRowContext(ctx, `SELECT data FROM checkpoints WHERE id = ?`, id).Scan(&data)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("%w: checkpoint %q", store.ErrNotFound, id)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: reading checkpoint %s: %w", id, err)
+	if err := s.drv.RowErr(err, "checkpoint", id); err != nil {
+		return nil, err
 	}
 	if data == nil {
 		data = []byte{}
@@ -56,11 +54,8 @@ func (s *Store) ClaimCheckpoint(ctx context.Context, id string, claim []byte) ([
 		var data []byte
 		var claimed sql.NullInt64
 		err := t.queryRow(`SELECT data, claimed FROM checkpoints WHERE id = ?`, id).Scan(&data, &claimed)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("%w: checkpoint %q", store.ErrNotFound, id)
-		}
-		if err != nil {
-			return fmt.Errorf("sqlite: reading checkpoint %s: %w", id, err)
+		if err := s.drv.RowErr(err, "checkpoint", id); err != nil {
+			return err
 		}
 		if claimed.Valid {
 			if data == nil {
@@ -89,36 +84,16 @@ func (s *Store) ClaimCheckpoint(ctx context.Context, id string, claim []byte) ([
 	return prev, nil
 }
 
-const pinCols = `name, hash, definition, approved, approved_by, updated, pending, pending_hash`
-
-func scanPin(sc interface{ Scan(...any) error }) (store.Pin, error) {
-	var p store.Pin
-	var updated int64
-	var def, pending []byte
-	if err := sc.Scan(&p.Name, &p.Hash, &def, &p.Approved, &p.ApprovedBy, &updated, &pending, &p.PendingHash); err != nil {
-		return store.Pin{}, err
-	}
-	if len(def) > 0 {
-		p.Definition = def
-	}
-	if len(pending) > 0 {
-		p.Pending = pending
-	}
-	p.Updated = fromMicros(updated)
-	return p, nil
-}
+func scanPin(sc core.Scanner) (store.Pin, error) { return core.ScanPin(sc, fromMicros) }
 
 // GetPin returns the pin of one tool.
 func (s *Store) GetPin(ctx context.Context, name string) (store.Pin, error) {
 	if s.closed.Load() {
 		return store.Pin{}, store.ErrClosed
 	}
-	p, err := scanPin(s.read.QueryRowContext(ctx, `SELECT `+pinCols+` FROM pins WHERE name = ?`, name))
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.Pin{}, fmt.Errorf("%w: pin %q", store.ErrNotFound, name)
-	}
-	if err != nil {
-		return store.Pin{}, fmt.Errorf("sqlite: reading pin %s: %w", name, err)
+	p, err := scanPin(s.read.QueryRowContext(ctx, `SELECT `+core.PinCols+` FROM pins WHERE name = ?`, name))
+	if err := s.drv.RowErr(err, "pin", name); err != nil {
+		return store.Pin{}, err
 	}
 	return p, nil
 }
@@ -136,7 +111,7 @@ func (s *Store) PutPin(ctx context.Context, p store.Pin) error {
 	p.Definition = bytes.Clone(p.Definition)
 	p.Pending = bytes.Clone(p.Pending)
 	return s.w.do(ctx, func(t *wtx) error {
-		_, err := t.exec(`INSERT INTO pins (`+pinCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+		_, err := t.exec(`INSERT INTO pins (`+core.PinCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (name) DO UPDATE SET hash = excluded.hash, definition = excluded.definition,
 			approved = excluded.approved, approved_by = excluded.approved_by, updated = excluded.updated,
 			pending = excluded.pending, pending_hash = excluded.pending_hash`,
@@ -154,21 +129,5 @@ func (s *Store) ListPins(ctx context.Context) ([]store.Pin, error) {
 	if s.closed.Load() {
 		return nil, store.ErrClosed
 	}
-	rows, err := s.read.QueryContext(ctx, `SELECT `+pinCols+` FROM pins ORDER BY name`)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: listing pins: %w", err)
-	}
-	defer rows.Close()
-	var out []store.Pin
-	for rows.Next() {
-		p, err := scanPin(rows)
-		if err != nil {
-			return nil, fmt.Errorf("sqlite: listing pins: %w", err)
-		}
-		out = append(out, p)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: listing pins: %w", err)
-	}
-	return out, nil
+	return core.List(ctx, s.drv, "listing pins", scanPin, nil, `SELECT `+core.PinCols+` FROM pins ORDER BY name`)
 }

@@ -259,28 +259,18 @@ func wantBad(t *testing.T, s store.Store, firstBad int64) {
 	}
 }
 
-func testVerifyEdit(t *testing.T, s *subject, tamper tamperFunc) {
-	fiveEntries(t, s)
-	tamper(t, 3, "edit")
-	wantBad(t, s, 3)
-}
-
-func testVerifyDelete(t *testing.T, s *subject, tamper tamperFunc) {
-	fiveEntries(t, s)
-	tamper(t, 3, "delete")
-	wantBad(t, s, 3)
-}
-
-func testVerifyDeleteFirst(t *testing.T, s *subject, tamper tamperFunc) {
-	fiveEntries(t, s)
-	tamper(t, 1, "delete")
-	wantBad(t, s, 1)
+// tampered returns a test that writes five entries, tampers with entry seq (op) and
+// wants VerifyAudit to report seq as the first bad entry.
+func tampered(seq int64, op string) func(t *testing.T, s *subject, tamper tamperFunc) {
+	return func(t *testing.T, s *subject, tamper tamperFunc) {
+		fiveEntries(t, s)
+		tamper(t, seq, op)
+		wantBad(t, s, seq)
+	}
 }
 
 func testVerifyDeleteLast(t *testing.T, s *subject, tamper tamperFunc) {
-	fiveEntries(t, s)
-	tamper(t, 5, "delete")
-	wantBad(t, s, 5)
+	tampered(5, "delete")(t, s, tamper)
 	// Appending goes on from the recorded head, so the hole stays visible.
 	check(t, s.RecordCall(ctxFor(t), store.CallRecord{Tool: "later", Status: warden.StatusRefused}))
 	wantBad(t, s, 5)

@@ -8,8 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -225,22 +223,15 @@ func testDecideOnce(t *testing.T, s *subject) {
 func testDecideConcurrent(t *testing.T, s *subject) {
 	ctx := ctxFor(t)
 	p := newPending(t, s, samplePending())
-	var wins atomic.Int32
-	var wg sync.WaitGroup
-	for i := range 8 {
-		wg.Go(func() {
-			_, err := s.Decide(ctx, p.ID, store.Verdict{Approve: i%2 == 0, By: fmt.Sprint("p", i)})
-			switch {
-			case err == nil:
-				wins.Add(1)
-			case !errors.Is(err, store.ErrAlreadyDecided):
-				t.Errorf("Decide: %v", err)
-			}
-		})
-	}
-	wg.Wait()
-	if wins.Load() != 1 {
-		t.Errorf("%d concurrent decisions succeeded, want exactly 1", wins.Load())
+	wins := race(8, func(i int) bool {
+		_, err := s.Decide(ctx, p.ID, store.Verdict{Approve: i%2 == 0, By: fmt.Sprint("p", i)})
+		if err != nil && !errors.Is(err, store.ErrAlreadyDecided) {
+			t.Errorf("Decide: %v", err)
+		}
+		return err == nil
+	})
+	if wins != 1 {
+		t.Errorf("%d concurrent decisions succeeded, want exactly 1", wins)
 	}
 }
 
@@ -400,25 +391,15 @@ func testConsumeConcurrent(t *testing.T, s *subject) {
 	p := newPending(t, s, samplePending())
 	approve(t, s, p.ID, store.Verdict{By: "bob"})
 	ctx := ctxFor(t)
-	var wins atomic.Int32
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for range 8 {
-		wg.Go(func() {
-			<-start
-			_, ok, err := s.ConsumeApproval(ctx, p.Digest, "")
-			if err != nil {
-				t.Error(err)
-			}
-			if ok {
-				wins.Add(1)
-			}
-		})
-	}
-	close(start)
-	wg.Wait()
-	if wins.Load() != 1 {
-		t.Errorf("%d concurrent consumers got the once approval, want exactly 1", wins.Load())
+	wins := race(8, func(int) bool {
+		_, ok, err := s.ConsumeApproval(ctx, p.Digest, "")
+		if err != nil {
+			t.Error(err)
+		}
+		return ok
+	})
+	if wins != 1 {
+		t.Errorf("%d concurrent consumers got the once approval, want exactly 1", wins)
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -71,26 +70,15 @@ func RunReplicas(t *testing.T, newDSN func(t *testing.T) string, open Opener) {
 		p := newPending(t, a, samplePending())
 		approve(t, b, p.ID, store.Verdict{By: "bob"})
 		ctx := ctxFor(t)
-		var wins atomic.Int32
-		var wg sync.WaitGroup
-		for i := range 8 {
-			s := a
-			if i%2 == 1 {
-				s = b
+		wins := race(8, func(i int) bool {
+			_, ok, err := []store.Store{a, b}[i%2].ConsumeApproval(ctx, p.Digest, "")
+			if err != nil {
+				t.Error(err)
 			}
-			wg.Go(func() {
-				_, ok, err := s.ConsumeApproval(ctx, p.Digest, "")
-				if err != nil {
-					t.Error(err)
-				}
-				if ok {
-					wins.Add(1)
-				}
-			})
-		}
-		wg.Wait()
-		if wins.Load() != 1 {
-			t.Errorf("%d consumers in two replicas got the once approval, want exactly 1", wins.Load())
+			return ok
+		})
+		if wins != 1 {
+			t.Errorf("%d consumers in two replicas got the once approval, want exactly 1", wins)
 		}
 	})
 
@@ -104,26 +92,15 @@ func RunReplicas(t *testing.T, newDSN func(t *testing.T) string, open Opener) {
 			if err := a.PutCheckpoint(ctx, id, []byte("checkpoint")); err != nil {
 				t.Fatal(err)
 			}
-			var wins atomic.Int32
-			var wg sync.WaitGroup
-			for i := range 8 {
-				s := a
-				if i%2 == 1 {
-					s = b
+			wins := race(8, func(i int) bool {
+				_, err := []store.Store{a, b}[i%2].ClaimCheckpoint(ctx, id, []byte("claim"))
+				if err != nil && !errors.Is(err, store.ErrAlreadyClaimed) {
+					t.Error(err)
 				}
-				wg.Go(func() {
-					_, err := s.ClaimCheckpoint(ctx, id, []byte("claim"))
-					switch {
-					case err == nil:
-						wins.Add(1)
-					case !errors.Is(err, store.ErrAlreadyClaimed):
-						t.Error(err)
-					}
-				})
-			}
-			wg.Wait()
-			if wins.Load() != 1 {
-				t.Fatalf("round %d: %d claimers in two replicas claimed the checkpoint, want exactly 1", round, wins.Load())
+				return err == nil
+			})
+			if wins != 1 {
+				t.Fatalf("round %d: %d claimers in two replicas claimed the checkpoint, want exactly 1", round, wins)
 			}
 		}
 	})

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -117,30 +116,24 @@ func testClaimConcurrent(t *testing.T, s *subject) {
 	for round := range rounds {
 		id := fmt.Sprintf("ckpt-%d", round)
 		check(t, s.PutCheckpoint(ctx, id, []byte("checkpoint "+id)))
-		var wins, refused atomic.Int32
-		var wg sync.WaitGroup
-		start := make(chan struct{})
-		for c := range claimers {
-			wg.Go(func() {
-				<-start
-				prev, err := s.ClaimCheckpoint(ctx, id, fmt.Appendf(nil, "claimed by %d", c))
-				switch {
-				case err == nil:
-					if string(prev) != "checkpoint "+id {
-						t.Errorf("%s: the winner got %q", id, prev)
-					}
-					wins.Add(1)
-				case errors.Is(err, store.ErrAlreadyClaimed):
-					refused.Add(1)
-				default:
-					t.Error(err)
+		var refused atomic.Int32
+		wins := race(claimers, func(c int) bool {
+			prev, err := s.ClaimCheckpoint(ctx, id, fmt.Appendf(nil, "claimed by %d", c))
+			switch {
+			case err == nil:
+				if string(prev) != "checkpoint "+id {
+					t.Errorf("%s: the winner got %q", id, prev)
 				}
-			})
-		}
-		close(start)
-		wg.Wait()
-		if wins.Load() != 1 || refused.Load() != int32(claimers-1) {
-			t.Fatalf("round %d: %d of %d concurrent claims won, %d were refused; want exactly 1 and %d", round, wins.Load(), claimers, refused.Load(), claimers-1)
+				return true
+			case errors.Is(err, store.ErrAlreadyClaimed):
+				refused.Add(1)
+			default:
+				t.Error(err)
+			}
+			return false
+		})
+		if wins != 1 || refused.Load() != int32(claimers-1) {
+			t.Fatalf("round %d: %d of %d concurrent claims won, %d were refused; want exactly 1 and %d", round, wins, claimers, refused.Load(), claimers-1)
 		}
 	}
 }

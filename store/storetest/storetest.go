@@ -35,6 +35,8 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -80,9 +82,9 @@ func Run(t *testing.T, newDSN func(t *testing.T) string, open Opener, opts *Opti
 		{"Audit/Filters", testFilters},
 		{"Audit/Limit", testLimit},
 		{"Audit/VerifyEmpty", testVerifyEmpty},
-		{"Audit/VerifyDetectsEdit", o.tampering(testVerifyEdit)},
-		{"Audit/VerifyDetectsDelete", o.tampering(testVerifyDelete)},
-		{"Audit/VerifyDetectsDeletedHead", o.tampering(testVerifyDeleteFirst)},
+		{"Audit/VerifyDetectsEdit", o.tampering(tampered(3, "edit"))},
+		{"Audit/VerifyDetectsDelete", o.tampering(tampered(3, "delete"))},
+		{"Audit/VerifyDetectsDeletedHead", o.tampering(tampered(1, "delete"))},
 		{"Audit/VerifyDetectsDeletedTail", o.tampering(testVerifyDeleteLast)},
 		{"Audit/Concurrent", testConcurrentAudit},
 		{"Audit/CanceledContext", testCanceled},
@@ -176,4 +178,23 @@ func mustVerifyOK(t *testing.T, s store.Store, entries int64) {
 	if !rep.OK || rep.Entries != entries || rep.FirstBad != 0 {
 		t.Fatalf("VerifyAudit = %+v, want OK with %d entries", rep, entries)
 	}
+}
+
+// race runs try in n goroutines (given 0..n-1), released together, and returns how many
+// of them returned true.
+func race(n int, try func(i int) bool) int {
+	var wins atomic.Int32
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			if try(i) {
+				wins.Add(1)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	return int(wins.Load())
 }

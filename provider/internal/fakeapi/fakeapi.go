@@ -1,5 +1,7 @@
 // Package fakeapi is an HTTP test server for the providers' tests: it records every
 // request (method, path, headers, body) and answers from a list of canned responses.
+// It also holds the checks and requests every provider's tests share, so that a
+// behaviour the providers promise alike is tested the same way for each.
 package fakeapi
 
 import (

@@ -349,3 +349,31 @@ func ResponseBody(res *http.Response) []byte {
 	res.Body = io.NopCloser(bytes.NewReader(body))
 	return body
 }
+
+// SDKError returns the *APIError for err, the error of a call whose response (as the SDK
+// captured it) is res, or err itself when err is no error answer of the API (transport,
+// context, decoding of a successful answer). It is an error answer when err is the SDK's
+// error type E, or res has an error status; the status decides even when the SDK could
+// not decode the body. For a nil res, the response E carries (response reads it) is
+// used. fill completes the APIError from the E found and may return the error body (nil:
+// the body is read from the response); secret is removed from the message.
+func SDKError[E error](provider, requestIDHeader, secret string, err error, res *http.Response,
+	response func(E) *http.Response, fill func(*APIError, E) (body func() []byte)) error {
+	var sdkErr E
+	isSDK := errors.As(err, &sdkErr)
+	if isSDK && res == nil {
+		res = response(sdkErr)
+	}
+	if !isSDK && (res == nil || res.StatusCode < 400) {
+		return err
+	}
+	e := NewAPIError(provider, err, res, requestIDHeader)
+	var body func() []byte
+	if isSDK {
+		body = fill(e, sdkErr)
+	}
+	if body == nil {
+		body = func() []byte { return ResponseBody(res) }
+	}
+	return e.Finish(res, body, secret)
+}

@@ -1,7 +1,9 @@
-// Package core holds the rules of pending decisions that every store implementation
-// applies the same way: what a new decision looks like, how a verdict changes it, when
-// it expires and what an approval authorizes. The implementations only make these steps
-// atomic in their database.
+// Package core holds what every SQL store implementation does the same way: the rules
+// of pending decisions (what a new decision looks like, how a verdict changes it, when
+// it expires and what an approval authorizes), the decoding of rows into store types,
+// the batching queue of writes and the wait for a decision. The implementations keep
+// their own SQL and only make these steps atomic in their database; it is internal so
+// that these shared parts are not an API of the store module.
 package core
 
 import (
@@ -149,4 +151,19 @@ func Listed(p store.Pending, f store.PendingFilter, now time.Time) bool {
 		return false
 	}
 	return f.All || (p.State == store.StatePending && !Expired(p, now))
+}
+
+// ListedView is [Listed] and [View] as a keep function for [Select].
+func ListedView(f store.PendingFilter, now time.Time) func(store.Pending) (store.Pending, bool) {
+	return func(p store.Pending) (store.Pending, bool) {
+		if !Listed(p, f, now) {
+			return store.Pending{}, false
+		}
+		return View(p, now), true
+	}
+}
+
+// AuthorizesAt is [Authorizes] as a match function for [First].
+func AuthorizesAt(digest, session string, now time.Time) func(store.Pending) bool {
+	return func(p store.Pending) bool { return Authorizes(p, digest, session, now) }
 }
