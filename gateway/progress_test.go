@@ -194,7 +194,11 @@ func TestGatewayProgress(t *testing.T) {
 	// Refused by the policy: the reader's role lacks the tool, nothing runs upstream
 	// and nothing is forwarded.
 	var refused mcptest.ProgressLog
-	r := e.connect(t, gwReaderToken, refused.ClientOptions())
+	rrec := &sseRecorder{next: e.tr}
+	r, err := mcptest.ConnectHTTP(t, mcp.NewClient(&mcp.Implementation{Name: "progress-test", Version: "1"}, refused.ClientOptions()), e.url, gwReaderToken, rrec, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
 	rctx, rcancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	params := &mcp.CallToolParams{Name: "mcp__fault__progress", Arguments: map[string]any{"n": 5}}
 	params.SetProgressToken("reader-token")
@@ -206,16 +210,54 @@ func TestGatewayProgress(t *testing.T) {
 		t.Errorf("audit of the refused call: %+v", rec)
 	}
 
-	// Give stray deliveries time to arrive before concluding there are none.
-	gwWant(t, gwCall(t, n, "mcp__fault__echo", map[string]any{"text": "sync"}), false, "sync")
-	time.Sleep(300 * time.Millisecond)
-	if got := none.All(); len(got) != 0 {
-		t.Errorf("the client without a token got %d notifications: %+v", len(got), got)
+	// The refused call's stream, read whole once the call returned, holds no progress.
+	if n := rrec.count("notifications/progress"); n != 0 {
+		t.Errorf("the refused client was sent %d progress notifications", n)
 	}
+
+	// Nothing else arrives: on each session, a last call with a token of its own is a
+	// marker. A client handles what it reads in order, and every earlier stream was
+	// read to its end before the marker's call began, so a stray delivery would be
+	// handled before the marker: the marker must come right after what is expected.
+	marker := func(cs *mcp.ClientSession, log *mcptest.ProgressLog, before int, token string) {
+		t.Helper()
+		gwWant(t, callWithToken(t, cs, token, map[string]any{"n": 1}), false, "sent 1")
+		got := log.WaitLen(t, before+1, 10*time.Second)
+		if len(got) != before+1 || got[before].ProgressToken != token {
+			t.Errorf("%s: %d notifications before the marker, want %d: %+v", token, len(got)-1, before, got)
+		}
+	}
+	marker(n, &none, 0, "marker-none")
+	marker(w, &withToken, 5, "marker-w")
+	marker(s, &stdioLog, 3, "marker-stdio")
+	marker(ca, &a, 20, "marker-a")
+	marker(cb, &b, 15, "marker-b")
+	// The reader can call no tool with progress, so it gets no marker; its session's
+	// streams were read to their end and checked above.
 	if got := refused.All(); len(got) != 0 {
 		t.Errorf("the refused client got %d notifications: %+v", len(got), got)
 	}
-	if withToken.Len() != 5 || stdioLog.Len() != 3 || a.Len() != 20 || b.Len() != 15 {
-		t.Errorf("notifications received later: %d, %d, %d, %d", withToken.Len(), stdioLog.Len(), a.Len(), b.Len())
+}
+
+// count returns how many JSON-RPC messages with method the recorded response bodies
+// hold, as read so far.
+func (r *sseRecorder) count(method string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, buf := range r.resp {
+		sc := bufio.NewScanner(bytes.NewReader(buf.Bytes()))
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			data, ok := strings.CutPrefix(sc.Text(), "data: ")
+			if !ok {
+				continue
+			}
+			var m map[string]any
+			if json.Unmarshal([]byte(data), &m) == nil && m["method"] == method {
+				n++
+			}
+		}
 	}
+	return n
 }
