@@ -39,9 +39,16 @@ func (b *LogBuffer) Write(p []byte) (int, error) {
 
 // WaitCount waits until at least n lines of the log hold every one of parts (see
 // [LogBuffer.Count]), woken by each Write (no polling); it fails tb when timeout
-// passes first.
+// passes first. Use [LogBuffer.Await] on goroutines other than the test's.
 func (b *LogBuffer) WaitCount(tb testing.TB, timeout time.Duration, n int, parts ...string) {
 	tb.Helper()
+	if !b.Await(timeout, n, parts...) {
+		tb.Fatalf("%d log lines hold %q after %s, want at least %d", b.Count(parts...), parts, timeout, n)
+	}
+}
+
+// Await is WaitCount reporting whether the count was reached before timeout passed.
+func (b *LogBuffer) Await(timeout time.Duration, n int, parts ...string) bool {
 	expired := time.After(timeout)
 	for {
 		b.mu.Lock()
@@ -52,13 +59,12 @@ func (b *LogBuffer) WaitCount(tb testing.TB, timeout time.Duration, n int, parts
 		b.mu.Unlock()
 		// Counted after taking the channel: a Write in between closes it.
 		if b.Count(parts...) >= n {
-			return
+			return true
 		}
 		select {
 		case <-written:
 		case <-expired:
-			tb.Fatalf("%d log lines hold %q after %s, want at least %d", b.Count(parts...), parts, timeout, n)
-			return
+			return b.Count(parts...) >= n
 		}
 	}
 }
