@@ -171,8 +171,8 @@ func TestUpstreamProgress(t *testing.T) {
 	t.Logf("slow hook: %d of 200 notifications seen", len(list))
 }
 
-// A url server's progress reaches the hook too (the SDK's streamable connection
-// cannot be wrapped to count what it reads, so Call waits for a quiet moment).
+// A url server's progress reaches the hook too, every notification before Call
+// returns (they are counted in the HTTP responses as the SDK reads them).
 func TestUpstreamProgressURL(t *testing.T) {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "http-progress", Version: "1"}, nil)
 	mcp.AddTool(srv, &mcp.Tool{Name: "progress"}, func(ctx context.Context, req *mcp.CallToolRequest, in struct {
@@ -190,7 +190,8 @@ func TestUpstreamProgressURL(t *testing.T) {
 	})
 	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 	t.Cleanup(hs.Close) // after the Upstream's Close (cleanups run last first)
-	u := discoveredUpstream(t, &mcptest.LogBuffer{}, upstream.ServerConfig{Name: "web", URL: hs.URL},
+	log := &mcptest.LogBuffer{}
+	u := discoveredUpstream(t, log, upstream.ServerConfig{Name: "web", URL: hs.URL},
 		&upstream.TransportPolicy{AllowURLs: true, AllowInsecureLoopback: true, Hosts: []string{"127.0.0.1"}})
 	for range 5 {
 		var got mcptest.ProgressLog
@@ -203,5 +204,9 @@ func TestUpstreamProgressURL(t *testing.T) {
 			t.Fatal("no progress notification reached the hook")
 		}
 		mcptest.WantSteps(t, list, 10, list[0].ProgressToken)
+	}
+	// Call waited for as many as were counted, no more: never for the bound.
+	if n := log.Count("progress notifications not handled in time"); n != 0 {
+		t.Errorf("%d calls waited for notifications that never came", n)
 	}
 }
