@@ -139,8 +139,7 @@ func TestGatewayProgress(t *testing.T) {
 		t.Errorf("the last message on the call's stream is not the result: %v", msgs[5])
 	}
 	// The SDK client hands them to its handler after reading them.
-	mcptest.WaitFor(t, 10*time.Second, "the client has handled 5 notifications", func() bool { return withToken.Len() >= 5 })
-	mcptest.WantSteps(t, withToken.All(), 5, "client-token-1")
+	mcptest.WantSteps(t, withToken.WaitLen(t, 5, 10*time.Second), 5, "client-token-1")
 	if n := e.log.Count("progress notification dropped: its token is not the call's"); n != 2 {
 		t.Errorf("%d stray notifications logged as dropped, want 2", n)
 	}
@@ -149,8 +148,7 @@ func TestGatewayProgress(t *testing.T) {
 	var stdioLog mcptest.ProgressLog
 	s := e.connectStdio(t, stdioLog.ClientOptions())
 	gwWant(t, callWithToken(t, s, 77, map[string]any{"n": 3}), false, "sent 3")
-	mcptest.WaitFor(t, 10*time.Second, "the stdio client has handled 3 notifications", func() bool { return stdioLog.Len() >= 3 })
-	mcptest.WantSteps(t, stdioLog.All(), 3, float64(77))
+	mcptest.WantSteps(t, stdioLog.WaitLen(t, 3, 10*time.Second), 3, float64(77))
 
 	// Two clients at once on two upstream connections: each gets its own.
 	var a, b mcptest.ProgressLog
@@ -176,15 +174,8 @@ func TestGatewayProgress(t *testing.T) {
 	}
 	gwWant(t, ra, false, "sent 20")
 	gwWant(t, rb, false, "sent 15")
-	mcptest.WaitFor(t, 10*time.Second, "both clients have handled theirs", func() bool {
-		if a.Len() >= 20 && b.Len() >= 15 {
-			return true
-		}
-		t.Logf("a: %+v\nb: %+v", a.All(), b.All())
-		return false
-	})
-	mcptest.WantSteps(t, a.All(), 20, "a")
-	mcptest.WantSteps(t, b.All(), 15, "b")
+	mcptest.WantSteps(t, a.WaitLen(t, 20, 10*time.Second), 20, "a")
+	mcptest.WantSteps(t, b.WaitLen(t, 15, 10*time.Second), 15, "b")
 
 	// No token: the upstream is asked for no progress and the client gets none.
 	var none mcptest.ProgressLog

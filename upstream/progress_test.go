@@ -110,9 +110,7 @@ func TestUpstreamProgress(t *testing.T) {
 		mcptest.WantSteps(t, list, 5, token)
 
 		// The late notification (100ms after the answer) finds no call in flight.
-		mcptest.WaitFor(t, 10*time.Second, "the late notification is dropped", func() bool {
-			return log.Count("progress notification dropped: no call asking for progress") == round+1
-		})
+		log.WaitCount(t, 10*time.Second, round+1, "progress notification dropped: no call asking for progress")
 		if late.Load() || got.Len() != 5 {
 			t.Errorf("round %d: the hook ran after Call returned (%d notifications)", round, got.Len())
 		}
