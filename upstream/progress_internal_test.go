@@ -2,11 +2,66 @@ package upstream
 
 import (
 	"bytes"
+	"context"
 	"io"
+	"log/slog"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
+
+// After an answer, Call waits until the SDK has handled as many notifications as
+// were read, woken by each one (no timer involved), and at most progressSettleMax
+// for notifications that never get handled. On the bubble's clock, both exactly.
+func TestSettleProgress(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cs := &mcp.ClientSession{} // only a key: the connection's session
+		read := new(atomic.Int64)
+		c := &upstreamConn{cs: cs, progressRead: read}
+		u := &Server{log: slog.New(slog.DiscardHandler), sessions: map[*mcp.ClientSession]*upstreamConn{cs: c}}
+		hook := func(context.Context, *mcp.ProgressNotificationParams) {}
+		handOver := func(r *progressRoute) {
+			u.onProgress(context.Background(), &mcp.ProgressNotificationClientRequest{Session: cs, Params: &mcp.ProgressNotificationParams{ProgressToken: r.token}})
+		}
+
+		// Three read before the answer, handled after it: each wakes the wait.
+		r := u.openProgress(context.Background(), c, hook)
+		c.progress = r
+		read.Add(3)
+		start := time.Now()
+		settled := make(chan struct{})
+		go func() { u.settleProgress(c, r); close(settled) }()
+		for range 3 {
+			synctest.Wait()
+			select {
+			case <-settled:
+				t.Fatal("settled before every notification read was handled")
+			default:
+			}
+			handOver(r)
+		}
+		<-settled
+		if d := time.Since(start); d != 0 {
+			t.Errorf("settling took %s on the bubble's clock, want no wait beyond the notifications", d)
+		}
+		u.closeProgress(context.Background(), c, r, false)
+
+		// One read that the SDK never hands over: the wait ends at the bound.
+		r = u.openProgress(context.Background(), c, hook)
+		c.progress = r
+		read.Add(1)
+		start = time.Now()
+		u.settleProgress(c, r)
+		if d := time.Since(start); d != progressSettleMax {
+			t.Errorf("settling took %s, want the bound %s", d, progressSettleMax)
+		}
+		u.closeProgress(context.Background(), c, r, false)
+	})
+}
 
 // The counter splits a server-sent event stream into events as the SDK does and
 // counts the progress notifications among them, however the stream is cut into reads.
