@@ -596,9 +596,10 @@ func TestUpstreamListChangedFloodCoalesced(t *testing.T) {
 	}
 	n := u.rediscoveries.Load()
 	t.Logf("1000 notifications -> %d rediscoveries, %d OnToolsChanged", n, changed.Load())
-	// At most one rediscovery runs and one is queued: one ran before the consumer
-	// blocked (or none, when a queued OnToolsChanged came first), and the flood left
-	// one queued. The count is bounded by the consumer, not by the notifications.
+	// At most one rediscovery runs and one is queued: the first one's OnToolsChanged
+	// holds the worker, and the rest of the flood leaves one queued (none when the
+	// first began only after the whole flood was handled). The count is bounded by
+	// the consumer, not by the notifications.
 	if n < 1 || n > 2 {
 		t.Errorf("%d rediscoveries for 1000 notifications", n)
 	}
