@@ -1009,9 +1009,14 @@ active_role: writer
 		servers: "servers:\n  chg:\n    command: faultserver\n    args: [-mode, changing, -descfile, \"@DIR@/desc.txt\"]\n",
 		files:   map[string]string{"desc.txt": "Returns its text."},
 	})
-	var changed atomic.Int64
+	changed := make(chan struct{}, 1) // signalled by every tools/list_changed the client handles
 	w := e.connect(t, gwWriterToken, &mcp.ClientOptions{
-		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed.Add(1) },
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		},
 	})
 	listed := func() map[string]*mcp.Tool {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -1038,7 +1043,11 @@ active_role: writer
 	if listed()["mcp__chg__poke"] == nil {
 		t.Error("the unchanged poke tool was hidden too")
 	}
-	mcptest.WaitFor(t, 30*time.Second, "a tools/list_changed notification reaches the client", func() bool { return changed.Load() > 0 })
+	select {
+	case <-changed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no tools/list_changed notification reached the client")
+	}
 	gwWantUnknown(t, w, name, map[string]any{"text": "hi"})
 	rec := e.lastCall(t, name, "writer-agent")
 	if rec.Executed || rec.Status != warden.StatusRefused {
