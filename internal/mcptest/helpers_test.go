@@ -39,14 +39,14 @@ func TestLogBufferWaitCount(t *testing.T) {
 	var b mcptest.LogBuffer
 	fmt.Fprintln(&b, "msg=one")
 	b.WaitCount(t, time.Minute, 1, "msg=one")
-	proceed := make(chan struct{})
 	go func() {
-		<-proceed
 		fmt.Fprintln(&b, "msg=other")
 		fmt.Fprintln(&b, "msg=two")
 	}()
-	close(proceed)
 	b.WaitCount(t, time.Minute, 1, "msg=two")
+	if b.Await(time.Millisecond, 1, "msg=three") {
+		t.Error("Await reported a line that was never written")
+	}
 	if n := b.Count("msg="); n != 3 {
 		t.Errorf("%d lines, want 3", n)
 	}
