@@ -147,6 +147,7 @@ type gwEnv struct {
 	tr     *http.Transport
 	log    *mcptest.LogBuffer
 	events *gwEvents
+	asked  *pendingWatch // st, telling of every pending decision it stores
 }
 
 func gwStart(t *testing.T, s gwSetup) *gwEnv {
@@ -180,12 +181,13 @@ func gwStart(t *testing.T, s gwSetup) *gwEnv {
 	if s.seed != nil {
 		s.seed(t, st)
 	}
-	e := &gwEnv{dir: dir, cfg: cfg, st: st, log: &mcptest.LogBuffer{}, events: &gwEvents{}}
+	asked := &pendingWatch{Store: st}
+	e := &gwEnv{dir: dir, cfg: cfg, st: asked, asked: asked, log: &mcptest.LogBuffer{}, events: &gwEvents{}}
 	e.log.LogOnFailure(t, "gateway log")
 	logger := slog.New(slog.NewTextHandler(e.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	gw, err := gateway.New(cfg, &gateway.Options{Store: st, Logger: logger, Sinks: append(slices.Clone(s.sinks), e.events), Version: "test"})
+	gw, err := gateway.New(cfg, &gateway.Options{Store: e.st, Logger: logger, Sinks: append(slices.Clone(s.sinks), e.events), Version: "test"})
 	if err != nil {
 		t.Fatalf("gateway.New: %v", err)
 	}
@@ -353,30 +355,84 @@ type gwDecided struct {
 }
 
 // decideWhenAsked waits, on its own goroutine, for an undecided decision on tool and
-// records v for it: an operator deciding while the call waits.
+// records v for it: an operator deciding while the call waits. It learns of the
+// decision when the gateway stores it (see [pendingWatch]), not by polling.
 func (e *gwEnv) decideWhenAsked(tool string, v store.Verdict) <-chan gwDecided {
 	ch := make(chan gwDecided, 1)
+	created, stop := e.asked.watch() // before listing: nothing stored meanwhile is missed
 	go func() {
+		defer stop()
 		ctx := context.Background()
-		deadline := time.Now().Add(time.Minute)
-		for time.Now().Before(deadline) {
-			all, err := e.st.ListPending(ctx, store.PendingFilter{})
-			if err != nil {
-				ch <- gwDecided{err: err}
+		decide := func(p store.Pending) {
+			d, err := e.st.Decide(ctx, p.ID, v)
+			ch <- gwDecided{p: d, err: err}
+		}
+		all, err := e.st.ListPending(ctx, store.PendingFilter{})
+		if err != nil {
+			ch <- gwDecided{err: err}
+			return
+		}
+		for _, p := range all {
+			if p.Tool == tool && p.State == store.StatePending {
+				decide(p)
 				return
 			}
-			for _, p := range all {
+		}
+		timeout := time.After(time.Minute)
+		for {
+			select {
+			case p := <-created:
 				if p.Tool == tool {
-					d, err := e.st.Decide(ctx, p.ID, v)
-					ch <- gwDecided{p: d, err: err}
+					decide(p)
 					return
 				}
+			case <-timeout:
+				ch <- gwDecided{err: errors.New("no decision was asked for within a minute")}
+				return
 			}
-			time.Sleep(20 * time.Millisecond)
 		}
-		ch <- gwDecided{err: errors.New("no decision was asked for within a minute")}
 	}()
 	return ch
+}
+
+// pendingWatch is the test's store as the gateway uses it, telling its watchers of
+// every pending decision it has stored.
+type pendingWatch struct {
+	store.Store
+	mu       sync.Mutex
+	watchers map[chan store.Pending]struct{}
+}
+
+func (w *pendingWatch) CreatePending(ctx context.Context, p store.Pending) (store.Pending, error) {
+	created, err := w.Store.CreatePending(ctx, p)
+	if err == nil {
+		w.mu.Lock()
+		for ch := range w.watchers {
+			select {
+			case ch <- created:
+			default: // a watcher that fell this far behind is not waiting for it
+			}
+		}
+		w.mu.Unlock()
+	}
+	return created, err
+}
+
+// watch returns a channel receiving every pending decision stored from now on, until
+// stop is called.
+func (w *pendingWatch) watch() (created <-chan store.Pending, stop func()) {
+	ch := make(chan store.Pending, 64)
+	w.mu.Lock()
+	if w.watchers == nil {
+		w.watchers = make(map[chan store.Pending]struct{})
+	}
+	w.watchers[ch] = struct{}{}
+	w.mu.Unlock()
+	return ch, func() {
+		w.mu.Lock()
+		delete(w.watchers, ch)
+		w.mu.Unlock()
+	}
 }
 
 // gwEvents records every event the gateway emits.
@@ -953,9 +1009,14 @@ active_role: writer
 		servers: "servers:\n  chg:\n    command: faultserver\n    args: [-mode, changing, -descfile, \"@DIR@/desc.txt\"]\n",
 		files:   map[string]string{"desc.txt": "Returns its text."},
 	})
-	var changed atomic.Int64
+	changed := make(chan struct{}, 1) // signalled by every tools/list_changed the client handles
 	w := e.connect(t, gwWriterToken, &mcp.ClientOptions{
-		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed.Add(1) },
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		},
 	})
 	listed := func() map[string]*mcp.Tool {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -982,7 +1043,11 @@ active_role: writer
 	if listed()["mcp__chg__poke"] == nil {
 		t.Error("the unchanged poke tool was hidden too")
 	}
-	mcptest.WaitFor(t, 30*time.Second, "a tools/list_changed notification reaches the client", func() bool { return changed.Load() > 0 })
+	select {
+	case <-changed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no tools/list_changed notification reached the client")
+	}
 	gwWantUnknown(t, w, name, map[string]any{"text": "hi"})
 	rec := e.lastCall(t, name, "writer-agent")
 	if rec.Executed || rec.Status != warden.StatusRefused {

@@ -139,8 +139,7 @@ func TestGatewayProgress(t *testing.T) {
 		t.Errorf("the last message on the call's stream is not the result: %v", msgs[5])
 	}
 	// The SDK client hands them to its handler after reading them.
-	mcptest.WaitFor(t, 10*time.Second, "the client has handled 5 notifications", func() bool { return withToken.Len() >= 5 })
-	mcptest.WantSteps(t, withToken.All(), 5, "client-token-1")
+	mcptest.WantSteps(t, withToken.WaitLen(t, 5, 10*time.Second), 5, "client-token-1")
 	if n := e.log.Count("progress notification dropped: its token is not the call's"); n != 2 {
 		t.Errorf("%d stray notifications logged as dropped, want 2", n)
 	}
@@ -149,8 +148,7 @@ func TestGatewayProgress(t *testing.T) {
 	var stdioLog mcptest.ProgressLog
 	s := e.connectStdio(t, stdioLog.ClientOptions())
 	gwWant(t, callWithToken(t, s, 77, map[string]any{"n": 3}), false, "sent 3")
-	mcptest.WaitFor(t, 10*time.Second, "the stdio client has handled 3 notifications", func() bool { return stdioLog.Len() >= 3 })
-	mcptest.WantSteps(t, stdioLog.All(), 3, float64(77))
+	mcptest.WantSteps(t, stdioLog.WaitLen(t, 3, 10*time.Second), 3, float64(77))
 
 	// Two clients at once on two upstream connections: each gets its own.
 	var a, b mcptest.ProgressLog
@@ -176,15 +174,8 @@ func TestGatewayProgress(t *testing.T) {
 	}
 	gwWant(t, ra, false, "sent 20")
 	gwWant(t, rb, false, "sent 15")
-	mcptest.WaitFor(t, 10*time.Second, "both clients have handled theirs", func() bool {
-		if a.Len() >= 20 && b.Len() >= 15 {
-			return true
-		}
-		t.Logf("a: %+v\nb: %+v", a.All(), b.All())
-		return false
-	})
-	mcptest.WantSteps(t, a.All(), 20, "a")
-	mcptest.WantSteps(t, b.All(), 15, "b")
+	mcptest.WantSteps(t, a.WaitLen(t, 20, 10*time.Second), 20, "a")
+	mcptest.WantSteps(t, b.WaitLen(t, 15, 10*time.Second), 15, "b")
 
 	// No token: the upstream is asked for no progress and the client gets none.
 	var none mcptest.ProgressLog
@@ -194,7 +185,11 @@ func TestGatewayProgress(t *testing.T) {
 	// Refused by the policy: the reader's role lacks the tool, nothing runs upstream
 	// and nothing is forwarded.
 	var refused mcptest.ProgressLog
-	r := e.connect(t, gwReaderToken, refused.ClientOptions())
+	rrec := &sseRecorder{next: e.tr}
+	r, err := mcptest.ConnectHTTP(t, mcp.NewClient(&mcp.Implementation{Name: "progress-test", Version: "1"}, refused.ClientOptions()), e.url, gwReaderToken, rrec, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
 	rctx, rcancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	params := &mcp.CallToolParams{Name: "mcp__fault__progress", Arguments: map[string]any{"n": 5}}
 	params.SetProgressToken("reader-token")
@@ -206,16 +201,54 @@ func TestGatewayProgress(t *testing.T) {
 		t.Errorf("audit of the refused call: %+v", rec)
 	}
 
-	// Give stray deliveries time to arrive before concluding there are none.
-	gwWant(t, gwCall(t, n, "mcp__fault__echo", map[string]any{"text": "sync"}), false, "sync")
-	time.Sleep(300 * time.Millisecond)
-	if got := none.All(); len(got) != 0 {
-		t.Errorf("the client without a token got %d notifications: %+v", len(got), got)
+	// The refused call's stream, read whole once the call returned, holds no progress.
+	if n := rrec.count("notifications/progress"); n != 0 {
+		t.Errorf("the refused client was sent %d progress notifications", n)
 	}
+
+	// Nothing else arrives: on each session, a last call with a token of its own is a
+	// marker. A client handles what it reads in order, and every earlier stream was
+	// read to its end before the marker's call began, so a stray delivery would be
+	// handled before the marker: the marker must come right after what is expected.
+	marker := func(cs *mcp.ClientSession, log *mcptest.ProgressLog, before int, token string) {
+		t.Helper()
+		gwWant(t, callWithToken(t, cs, token, map[string]any{"n": 1}), false, "sent 1")
+		got := log.WaitLen(t, before+1, 10*time.Second)
+		if len(got) != before+1 || got[before].ProgressToken != token {
+			t.Errorf("%s: %d notifications before the marker, want %d: %+v", token, len(got)-1, before, got)
+		}
+	}
+	marker(n, &none, 0, "marker-none")
+	marker(w, &withToken, 5, "marker-w")
+	marker(s, &stdioLog, 3, "marker-stdio")
+	marker(ca, &a, 20, "marker-a")
+	marker(cb, &b, 15, "marker-b")
+	// The reader can call no tool with progress, so it gets no marker; its session's
+	// streams were read to their end and checked above.
 	if got := refused.All(); len(got) != 0 {
 		t.Errorf("the refused client got %d notifications: %+v", len(got), got)
 	}
-	if withToken.Len() != 5 || stdioLog.Len() != 3 || a.Len() != 20 || b.Len() != 15 {
-		t.Errorf("notifications received later: %d, %d, %d, %d", withToken.Len(), stdioLog.Len(), a.Len(), b.Len())
+}
+
+// count returns how many JSON-RPC messages with method the recorded response bodies
+// hold, as read so far.
+func (r *sseRecorder) count(method string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, buf := range r.resp {
+		sc := bufio.NewScanner(bytes.NewReader(buf.Bytes()))
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			data, ok := strings.CutPrefix(sc.Text(), "data: ")
+			if !ok {
+				continue
+			}
+			var m map[string]any
+			if json.Unmarshal([]byte(data), &m) == nil && m["method"] == method {
+				n++
+			}
+		}
 	}
+	return n
 }

@@ -247,17 +247,17 @@ func getPending(t *testing.T, st store.Store, id string) store.Pending {
 	return p
 }
 
-// waitPending polls the store until the decision leaves the pending state.
+// waitDecided waits, with the store's own decision notification (WaitDecision), until
+// the decision leaves the pending state or within passes, and returns it as stored.
 func waitDecided(t *testing.T, st store.Store, id string, within time.Duration) store.Pending {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		p := getPending(t, st, id)
-		if p.State != store.StatePending || time.Now().After(deadline) {
-			return p
-		}
-		time.Sleep(50 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	if p, err := st.WaitDecision(ctx, id); err == nil {
+		return p
 	}
+	// Expired, unknown or not decided in time: the caller's checks report the state.
+	return getPending(t, st, id)
 }
 
 // fakeClock is a settable clock for Options.Now.

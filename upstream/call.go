@@ -32,8 +32,8 @@ type CallOptions struct {
 	// one notification at a time; ctx is the call's context. It must return promptly:
 	// up to 16 notifications wait for it and more are dropped, and Call returns only
 	// after Progress has seen every notification the upstream sent before its answer
-	// (for a url server, those the SDK handles within a short wait after the answer)
-	// or ctx has ended. Nil means no progress is asked for.
+	// (on the call's own stream, for a url server) or ctx has ended. Nil means no
+	// progress is asked for.
 	Progress func(ctx context.Context, p *mcp.ProgressNotificationParams)
 	// BeforeSend, when set, is called once the call holds a verified connection, right
 	// before the request is sent; an error aborts the call unsent (the error returned

@@ -3,6 +3,7 @@ package upstream
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strconv"
@@ -17,7 +18,9 @@ import (
 // also kills the server it started, even one that would never notice its stdin close.
 func TestDieWithGateway(t *testing.T) {
 	if os.Getenv("WARDEN_TEST_DIE_PARENT") == "1" {
-		// The stand-in gateway: start a child that ignores its stdin, say its pid, wait.
+		// The stand-in gateway: start a child that ignores its stdin, say its pid, and
+		// stay alive until killed: it blocks reading its stdin, which the test holds
+		// open (and which closes should the test itself die, so nothing is left).
 		child := exec.Command("sleep", "300")
 		dieWithGateway(child)
 		if err := child.Start(); err != nil {
@@ -25,7 +28,7 @@ func TestDieWithGateway(t *testing.T) {
 			os.Exit(1)
 		}
 		fmt.Println(child.Process.Pid)
-		time.Sleep(time.Hour)
+		_, _ = io.Copy(io.Discard, os.Stdin)
 		return
 	}
 	parent := exec.Command(os.Args[0], "-test.run=^TestDieWithGateway$")
@@ -34,6 +37,11 @@ func TestDieWithGateway(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	hold, err := parent.StdinPipe() // the stand-in gateway lives while this is open
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Close()
 	if err := parent.Start(); err != nil {
 		t.Fatal(err)
 	}

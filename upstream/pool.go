@@ -223,9 +223,10 @@ func (u *Server) start(ctx context.Context) (*upstreamConn, error) {
 		changed   *atomic.Int64
 	)
 	if u.cfg.Transport() == "url" {
-		// Not wrapped: the SDK's streamable connection has unexported methods that a
-		// wrapper would hide.
-		transport = &mcp.StreamableClientTransport{Endpoint: u.cfg.URL, HTTPClient: u.httpClient}
+		// The connection is not wrapped (the SDK's streamable connection has
+		// unexported methods that a wrapper would hide): its HTTP responses are.
+		read = new(atomic.Int64)
+		transport = &mcp.StreamableClientTransport{Endpoint: u.cfg.URL, HTTPClient: progressCountingClient(u.httpClient, read)}
 	} else {
 		cmd = exec.Command(u.cfg.Command, u.cfg.Args...)
 		cmd.Env = u.policy.ChildEnv(os.Environ(), u.cfg.Env)

@@ -4,9 +4,15 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
+	"mime"
+	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,6 +28,10 @@ type progressRoute struct {
 	token string
 	// The connection's counters when the route opened.
 	readBase, handledBase int64
+
+	// handled is signalled (capacity 1) each time the SDK has handled a progress
+	// notification while the route is registered on its connection.
+	handled chan struct{}
 
 	mu      sync.Mutex
 	ended   bool
@@ -52,6 +62,7 @@ func (u *Server) openProgress(ctx context.Context, c *upstreamConn, hook func(co
 	r := &progressRoute{
 		token:       fmt.Sprintf("warden-%d", u.progressSeq.Add(1)),
 		handledBase: c.progressHandled.Load(),
+		handled:     make(chan struct{}, 1),
 		queue:       make(chan *mcp.ProgressNotificationParams, progressBuffer),
 		done:        make(chan struct{}),
 	}
@@ -106,31 +117,30 @@ func (u *Server) closeProgress(ctx context.Context, c *upstreamConn, r *progress
 
 // settleProgress waits, at most progressSettleMax, until the SDK has handled the
 // progress notifications the upstream sent before answering. The SDK delivers an
-// answer as soon as it is read, but handles notifications on a goroutine of its own,
-// so some read before the answer may not have been handled yet. For a command
-// server every notification read is counted, so the wait ends when as many have been
-// handled; for a url server it ends when none was handled for progressQuiet.
+// answer as soon as it is read, but hands notifications to the handler on a goroutine
+// of its own, one at a time in the order read; every notification is counted as the
+// SDK reads it (see [progressCounter] and [progressCountingClient]), so the wait ends
+// when as many have been handled as had been read when the answer came. Each
+// notification handled wakes the wait (no polling); the bound is for a notification
+// that was read but that the SDK refuses to hand over (invalid params).
 func (u *Server) settleProgress(c *upstreamConn, r *progressRoute) {
-	deadline := time.Now().Add(progressSettleMax)
-	handled := func() int64 { return c.progressHandled.Load() - r.handledBase }
-	if c.progressRead != nil {
-		want := c.progressRead.Load() - r.readBase
-		for handled() < want {
-			if time.Now().After(deadline) {
-				u.log.Debug("progress notifications not handled in time after the answer", slog.Int("pid", c.pid), slog.Int64("read", want), slog.Int64("handled", handled()))
-				return
-			}
-			time.Sleep(50 * time.Microsecond)
-		}
+	if c.progressRead == nil {
 		return
 	}
-	for n := handled(); time.Now().Before(deadline); {
-		time.Sleep(progressQuiet)
-		m := handled()
-		if m == n {
+	want := c.progressRead.Load() - r.readBase
+	handled := func() int64 { return c.progressHandled.Load() - r.handledBase }
+	if handled() >= want {
+		return
+	}
+	limit := time.NewTimer(progressSettleMax)
+	defer limit.Stop()
+	for handled() < want {
+		select {
+		case <-r.handled:
+		case <-limit.C:
+			u.log.Debug("progress notifications not handled in time after the answer", slog.Int("pid", c.pid), slog.Int64("read", want), slog.Int64("handled", handled()))
 			return
 		}
-		n = m
 	}
 }
 
@@ -152,7 +162,15 @@ func (u *Server) onProgress(_ context.Context, req *mcp.ProgressNotificationClie
 	if c != nil {
 		pid = c.pid
 		// Counted once handed over: settleProgress waits for this.
-		defer c.progressHandled.Add(1)
+		defer func() {
+			c.progressHandled.Add(1)
+			if r != nil {
+				select {
+				case r.handled <- struct{}{}:
+				default: // a wake-up is pending already
+				}
+			}
+		}()
 	}
 	tok, ok := req.Params.ProgressToken.(string)
 	switch {
@@ -167,6 +185,10 @@ func (u *Server) onProgress(_ context.Context, req *mcp.ProgressNotificationClie
 
 // progressCounter wraps a command server's transport so that every progress
 // notification is counted as it is read (see [Server.settleProgress]).
+//
+// A url server's transport cannot be wrapped (the SDK's streamable connection has
+// unexported methods that a wrapper would hide); its notifications are counted in
+// the HTTP responses instead, see [progressCountingClient].
 type progressCounter struct {
 	mcp.Transport
 	read, changed *atomic.Int64
@@ -196,4 +218,149 @@ func (c *progressCountingConn) Read(ctx context.Context) (jsonrpc.Message, error
 		}
 	}
 	return msg, err
+}
+
+// progressCountingClient returns a copy of hc whose responses, when they are
+// server-sent event streams, count in read every progress notification they carry as
+// the SDK reads it. On the streamable HTTP transport the SDK passes the messages of
+// a stream on in the order it reads them, the answer to a call last on the call's
+// stream, so every notification sent ahead of an answer is counted before the answer
+// is delivered.
+func progressCountingClient(hc *http.Client, read *atomic.Int64) *http.Client {
+	c := *hc
+	next := c.Transport
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	c.Transport = &progressCountingTransport{next: next, read: read}
+	return &c
+}
+
+type progressCountingTransport struct {
+	next http.RoundTripper
+	read *atomic.Int64
+}
+
+func (t *progressCountingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.next.RoundTrip(req)
+	if err != nil || resp.Body == nil {
+		return resp, err
+	}
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "text/event-stream" {
+		resp.Body = &sseProgressCounter{ReadCloser: resp.Body, read: t.read}
+	}
+	return resp, nil
+}
+
+// CloseIdleConnections passes the request on, so http.Client.CloseIdleConnections
+// reaches the transport.
+func (t *progressCountingTransport) CloseIdleConnections() {
+	if c, ok := t.next.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
+// sseMaxCounted bounds what sseProgressCounter keeps of one line or one event: a
+// progress notification is far smaller, so a longer event is not one it counts.
+const sseMaxCounted = 64 << 10
+
+// sseProgressCounter counts the progress notifications in a server-sent event
+// stream as its bytes are read, splitting it into events as the SDK does: lines end
+// at "\n" (a trailing "\r" is dropped), a blank line or the end of the stream ends an
+// event, "data" lines are joined with "\n", and only events named "message" (or not
+// named) carry messages.
+type sseProgressCounter struct {
+	io.ReadCloser
+	read *atomic.Int64
+
+	line      []byte // the current line so far
+	longLine  bool   // the current line exceeded sseMaxCounted
+	data      []byte // the current event's data so far
+	hasData   bool
+	name      string
+	longEvent bool // the current event exceeded sseMaxCounted: it is not counted
+}
+
+func (c *sseProgressCounter) Read(p []byte) (int, error) {
+	n, err := c.ReadCloser.Read(p)
+	c.scan(p[:n])
+	if err == io.EOF {
+		if len(c.line) > 0 || c.longLine {
+			c.endLine()
+		}
+		c.endEvent()
+	}
+	return n, err
+}
+
+func (c *sseProgressCounter) scan(b []byte) {
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			c.appendLine(b)
+			return
+		}
+		c.appendLine(b[:i])
+		c.endLine()
+		b = b[i+1:]
+	}
+}
+
+func (c *sseProgressCounter) appendLine(b []byte) {
+	if c.longLine {
+		return
+	}
+	if len(c.line)+len(b) > sseMaxCounted {
+		c.longLine, c.line = true, c.line[:0]
+		return
+	}
+	c.line = append(c.line, b...)
+}
+
+func (c *sseProgressCounter) endLine() {
+	line := bytes.TrimRight(c.line, "\r")
+	c.line = c.line[:0]
+	if c.longLine {
+		c.longLine, c.longEvent = false, true
+		return
+	}
+	if len(line) == 0 {
+		c.endEvent()
+		return
+	}
+	field, value, ok := bytes.Cut(line, []byte{':'})
+	if !ok {
+		return
+	}
+	switch string(field) {
+	case "event":
+		c.name = strings.TrimSpace(string(value))
+	case "data":
+		if c.longEvent {
+			return
+		}
+		if c.hasData {
+			c.data = append(c.data, '\n')
+		}
+		c.hasData = true
+		c.data = append(c.data, bytes.TrimSpace(value)...)
+		if len(c.data) > sseMaxCounted {
+			c.longEvent, c.data = true, c.data[:0]
+		}
+	}
+}
+
+func (c *sseProgressCounter) endEvent() {
+	data, count := c.data, c.hasData && !c.longEvent && (c.name == "" || c.name == "message")
+	c.data, c.hasData, c.name, c.longEvent = c.data[:0], false, "", false
+	if !count || !bytes.Contains(data, []byte("notifications/progress")) {
+		return
+	}
+	var m struct {
+		Method string          `json:"method"`
+		ID     json.RawMessage `json:"id"`
+	}
+	if json.Unmarshal(data, &m) == nil && m.Method == "notifications/progress" && len(m.ID) == 0 {
+		c.read.Add(1)
+	}
 }

@@ -59,9 +59,6 @@ const (
 	// progressSettleMax bounds the wait, once an upstream answered a call, for the SDK
 	// to handle the progress notifications the upstream sent ahead of its answer.
 	progressSettleMax = 100 * time.Millisecond
-	// progressQuiet ends that wait for a url server (whose notifications cannot be
-	// counted as they are read): no notification handled for this long.
-	progressQuiet = 2 * time.Millisecond
 )
 
 // ErrServerRestarting is wrapped by the error of a call that needs a new connection
@@ -230,9 +227,9 @@ type upstreamConn struct {
 	pid  int
 
 	// progressRead counts the progress notifications read from the connection, as
-	// they are read; nil when the transport does not let them be counted (url
-	// servers). progressHandled counts those the SDK has handed to the client's
-	// handler (later, on a goroutine of its own).
+	// they are read (for a url server, as the SDK reads its HTTP responses).
+	// progressHandled counts those the SDK has handed to the client's handler (later,
+	// on a goroutine of its own).
 	progressRead    *atomic.Int64
 	progressHandled atomic.Int64
 	// changedRead counts the tools/list_changed notifications read from the

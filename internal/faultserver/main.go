@@ -10,13 +10,15 @@
 //	              mid-call), hang (never returns), slow {ms} (sleeps, then reports its
 //	              pid and start/end times), pid, getenv {name}, progress {n, ms, stray,
 //	              late} (sends n progress notifications with the request's token, ms
-//	              apart; stray adds, before them, two with other tokens; late sends one
-//	              more 100ms after the answer; answers "sent <n>", or "no progress
-//	              token" when the request had none)
+//	              apart; stray adds, before them, two with other tokens; stray_after
+//	              adds one with another token after them; late sends one more 100ms
+//	              after the answer; answers "sent <n>", or "no progress token" when
+//	              the request had none)
 //	badschemas    the ok tools, plus tools listed with a missing input schema, a
 //	              non-object schema, a schema that does not compile and a bad name
 //	changing      the ok tools; echo's description is read from -descfile on every
-//	              tools/list; poke sends one tools/list_changed, flood {n} sends n;
+//	              tools/list; poke sends one tools/list_changed, flood {n} sends n
+//	              and answers after the client has answered a ping sent after them;
 //	              setdesc {text, wait_for} makes echo's description text in this
 //	              process only, sends one tools/list_changed, then (with wait_for)
 //	              answers only once the file wait_for exists, and returns its pid
@@ -123,9 +125,15 @@ func main() {
 		type floodIn struct {
 			N int `json:"n"`
 		}
-		mcp.AddTool(srv, &mcp.Tool{Name: "flood", Description: "Sends n tools/list_changed notifications."},
-			func(ctx context.Context, _ *mcp.CallToolRequest, in floodIn) (*mcp.CallToolResult, any, error) {
+		mcp.AddTool(srv, &mcp.Tool{Name: "flood", Description: "Sends n tools/list_changed notifications, then answers once the client has handled them."},
+			func(ctx context.Context, req *mcp.CallToolRequest, in floodIn) (*mcp.CallToolResult, any, error) {
 				if err := tr.notifyListChanged(ctx, in.N); err != nil {
+					return nil, nil, err
+				}
+				// A client handles what it reads in order, so its answer to this ping
+				// means it has handled every notification sent before: when the call
+				// returns, the flood is over on the client's side too.
+				if err := req.Session.Ping(ctx, nil); err != nil {
 					return nil, nil, err
 				}
 				return text(fmt.Sprintf("sent %d", in.N)), nil, nil
@@ -190,6 +198,9 @@ func addOKTools(srv *mcp.Server) {
 		MS    int  `json:"ms,omitempty"`
 		Stray bool `json:"stray,omitempty"`
 		Late  bool `json:"late,omitempty"`
+		// StrayAfter sends, after the n, one more with another token: handled by the
+		// client only after the n were (a client handles what it reads in order).
+		StrayAfter bool `json:"stray_after,omitempty"`
 	}
 	mcp.AddTool(srv, &mcp.Tool{Name: "progress", Description: "Sends n progress notifications with the request's progress token, then returns."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in progressIn) (*mcp.CallToolResult, any, error) {
@@ -224,8 +235,16 @@ func addOKTools(srv *mcp.Server) {
 					return nil, nil, err
 				}
 			}
+			if in.StrayAfter {
+				if err := notify(ctx, "stray-token", in.N+1); err != nil {
+					return nil, nil, err
+				}
+			}
 			if in.Late {
 				go func() {
+					// Deliberately late, on the server's own clock: a server that sends
+					// progress after its answer. The tests observe the notification being
+					// dropped (a log line), never this delay.
 					time.Sleep(100 * time.Millisecond)
 					if err := notify(context.Background(), token, in.N+1); err != nil {
 						log.Printf("late progress notification: %v", err)

@@ -21,15 +21,52 @@ import (
 // LogBuffer collects a log (a gateway's slog output, a process's stderr). It is safe
 // for concurrent use; the zero value is empty and ready to use.
 type LogBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	written chan struct{} // closed (and replaced) by every Write
 }
 
 // Write appends p to the log.
 func (b *LogBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.written != nil {
+		close(b.written)
+		b.written = nil
+	}
 	return b.buf.Write(p)
+}
+
+// WaitCount waits until at least n lines of the log hold every one of parts (see
+// [LogBuffer.Count]), woken by each Write (no polling); it fails tb when timeout
+// passes first. Use [LogBuffer.Await] on goroutines other than the test's.
+func (b *LogBuffer) WaitCount(tb testing.TB, timeout time.Duration, n int, parts ...string) {
+	tb.Helper()
+	if !b.Await(timeout, n, parts...) {
+		tb.Fatalf("%d log lines hold %q after %s, want at least %d", b.Count(parts...), parts, timeout, n)
+	}
+}
+
+// Await is WaitCount reporting whether the count was reached before timeout passed.
+func (b *LogBuffer) Await(timeout time.Duration, n int, parts ...string) bool {
+	expired := time.After(timeout)
+	for {
+		b.mu.Lock()
+		if b.written == nil {
+			b.written = make(chan struct{})
+		}
+		written := b.written
+		b.mu.Unlock()
+		// Counted after taking the channel: a Write in between closes it.
+		if b.Count(parts...) >= n {
+			return true
+		}
+		select {
+		case <-written:
+		case <-expired:
+			return b.Count(parts...) >= n
+		}
+	}
 }
 
 // String returns everything written so far.

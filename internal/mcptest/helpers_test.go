@@ -5,6 +5,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wardenhq/warden/internal/mcptest"
 )
@@ -27,6 +30,39 @@ func TestLogBufferCount(t *testing.T) {
 		if got := b.Count(c.parts...); got != c.want {
 			t.Errorf("Count(%q) = %d, want %d", c.parts, got, c.want)
 		}
+	}
+}
+
+// WaitCount returns once a Write from another goroutine makes the count, and at once
+// when the count is already there.
+func TestLogBufferWaitCount(t *testing.T) {
+	var b mcptest.LogBuffer
+	fmt.Fprintln(&b, "msg=one")
+	b.WaitCount(t, time.Minute, 1, "msg=one")
+	go func() {
+		fmt.Fprintln(&b, "msg=other")
+		fmt.Fprintln(&b, "msg=two")
+	}()
+	b.WaitCount(t, time.Minute, 1, "msg=two")
+	if b.Await(time.Millisecond, 1, "msg=three") {
+		t.Error("Await reported a line that was never written")
+	}
+	if n := b.Count("msg="); n != 3 {
+		t.Errorf("%d lines, want 3", n)
+	}
+}
+
+// WaitLen returns once enough notifications were added, by another goroutine.
+func TestProgressLogWaitLen(t *testing.T) {
+	var l mcptest.ProgressLog
+	go func() {
+		for i := 1; i <= 3; i++ {
+			l.Add(&mcp.ProgressNotificationParams{Progress: float64(i)})
+		}
+	}()
+	got := l.WaitLen(t, 3, time.Minute)
+	if len(got) != 3 || got[2].Progress != 3 {
+		t.Errorf("WaitLen: %+v", got)
 	}
 }
 

@@ -8,21 +8,54 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// ProgressLog records progress notifications, in the order they arrive.
+// ProgressLog records progress notifications, in the order they arrive. The zero
+// value is ready to use.
 type ProgressLog struct {
-	mu   sync.Mutex
-	list []mcp.ProgressNotificationParams
+	mu    sync.Mutex
+	list  []mcp.ProgressNotificationParams
+	added chan struct{} // closed (and replaced) by every Add
 }
 
 // Add records p.
 func (l *ProgressLog) Add(p *mcp.ProgressNotificationParams) {
 	l.mu.Lock()
 	l.list = append(l.list, *p)
+	if l.added != nil {
+		close(l.added)
+		l.added = nil
+	}
 	l.mu.Unlock()
+}
+
+// WaitLen waits until at least n notifications are recorded, woken by each Add (no
+// polling), and returns them; it fails tb when timeout passes first.
+func (l *ProgressLog) WaitLen(tb testing.TB, n int, timeout time.Duration) []mcp.ProgressNotificationParams {
+	tb.Helper()
+	expired := time.After(timeout)
+	for {
+		l.mu.Lock()
+		if len(l.list) >= n {
+			list := append([]mcp.ProgressNotificationParams(nil), l.list...)
+			l.mu.Unlock()
+			return list
+		}
+		if l.added == nil {
+			l.added = make(chan struct{})
+		}
+		added := l.added
+		l.mu.Unlock()
+		select {
+		case <-added:
+		case <-expired:
+			tb.Fatalf("%d progress notifications after %s, want at least %d: %+v", l.Len(), timeout, n, l.All())
+			return nil
+		}
+	}
 }
 
 // All returns the notifications recorded so far.
