@@ -102,7 +102,7 @@ func (p *RulePolicy) evaluateBash(rules *toolRules, args warden.Args, explain *E
 	if explain != nil {
 		explain.MatchString = command
 	}
-	a := shell.AnalyzeWith(command, p.cfg.Shell)
+	a := shell.AnalyzeWith(command, &p.cfg.Shell)
 	if !a.Simple {
 		if explain != nil {
 			explain.ShellError = a.Problem

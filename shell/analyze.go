@@ -48,11 +48,12 @@ type Options struct {
 // known wrappers (sudo, env, sh -c, find -exec, ...), listing every command
 // that would run. Analyze never panics and is safe for concurrent use.
 func Analyze(command string) Analysis {
-	return AnalyzeWith(command, Options{})
+	return AnalyzeWith(command, nil)
 }
 
-// AnalyzeWith is Analyze with the relaxations in opts.
-func AnalyzeWith(command string, opts Options) (result Analysis) {
+// AnalyzeWith is Analyze with the relaxations in opts; nil (like the zero Options)
+// relaxes nothing.
+func AnalyzeWith(command string, opts *Options) (result Analysis) {
 	defer func() {
 		if recover() != nil {
 			result = Analysis{Problem: "internal error"}
@@ -61,7 +62,10 @@ func AnalyzeWith(command string, opts Options) (result Analysis) {
 	if len(command) > MaxCommandLength {
 		return Analysis{Problem: "command too long"}
 	}
-	an := analyzer{opts: opts}
+	an := analyzer{}
+	if opts != nil {
+		an.opts = *opts
+	}
 	if problem := an.script(command, 0); problem != "" {
 		return Analysis{Problem: problem}
 	}

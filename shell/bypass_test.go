@@ -326,7 +326,7 @@ func TestBypassRulesKeepOrdinaryCommands(t *testing.T) {
 // git configuration is accepted only when the caller opts in, and then
 // what git runs is still judged.
 func TestAllowGitConfig(t *testing.T) {
-	opts := shell.Options{AllowGitConfig: true}
+	opts := &shell.Options{AllowGitConfig: true}
 	for _, in := range []string{
 		"git -c user.name=x commit -m y",
 		"git --config-env=core.editor=EDITOR commit",
