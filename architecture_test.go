@@ -63,6 +63,8 @@ var importRules = []struct {
 	{"workspace", []string{".", "hook", "shell"}},
 	{"checkpoint", []string{".", "hook", "internal/seal", "store"}},
 	{"runfile", []string{".", "agent", "internal/yamlargs", "internal/yamlstrict", "provider/...", "upstream"}},
+	// warden demo's scenes: the real agent loop, Guard and policies with a scripted model.
+	{"internal/demo", []string{".", "agent", "policy", "provider/scripted", "schema"}},
 	// Programs: they wire the packages together; nothing imports them.
 	{"cmd/...", []string{"..."}},
 	{"examples/...", []string{".", "agent", "policy", "provider/scripted", "schema"}},
