@@ -39,6 +39,8 @@ var importRules = []struct {
 	{"shell", nil},
 	{"schema", []string{"."}},
 	{"policy", []string{".", "internal/fnmatch", "internal/yamlstrict", "shell"}},
+	// The policy test file and its runner, on top of the policy language.
+	{"policy/policytest", []string{".", "internal/yamlargs", "internal/yamlstrict", "policy"}},
 	{"directives", []string{".", "internal/yamlstrict"}},
 	{"hook", []string{"."}},
 	{"otel", []string{"."}},
