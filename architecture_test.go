@@ -39,6 +39,8 @@ var importRules = []struct {
 	{"shell", nil},
 	{"schema", []string{"."}},
 	{"policy", []string{".", "internal/fnmatch", "internal/yamlstrict", "shell"}},
+	// The policy test file and its runner, on top of the policy language.
+	{"policy/policytest", []string{".", "internal/yamlargs", "internal/yamlstrict", "policy"}},
 	{"directives", []string{".", "internal/yamlstrict"}},
 	{"hook", []string{"."}},
 	{"otel", []string{"."}},
@@ -63,6 +65,8 @@ var importRules = []struct {
 	{"workspace", []string{".", "hook", "shell"}},
 	{"checkpoint", []string{".", "hook", "internal/seal", "store"}},
 	{"runfile", []string{".", "agent", "internal/yamlargs", "internal/yamlstrict", "provider/...", "upstream"}},
+	// warden demo's scenes: the real agent loop, Guard and policies with a scripted model.
+	{"internal/demo", []string{".", "agent", "policy", "provider/scripted", "schema"}},
 	// Programs: they wire the packages together; nothing imports them.
 	{"cmd/...", []string{"..."}},
 	{"examples/...", []string{".", "agent", "policy", "provider/scripted", "schema"}},

@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/wardenhq/warden"
 	"github.com/wardenhq/warden/policy"
+	"github.com/wardenhq/warden/policy/policytest"
 )
 
 // checkOptions are the flags of `warden check`.
@@ -76,7 +76,7 @@ func newCheckProgram(o checkOptions, w io.Writer) (*checkProgram, error) {
 	if err != nil {
 		return nil, usageErrorf("invalid --args: %s", strings.TrimPrefix(err.Error(), "arguments: "))
 	}
-	caps, err := parseCapabilities(o.capabilities)
+	caps, err := policytest.ParseCapabilities(o.capabilities)
 	if err != nil {
 		return nil, usageErrorf("invalid --capability: %v", err)
 	}
@@ -119,50 +119,9 @@ type callSpec struct {
 	capabilities []warden.Capability // what the tool declares, in order, without repeats
 }
 
-// validate refuses calls that cannot be asked: no tool name, an empty skill id, or
-// capabilities on a skill activation (a skill declares none).
+// validate refuses calls that cannot be asked (policytest.Call.Validate).
 func (c callSpec) validate() error {
-	if strings.TrimSpace(c.tool) == "" {
-		return fmt.Errorf("the tool name is empty")
-	}
-	if id, ok := warden.SkillIDFromTarget(c.tool); ok {
-		if strings.TrimSpace(id) == "" {
-			return fmt.Errorf("%q names no skill; write skill:<id>", c.tool)
-		}
-		if len(c.capabilities) > 0 {
-			return fmt.Errorf("%q is a skill activation (checked as skill_read); it declares no capabilities", c.tool)
-		}
-	}
-	return nil
-}
-
-// parseCapabilities parses the capabilities a tool declares. Only the four tool
-// capabilities are accepted; repeats are dropped (a tool declares a capability once).
-func parseCapabilities(names []string) ([]warden.Capability, error) {
-	var out []warden.Capability
-	for _, n := range names {
-		if msg, hint := capabilityProblem(n); msg != "" {
-			return nil, fmt.Errorf("%s; %s", msg, hint)
-		}
-		if c := warden.Capability(n); !slices.Contains(out, c) {
-			out = append(out, c)
-		}
-	}
-	return out, nil
-}
-
-// capabilityProblem says what is wrong with a capability a tool is said to declare, and
-// how to fix it; both are "" for the four tool capabilities.
-func capabilityProblem(name string) (msg, hint string) {
-	switch c := warden.Capability(name); {
-	case c == warden.CapToolCall:
-		return "tool_call is always checked", "list only what the tool declares: memory_read, memory_write, external_net or user_data"
-	case c == warden.CapSkillRead:
-		return "skill_read is not a tool capability", "to check a skill activation, use the tool name skill:<id>"
-	case !c.IsToolCapability():
-		return fmt.Sprintf("unknown capability %q", name), "use memory_read, memory_write, external_net or user_data"
-	}
-	return "", ""
+	return policytest.Call{Tool: c.tool, Capabilities: c.capabilities}.Validate()
 }
 
 // report is the outcome of one call, with everything --explain shows.

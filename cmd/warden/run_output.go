@@ -249,3 +249,11 @@ func redactDSN(dsn string) string {
 	}
 	return u.Redacted()
 }
+
+// countOf returns "1 scene", "2 scenes".
+func countOf(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}

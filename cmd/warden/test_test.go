@@ -1,12 +1,9 @@
 package main
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/wardenhq/warden"
 )
 
 // TestTestGolden pins the output of `warden test`: ok lines, FAIL lines with the
@@ -72,35 +69,4 @@ func TestTestUsage(t *testing.T) {
 	if !strings.Contains(r.stderr, "pass test files, not directories") {
 		t.Errorf("directory: stderr %q", r.stderr)
 	}
-}
-
-// FuzzParseTestFile: the test-file decoder never panics, and the arguments of every case
-// it accepts are a JSON object that ParseArgs reads back unchanged.
-func FuzzParseTestFile(f *testing.F) {
-	files, _ := filepath.Glob("testdata/tests/*/*.yaml")
-	more, _ := filepath.Glob("../../examples/policies/*_test.yaml")
-	for _, file := range append(files, more...) {
-		data, err := os.ReadFile(file)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(data)
-	}
-	f.Add([]byte("policy: p.yaml\ncases:\n  - {name: a, tool: t, expect: allow, args: {n: 0x10, f: 1.5e3, s: [1, {k: null}]}}\n"))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		tf, err := parseTestFile("fuzz.yaml", data)
-		if err != nil {
-			return
-		}
-		for _, tc := range tf.cases {
-			js := tc.call.args.AppendJSON(nil)
-			back, err := warden.ParseArgs(js)
-			if err != nil {
-				t.Fatalf("case %q: args %s do not parse: %v", tc.name, js, err)
-			}
-			if !back.Equal(tc.call.args) {
-				t.Fatalf("case %q: args %s do not round-trip", tc.name, js)
-			}
-		}
-	})
 }

@@ -1,4 +1,4 @@
-package main
+package demo
 
 // This file is the demo's scenes: the world each one builds, its task and the model's
 // scripted turns, and what each scene must show.

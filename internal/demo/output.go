@@ -1,7 +1,7 @@
-package main
+package demo
 
-// This file writes the demo's scenes for people (colored when the output is a
-// terminal) and as JSON.
+// This file writes the scenes for people (coloured when the output is a terminal) and
+// as JSON.
 
 import (
 	"encoding/json"
@@ -13,9 +13,6 @@ import (
 	"github.com/wardenhq/warden"
 	"github.com/wardenhq/warden/agent"
 )
-
-// ---------------------------------------------------------------------------------------
-// Output.
 
 func writeDemoJSON(w io.Writer, scenes []*demoScene) error {
 	out := struct {
