@@ -16,6 +16,7 @@ import (
 type clock struct {
 	mu     sync.Mutex
 	offset time.Duration   // guarded by mu
+	broken bool            // guarded by mu; Now returns the zero time
 	reads  []chan struct{} // guarded by mu; each receives at the next read, then is dropped
 }
 
@@ -27,7 +28,25 @@ func (c *clock) Now() time.Time {
 		ch <- struct{}{} // buffered, and sent to once
 	}
 	c.reads = nil
+	if c.broken {
+		return time.Time{}
+	}
 	return time.Now().Add(c.offset)
+}
+
+// Break makes Now return the zero time (a clock that does not know what time it is)
+// until Repair.
+func (c *clock) Break() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.broken = true
+}
+
+// Repair undoes Break.
+func (c *clock) Repair() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.broken = false
 }
 
 // Advance moves the clock forward by d.

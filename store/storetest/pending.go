@@ -403,6 +403,43 @@ func testConsumeConcurrent(t *testing.T, s *subject) {
 	}
 }
 
+// testZeroClockExpiresAll: a clock that returns the zero time does not know what time
+// it is. Judged at the zero time nothing would ever expire, so an approval whose
+// Expires passed, or a session approval past its TTL, would still be usable; a store
+// that cannot tell the time fails closed and judges every decision that can expire
+// expired. Once the clock works again, both are expired for real.
+func testZeroClockExpiresAll(t *testing.T, s *subject) {
+	ctx := ctxFor(t)
+	mk := func(id, digest, scope string) {
+		t.Helper()
+		p := store.Pending{ID: id, Tool: "deploy", Digest: digest, Session: "s1", Kind: "escalate",
+			Expires: s.clock.Now().Add(time.Minute), Scope: scope, SessionTTL: time.Minute}
+		_, err := s.CreatePending(ctx, p)
+		check(t, err)
+		_, err = s.Decide(ctx, id, store.Verdict{Approve: true, By: "alice"})
+		check(t, err)
+	}
+	mk("apv_once", "sha256:once", store.ScopeOnce)
+	mk("apv_session", "sha256:session", store.ScopeSession)
+
+	s.clock.Break()
+	if p, ok, err := s.ConsumeApproval(ctx, "sha256:once", ""); err != nil || ok {
+		t.Errorf("zero clock: once approval consumed: %+v %v %v", p, ok, err)
+	}
+	if p, ok, err := s.ConsumeApproval(ctx, "sha256:session", "s1"); err != nil || ok {
+		t.Errorf("zero clock: session approval used: %+v %v %v", p, ok, err)
+	}
+
+	s.clock.Repair()
+	s.clock.Advance(time.Hour) // long after both expired
+	if _, ok, err := s.ConsumeApproval(ctx, "sha256:once", ""); err != nil || ok {
+		t.Errorf("an expired once approval was consumed (%v)", err)
+	}
+	if _, ok, err := s.ConsumeApproval(ctx, "sha256:session", "s1"); err != nil || ok {
+		t.Errorf("a session approval past its TTL was used (%v)", err)
+	}
+}
+
 func testOnceExpires(t *testing.T, s *subject) {
 	p := samplePending()
 	p.Expires = s.clock.Now().Add(time.Hour)

@@ -104,6 +104,7 @@ func Run(t *testing.T, newDSN func(t *testing.T) string, open Opener, opts *Opti
 		{"Approval/ConsumeOnce", testConsumeOnce},
 		{"Approval/ConsumeConcurrent", testConsumeConcurrent},
 		{"Approval/OnceExpires", testOnceExpires},
+		{"Approval/ZeroClockExpiresAll", testZeroClockExpiresAll},
 		{"Approval/NeverAuthorizes", testNeverAuthorizes},
 		{"Approval/SessionScope", testSessionScope},
 		{"Checkpoints", testCheckpoints},
