@@ -25,7 +25,8 @@ import (
 // and the new revision replaces the old one atomically. On any error the old revision
 // stays in force and the error says why. Settings that need a restart (listen, path,
 // ui) are reported in the log and otherwise ignored; the operators are the inbox's,
-// which its owner updates (Inbox.SetOperators).
+// which its owner updates (Inbox.SetOperators). A Reload before [Gateway.Start] is
+// refused and changes nothing.
 func (g *Gateway) Reload(ctx context.Context, cfg *File) error {
 	pol, err := policy.LoadFile(cfg.Policy, nil)
 	if err != nil {
@@ -44,6 +45,10 @@ func (g *Gateway) Reload(ctx context.Context, cfg *File) error {
 	}()
 	if g.closed {
 		return errors.New("mcp: gateway is closed")
+	}
+	if !g.started {
+		// Before Start the gateway serves nothing; Start puts the first revision in force.
+		return errors.New("gateway: Reload before Start")
 	}
 	if old := g.state.Load(); old != nil {
 		// Operators are not the gateway's: the inbox takes the new list at once (see
