@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/audit"
 	"github.com/wardenhq/warden/policy"
 	"github.com/wardenhq/warden/schema"
 	"github.com/wardenhq/warden/upstream"
@@ -282,6 +283,8 @@ func (g *Gateway) build(cfg *File, pol *policy.Policy, ups map[string]*upstreamE
 		return nil, err
 	}
 	st.views = map[string]*roleView{}
+	// The journal of this revision: audit.redact_args applies from the revision that sets it.
+	journal := sendJournal{audit.NewJournal(g.opts.Store, &audit.Options{RedactArgs: cfg.RedactArgs})}
 	for role, p := range views {
 		var reg warden.Registry
 		for _, name := range st.names {
@@ -293,7 +296,7 @@ func (g *Gateway) build(cfg *File, pol *policy.Policy, ups map[string]*upstreamE
 			Checkers: []warden.Checker{p},
 			Schemas:  schema.Compiler{},
 			Sinks:    []warden.Sink{g.sink},
-			Journal:  g.journal,
+			Journal:  journal,
 			Revision: p.Revision(),
 			CanPause: true,
 			Logger:   g.log,
