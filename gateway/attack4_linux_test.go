@@ -61,6 +61,18 @@ func TestAttack4CloseWithAnEndedContextLeavesTheServersGroupRunning(t *testing.T
 // running reports whether pid is a live process with no SIGKILL pending (gone, a
 // zombie or a process being killed is not running).
 func running(pid int) (bool, string) {
+	if stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat"); err == nil {
+		// After the command name (in parentheses): state, then six fields, then flags.
+		if i := strings.LastIndexByte(string(stat), ')'); i >= 0 {
+			fields := strings.Fields(string(stat[i+1:]))
+			const pfExiting, pfSignaled = 0x4, 0x400
+			if len(fields) > 7 {
+				if flags, err := strconv.ParseUint(fields[7], 10, 64); err == nil && flags&(pfExiting|pfSignaled) != 0 {
+					return false, string(stat) // taking the signal: exiting
+				}
+			}
+		}
+	}
 	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
 		return false, ""
