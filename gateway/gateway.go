@@ -14,7 +14,6 @@ import (
 	"sync/atomic"
 
 	"github.com/wardenhq/warden"
-	"github.com/wardenhq/warden/audit"
 	"github.com/wardenhq/warden/internal/fanout"
 	"github.com/wardenhq/warden/policy"
 	"github.com/wardenhq/warden/store"
@@ -43,11 +42,10 @@ type Options struct {
 // atomically to calls that start afterwards; calls in flight finish under the
 // configuration they started with.
 type Gateway struct {
-	opts    Options
-	log     *slog.Logger
-	events  *EventLog
-	sink    warden.Sink
-	journal sendJournal
+	opts   Options
+	log    *slog.Logger
+	events *EventLog
+	sink   warden.Sink
 
 	mu        sync.Mutex // serializes reloads and rebuilds
 	upstreams map[string]*upstreamEntry
@@ -135,7 +133,6 @@ func New(file *File, opts *Options) (*Gateway, error) {
 		installed: map[string]string{},
 	}
 	g.bg, g.bgCancel = context.WithCancel(context.Background())
-	g.journal = sendJournal{audit.NewJournal(o.Store, &audit.Options{RedactArgs: file.RedactArgs})}
 	g.sink = fanout.Sinks{Log: log, Sinks: append([]warden.Sink{g.events, logSink{log}}, o.Sinks...)}
 	version := o.Version
 	if version == "" {

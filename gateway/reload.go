@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/audit"
 	"github.com/wardenhq/warden/policy"
 	"github.com/wardenhq/warden/schema"
 	"github.com/wardenhq/warden/upstream"
@@ -25,7 +26,8 @@ import (
 // and the new revision replaces the old one atomically. On any error the old revision
 // stays in force and the error says why. Settings that need a restart (listen, path,
 // ui) are reported in the log and otherwise ignored; the operators are the inbox's,
-// which its owner updates (Inbox.SetOperators).
+// which its owner updates (Inbox.SetOperators). A Reload before [Gateway.Start] is
+// refused and changes nothing.
 func (g *Gateway) Reload(ctx context.Context, cfg *File) error {
 	pol, err := policy.LoadFile(cfg.Policy, nil)
 	if err != nil {
@@ -44,6 +46,10 @@ func (g *Gateway) Reload(ctx context.Context, cfg *File) error {
 	}()
 	if g.closed {
 		return errors.New("mcp: gateway is closed")
+	}
+	if !g.started {
+		// Before Start the gateway serves nothing; Start puts the first revision in force.
+		return errors.New("gateway: Reload before Start")
 	}
 	if old := g.state.Load(); old != nil {
 		// Operators are not the gateway's: the inbox takes the new list at once (see
@@ -277,6 +283,8 @@ func (g *Gateway) build(cfg *File, pol *policy.Policy, ups map[string]*upstreamE
 		return nil, err
 	}
 	st.views = map[string]*roleView{}
+	// The journal of this revision: audit.redact_args applies from the revision that sets it.
+	journal := sendJournal{audit.NewJournal(g.opts.Store, &audit.Options{RedactArgs: cfg.RedactArgs})}
 	for role, p := range views {
 		var reg warden.Registry
 		for _, name := range st.names {
@@ -288,7 +296,7 @@ func (g *Gateway) build(cfg *File, pol *policy.Policy, ups map[string]*upstreamE
 			Checkers: []warden.Checker{p},
 			Schemas:  schema.Compiler{},
 			Sinks:    []warden.Sink{g.sink},
-			Journal:  g.journal,
+			Journal:  journal,
 			Revision: p.Revision(),
 			CanPause: true,
 			Logger:   g.log,

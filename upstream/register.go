@@ -83,8 +83,8 @@ func (t *Tools) Problems() []error { return slices.Clone(t.problems) }
 // Close stops every upstream server: child processes are ended, connections closed.
 // A call of a registered tool afterwards fails unsent. It is safe to call more than
 // once; later calls return the first call's result. Close waits until ctx ends; then
-// it returns an error wrapping ctx.Err() and the servers are still stopped in the
-// background.
+// every server process still running is sent SIGKILL with its process group, Close
+// returns an error wrapping ctx.Err() and the servers are reaped in the background.
 func (t *Tools) Close(ctx context.Context) error {
 	t.closeOnce.Do(func() {
 		t.closed = make(chan struct{})
@@ -94,6 +94,9 @@ func (t *Tools) Close(ctx context.Context) error {
 	case <-t.closed:
 		return t.closeErr
 	case <-ctx.Done():
+		for _, u := range t.ups {
+			u.killLive()
+		}
 		return fmt.Errorf("closing the MCP servers: %w", ctx.Err())
 	}
 }

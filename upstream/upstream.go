@@ -346,8 +346,10 @@ func (u *Server) Name() string { return u.cfg.Name }
 // reaped and every goroutine of the Server has ended, and stops rediscovery.
 // Close is idempotent; later uses of the Server fail with [ErrClosed].
 //
-// Close waits for all of that until ctx ends; then it returns an error wrapping
-// ctx.Err(), and the children are still ended and reaped in the background.
+// Close waits for all of that until ctx ends; then every child still running is
+// sent SIGKILL, with its process group, before Close returns an error wrapping
+// ctx.Err(), and the children are reaped in the background. A caller that exits
+// right after Close (warden serve) leaves nothing it started behind.
 func (u *Server) Close(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() { u.close(); close(done) }()
@@ -355,7 +357,21 @@ func (u *Server) Close(ctx context.Context) error {
 	case <-done:
 		return nil
 	case <-ctx.Done():
+		u.killLive()
 		return fmt.Errorf("server %q: close: %w", u.cfg.Name, ctx.Err())
+	}
+}
+
+// killLive sends SIGKILL to every child process of a live connection and to its
+// process group, without waiting for them.
+func (u *Server) killLive() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for c := range u.live {
+		if c.proc != nil {
+			endGroup(c.pid)
+			_ = c.proc.Kill() // an error means it has exited already
+		}
 	}
 }
 
