@@ -168,6 +168,14 @@ func (g *Gateway) Start(ctx context.Context) error {
 	if err := g.Reload(ctx, file); err != nil {
 		return err
 	}
+	// Under mu, so that a Close since the Reload either came first (and Start reports
+	// it; Close has stopped what Reload started) or waits for the background work to
+	// be counted before it waits for it.
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return errors.New("gateway: closed while starting")
+	}
 	g.ready.Store(true)
 	g.bgWG.Add(1)
 	go g.recheckPins()
