@@ -12,6 +12,11 @@ var (
 	ErrExpired = errors.New("store: decision expired")
 	// ErrAlreadyCompleted: [Store.EndCall] for a call that already has a completion.
 	ErrAlreadyCompleted = errors.New("store: call already completed")
+	// ErrUndated: an audit entry would be dated the zero time (the store's clock, see
+	// Options.Now, does not know what time it is). The entry is not written: an
+	// undated entry would hide from every time filter, so the call is refused as
+	// unrecorded instead (fail closed).
+	ErrUndated = errors.New("store: the clock returned the zero time, so the audit entry cannot be dated and is not written; check the store's Options.Now")
 	// ErrInvalidVerdict: a verdict with an unknown scope, or a session scope for a
 	// decision that names no session.
 	ErrInvalidVerdict = errors.New("store: invalid verdict")

@@ -45,6 +45,9 @@ func newAppender(pool *pgxpool.Pool) *appender {
 // first it returns ctx.Err(); the entry may still be committed later unless the
 // appender sees the cancellation first.
 func (a *appender) append(ctx context.Context, e *store.Entry) error {
+	if e.Time.IsZero() {
+		return store.ErrUndated
+	}
 	return a.q.Do(ctx, e)
 }
 

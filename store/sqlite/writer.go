@@ -161,7 +161,7 @@ var errExists = errors.New("exists already")
 // which leaves the transaction intact.
 func isVerdict(err error) bool {
 	for _, v := range []error{store.ErrNotFound, store.ErrAlreadyCompleted, store.ErrAlreadyDecided,
-		store.ErrExpired, store.ErrInvalidVerdict, store.ErrAlreadyClaimed, errExists} {
+		store.ErrExpired, store.ErrInvalidVerdict, store.ErrAlreadyClaimed, store.ErrUndated, errExists} {
 		if errors.Is(err, v) {
 			return true
 		}
@@ -207,6 +207,9 @@ type rowScanner interface{ Scan(...any) error }
 
 // appendEntry seals e as the next entry of the chain and inserts it.
 func (t *wtx) appendEntry(e *store.Entry) error {
+	if e.Time.IsZero() {
+		return store.ErrUndated
+	}
 	if !t.headLoaded {
 		// Read the head inside the write transaction: another process may have
 		// appended since our last batch.

@@ -430,6 +430,22 @@ func testZeroClockExpiresAll(t *testing.T, s *subject) {
 		t.Errorf("zero clock: session approval used: %+v %v %v", p, ok, err)
 	}
 
+	// Nor is anything written to the audit log undated: it would hide from every
+	// time filter. The call is refused as unrecorded instead.
+	if _, err := s.BeginCall(ctx, store.CallRecord{CallID: "c-undated", Tool: "deploy"}); !errors.Is(err, store.ErrUndated) {
+		t.Errorf("BeginCall with a zero clock: %v, want store.ErrUndated", err)
+	}
+	if err := s.RecordCall(ctx, store.CallRecord{CallID: "c-undated-2", Tool: "deploy"}); !errors.Is(err, store.ErrUndated) {
+		t.Errorf("RecordCall with a zero clock: %v, want store.ErrUndated", err)
+	}
+
+	s.clock.Repair()
+	ref, err := s.BeginCall(ctx, store.CallRecord{CallID: "c-dated", Tool: "deploy"})
+	check(t, err)
+	s.clock.Break()
+	if err := s.EndCall(ctx, ref, store.Completion{Status: "ran"}); !errors.Is(err, store.ErrUndated) {
+		t.Errorf("EndCall with a zero clock: %v, want store.ErrUndated", err)
+	}
 	s.clock.Repair()
 	s.clock.Advance(time.Hour) // long after both expired
 	if _, ok, err := s.ConsumeApproval(ctx, "sha256:once", ""); err != nil || ok {
