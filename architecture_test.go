@@ -39,6 +39,7 @@ var importRules = []struct {
 	{"shell", nil},
 	{"schema", []string{"."}},
 	{"policy", []string{".", "internal/fnmatch", "internal/yamlstrict", "shell"}},
+	{"policy/explain", []string{".", "policy"}},
 	// The policy test file and its runner, on top of the policy language.
 	{"policy/policytest", []string{".", "internal/yamlargs", "internal/yamlstrict", "policy"}},
 	{"directives", []string{".", "internal/yamlstrict"}},

@@ -10,6 +10,7 @@ import (
 
 	"github.com/wardenhq/warden"
 	"github.com/wardenhq/warden/policy"
+	"github.com/wardenhq/warden/policy/explain"
 	"github.com/wardenhq/warden/policy/policytest"
 )
 
@@ -98,17 +99,17 @@ func (p *checkProgram) Run(ctx context.Context) error {
 	r := evaluateCall(ctx, pol, p.call)
 	switch {
 	case o.json:
-		err = writeJSON(w, r, o.explain)
+		err = explain.WriteJSON(w, r, o.explain)
 	default:
-		err = writePlain(w, "", r)
+		err = explain.WritePlain(w, "", r)
 		if err == nil && o.explain {
-			err = writeExplain(w, "", r)
+			err = explain.WriteExplain(w, "", r)
 		}
 	}
 	if err != nil {
 		return internalError(fmt.Errorf("writing the result: %w", err))
 	}
-	return silentExit(effectExitCode(r.decision.Effect))
+	return silentExit(effectExitCode(r.Decision.Effect))
 }
 
 // callSpec is one call to decide, as `warden check` flags or a `warden test` case give it.
@@ -124,114 +125,7 @@ func (c callSpec) validate() error {
 	return policytest.Call{Tool: c.tool, Capabilities: c.capabilities}.Validate()
 }
 
-// report is the outcome of one call, with everything --explain shows.
-type report struct {
-	tool     string
-	decision warden.Decision // the combined answer
-	revision string
-	// hasConditions is true when the policy has conditions; a check where none matched
-	// has no conditions layer in its trace.
-	hasConditions bool
-	// checks lists every request the policy was asked, in order.
-	checks []checkStep
-	// decided is the index in checks of the answer that won, or -1 when the policy was
-	// not asked at all (a skill activation the policy does not gate).
-	decided int
-	// capabilities says, for each capability the tool declares, whether it was asked.
-	capabilities []capStatus
-}
-
-// checkStep is one request the policy was asked and its answer.
-type checkStep struct {
-	capability warden.Capability
-	decision   warden.Decision
-	trace      policy.Trace
-}
-
-// capStatus is what happened to one declared capability.
-type capStatus struct {
-	capability warden.Capability
-	step       int    // index in report.checks, or -1 when not asked
-	why        string // why it was not asked
-}
-
-// notGated is the answer for a skill activation when the policy does not govern
-// skill_read: the pipeline's skill gate runs only for a checker that governs it.
-const notGated = "the policy does not govern skill_read, so skill activations are not gated"
-
-// evaluateCall decides c the way the pipeline asks a checker: tool_call, then each
-// declared capability the policy governs, stopping at the first refusal
-// (warden.CheckCall). A skill target ("skill:<id>") is asked as one skill_read request
-// instead. The policy is asked again through Policy.Explain for each request to record
-// its trace; a policy loaded from a file has no escalation handler, so both answers are
-// the same.
-func evaluateCall(ctx context.Context, pol *policy.Policy, c callSpec) report {
-	r := report{tool: c.tool, revision: pol.Revision(), decided: -1, hasConditions: pol.Conditions() != nil}
-	role := c.role
-	if role == "" {
-		role = pol.ActiveRole()
-	}
-	req := warden.Request{Target: c.tool, Args: c.args, Actor: role}
-
-	if _, ok := warden.SkillIDFromTarget(c.tool); ok {
-		if !pol.Governs(warden.CapSkillRead) {
-			r.decision = warden.Decision{Effect: warden.Allow, Rationale: notGated}
-			return r
-		}
-		req.Capability = warden.CapSkillRead
-		d, t := pol.Explain(ctx, req)
-		r.checks = []checkStep{{capability: warden.CapSkillRead, decision: d, trace: t}}
-		r.decision, r.decided = d, 0
-		return r
-	}
-
-	visit := func(asked warden.Request, d warden.Decision) {
-		_, t := pol.Explain(ctx, asked)
-		r.checks = append(r.checks, checkStep{capability: asked.Capability, decision: d, trace: t})
-	}
-	r.decision = warden.CheckCall(ctx, pol, req, c.capabilities, visit)
-	// The answer that decided is the first one CheckCall's answer is (a later one
-	// equal to it never replaced it, since only an answer that outranks replaces).
-	r.decided = decidedBy(r.checks, r.decision)
-	for _, c := range c.capabilities {
-		st := capStatus{capability: c, step: -1}
-		for i, s := range r.checks {
-			if s.capability == c {
-				st.step = i
-			}
-		}
-		if st.step < 0 {
-			if warden.CheckerGoverns(pol, c) {
-				st.why = "an earlier check refused the call"
-			} else {
-				st.why = "the policy does not govern " + string(c)
-			}
-		}
-		r.capabilities = append(r.capabilities, st)
-	}
-	return r
-}
-
-// decidedBy is the index of the first check whose answer is d (the arguments aside:
-// CheckCall's answer carries the replacement the checks made), or -1.
-func decidedBy(checks []checkStep, d warden.Decision) int {
-	d.Args = nil
-	for i, s := range checks {
-		got := s.decision
-		got.Args = nil
-		if got == d {
-			return i
-		}
-	}
-	return -1
-}
-
-// modelText is what the model would read: for a refusal the decision's model text, for
-// allow and ask the decision's own TellLLM (usually empty).
-func (r report) modelText() string {
-	switch r.decision.Effect {
-	case warden.Allow, warden.Ask:
-		return r.decision.TellLLM
-	}
-	return r.decision.ModelText(r.tool)
+// evaluateCall decides c with explain.Evaluate (the way the pipeline asks a checker).
+func evaluateCall(ctx context.Context, pol *policy.Policy, c callSpec) explain.Report {
+	return explain.Evaluate(ctx, pol, explain.Call{Tool: c.tool, Args: c.args, Role: c.role, Capabilities: c.capabilities})
 }

@@ -221,10 +221,10 @@ func TestEvaluateCallMatchesCheck(t *testing.T) {
 	for _, c := range calls {
 		r := evaluateCall(context.Background(), pol, c)
 		want := warden.CheckCall(context.Background(), pol, warden.Request{Target: c.tool, Args: c.args}, c.capabilities, nil)
-		if r.decision.Effect != want.Effect || r.decision.RuleID != want.RuleID || r.decision.Rationale != want.Rationale {
-			t.Errorf("%s: evaluateCall = %+v, CheckCall = %+v", c.tool, r.decision, want)
+		if r.Decision.Effect != want.Effect || r.Decision.RuleID != want.RuleID || r.Decision.Rationale != want.Rationale {
+			t.Errorf("%s: evaluateCall = %+v, CheckCall = %+v", c.tool, r.Decision, want)
 		}
-		if got := r.checks[r.decided].decision.RuleID; got != want.RuleID {
+		if got := r.Checks[r.Decided].Decision.RuleID; got != want.RuleID {
 			t.Errorf("%s: deciding check has rule %q, want %q", c.tool, got, want.RuleID)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/wardenhq/warden"
 	"github.com/wardenhq/warden/hook"
 	"github.com/wardenhq/warden/policy"
+	"github.com/wardenhq/warden/policy/explain"
 	_ "github.com/wardenhq/warden/store/postgres" // the postgres:// and postgresql:// DSN schemes
 	"github.com/wardenhq/warden/store/sqlite"     // the sqlite:// DSN scheme
 )
@@ -181,12 +182,12 @@ func runHookPre(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, 
 	r := judgeResolved(ctx, pol, call, resolved, o.role)
 	// Self-protection, whatever the policy says: an allow or an ask that would let the
 	// call touch a file Warden reads becomes a deny (a policy deny keeps its own reason).
-	if e := r.decision.Effect; e == warden.Allow || e == warden.Ask {
+	if e := r.Decision.Effect; e == warden.Allow || e == warden.Ask {
 		if d, ok := selfProtection(prot, call, resolved, in.Cwd); ok {
-			r = report{tool: call.Tool, decision: d, revision: pol.Revision(), decided: -1}
+			r = explain.Report{Tool: call.Tool, Decision: d, Revision: pol.Revision(), Decided: -1}
 		}
 	}
-	out := hook.ClaudeVerdict(in.ToolName, r.decision)
+	out := hook.ClaudeVerdict(in.ToolName, r.Decision)
 	if o.store != "" {
 		if err := recordPre(ctx, o.store, in, call, r); err != nil {
 			// Fail closed: a decision that cannot be audited is not carried out.
@@ -208,13 +209,13 @@ func runHookPre(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, 
 // decides resolved (the same call, paths resolved, from [hook.ResolveClaudeTool]) too:
 // the more restrictive answer wins (halt > deny > ask > allow), the written form's on a
 // tie.
-func judgeResolved(ctx context.Context, pol *policy.Policy, call, resolved hook.Call, role string) report {
+func judgeResolved(ctx context.Context, pol *policy.Policy, call, resolved hook.Call, role string) explain.Report {
 	r := evaluateCall(ctx, pol, callSpec{tool: call.Tool, args: call.Args, role: role})
 	if resolved.Args.Equal(call.Args) {
 		return r
 	}
 	rr := evaluateCall(ctx, pol, callSpec{tool: resolved.Tool, args: resolved.Args, role: role})
-	if !rr.decision.Effect.Outranks(r.decision.Effect) {
+	if !rr.Decision.Effect.Outranks(r.Decision.Effect) {
 		return r
 	}
 	var moved []string
@@ -224,7 +225,7 @@ func judgeResolved(ctx context.Context, pol *policy.Policy, call, resolved hook.
 			moved = append(moved, written[i]+" is "+real[i])
 		}
 	}
-	rr.decision.Rationale = orDefault(rr.decision.Rationale, "policy") + " (judged where the path leads: " + strings.Join(moved, ", ") + ")"
+	rr.Decision.Rationale = orDefault(rr.Decision.Rationale, "policy") + " (judged where the path leads: " + strings.Join(moved, ", ") + ")"
 	return rr
 }
 

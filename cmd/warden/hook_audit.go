@@ -12,6 +12,7 @@ import (
 	"github.com/wardenhq/warden"
 	"github.com/wardenhq/warden/audit"
 	"github.com/wardenhq/warden/hook"
+	"github.com/wardenhq/warden/policy/explain"
 	"github.com/wardenhq/warden/store"
 	_ "github.com/wardenhq/warden/store/postgres" // the postgres:// and postgresql:// DSN schemes
 	// the sqlite:// DSN scheme
@@ -51,7 +52,7 @@ func hookJournal(st store.Store) *audit.Journal {
 }
 
 // recordPre records a PreToolUse decision in the audit log.
-func recordPre(ctx context.Context, dsn string, in hook.ClaudeInput, call hook.Call, r report) (err error) {
+func recordPre(ctx context.Context, dsn string, in hook.ClaudeInput, call hook.Call, r explain.Report) (err error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
 	defer cancel()
 	st, err := openHookStore(ctx, dsn)
@@ -75,8 +76,8 @@ func recordPre(ctx context.Context, dsn string, in hook.ClaudeInput, call hook.C
 // Every entry is decided at the permission stage (an asked one at the human stage)
 // and, since the model reads Claude Code's answer rather than a Warden result, has no
 // model text.
-func hookOutcome(in hook.ClaudeInput, call hook.Call, r report) (warden.Call, warden.Outcome) {
-	d := r.decision
+func hookOutcome(in hook.ClaudeInput, call hook.Call, r explain.Report) (warden.Call, warden.Outcome) {
+	d := r.Decision
 	c := warden.Call{ID: in.ToolUseID, Session: in.SessionID, Tool: call.Tool, Args: call.Args}
 	o := warden.Outcome{
 		CallID:   in.ToolUseID,
@@ -85,7 +86,7 @@ func hookOutcome(in hook.ClaudeInput, call hook.Call, r report) (warden.Call, wa
 		Stage:    warden.StagePermission,
 		RuleID:   d.RuleID,
 		Decision: d,
-		Revision: r.revision,
+		Revision: r.Revision,
 	}
 	switch d.Effect {
 	case warden.Allow:

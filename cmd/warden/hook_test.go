@@ -177,7 +177,7 @@ func sameAsCheck(t *testing.T, policyFile string, input []byte, got hook.ClaudeO
 		t.Fatal(err)
 	}
 	rep := evaluateCall(context.Background(), pol, callSpec{tool: call.Tool, args: call.Args})
-	if want := hook.ClaudeVerdict(in.ToolName, rep.decision); got != want {
+	if want := hook.ClaudeVerdict(in.ToolName, rep.Decision); got != want {
 		t.Errorf("hook answered %+v\nshared evaluation gives %+v", got, want)
 	}
 	if p := checkPermission(t, policyFile, call); p != got.Permission() {

@@ -91,7 +91,7 @@ func newRuntime(cfg *runfile.File, saved *checkpoint.Checkpoint, key []byte, w, 
 		if err != nil {
 			return false
 		}
-		return evaluateCall(context.Background(), pol, callSpec{tool: "search", args: args, role: role}).decision.Effect == warden.Allow
+		return evaluateCall(context.Background(), pol, callSpec{tool: "search", args: args, role: role}).Decision.Effect == warden.Allow
 	}
 	if rt.ws, err = workspace.Open(dir, &workspace.Options{MaySearch: maySearch}); err != nil {
 		if saved != nil && cfg.Workspace == "" {

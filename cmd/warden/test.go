@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wardenhq/warden/policy"
+	"github.com/wardenhq/warden/policy/explain"
 	"github.com/wardenhq/warden/policy/policytest"
 )
 
@@ -61,7 +62,7 @@ func newTestProgram(files []string, stdout, stderr io.Writer) (*testProgram, err
 	return &testProgram{files: files, stdout: stdout, stderr: stderr}, nil
 }
 
-// Run runs every test file in order (see policytest.Run for the report), each case
+// Run runs every test file in order (see policytest.Run for the explain.Report), each case
 // decided as `warden check` decides it and a failure explained as `warden check
 // --explain` explains it; a test file that cannot be used prints its errors to stderr.
 // The error carries the exit code: 2 when any file could not be used, else 1 when any
@@ -85,11 +86,11 @@ func (p *testProgram) Run(ctx context.Context) error {
 // detail of a failure the verdict and its explanation, indented.
 func decideCase(ctx context.Context, pol *policy.Policy, c policytest.Call) policytest.Outcome {
 	r := evaluateCall(ctx, pol, callSpec{tool: c.Tool, args: c.Args, role: c.Role, capabilities: c.Capabilities})
-	return policytest.Outcome{Decision: r.decision, Detail: func(w io.Writer) error {
-		if err := writePlain(w, "    ", r); err != nil {
+	return policytest.Outcome{Decision: r.Decision, Detail: func(w io.Writer) error {
+		if err := explain.WritePlain(w, "    ", r); err != nil {
 			return err
 		}
-		return writeExplain(w, "    ", r)
+		return explain.WriteExplain(w, "    ", r)
 	}}
 }
 

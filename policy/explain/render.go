@@ -1,7 +1,6 @@
-package main
+package explain
 
-// This file renders a report (one decided call) as text and as JSON, for `warden check`
-// and for the failures `warden test` prints.
+// This file renders a Report as text and as JSON.
 
 import (
 	"bytes"
@@ -15,49 +14,49 @@ import (
 	"github.com/wardenhq/warden/policy"
 )
 
-// writePlain writes the verdict, each line prefixed with indent:
+// WritePlain writes the verdict, each line prefixed with indent:
 //
 //	deny  rm *  denied by rule: rm *
 //	reason: <reason>            (only when there is one)
 //	model reads: <text>         (only when the model would read something)
 //	revision: sha256:...
-func writePlain(w io.Writer, indent string, r report) error {
+func WritePlain(w io.Writer, indent string, r Report) error {
 	var b lines
-	d := r.decision
+	d := r.Decision
 	b.add("%s  %s  %s", d.Effect, orDash(d.RuleID), orDash(d.Rationale))
 	if d.Reason != "" {
 		b.add("reason: %s", d.Reason)
 	}
-	if t := r.modelText(); t != "" {
+	if t := r.ModelText(); t != "" {
 		b.add("model reads: %s", t)
 	}
-	b.add("revision: %s", r.revision)
+	b.add("revision: %s", r.Revision)
 	return b.writeTo(w, indent)
 }
 
-// writeExplain writes how the decision was reached, each line prefixed with indent:
+// WriteExplain writes how the decision was reached, each line prefixed with indent:
 // which check, layer and rule decided; every layer's answer for every check; for the rule
 // layer the match string and, for bash, the normalized command, the wrapped commands and
 // each verdict (or the shell problem); and what happened to each declared capability.
-func writeExplain(w io.Writer, indent string, r report) error {
+func WriteExplain(w io.Writer, indent string, r Report) error {
 	var b lines
-	if r.decided < 0 {
+	if r.Decided < 0 {
 		b.add("decided by: no check (%s)", notGated)
 	} else {
-		s := r.checks[r.decided]
-		b.add("decided by: %s, rule %s, in the %s check", deciderText(s.trace.Decider), strconv.Quote(s.decision.RuleID), s.capability)
+		s := r.Checks[r.Decided]
+		b.add("decided by: %s, rule %s, in the %s check", deciderText(s.Trace.Decider), strconv.Quote(s.Decision.RuleID), s.Capability)
 	}
-	for _, s := range r.checks {
-		b.add("%s check: %s", s.capability, s.decision.Effect)
+	for _, s := range r.Checks {
+		b.add("%s check: %s", s.Capability, s.Decision.Effect)
 		condsAnswered := false
-		for _, l := range s.trace.Layers {
+		for _, l := range s.Trace.Layers {
 			b.add("  %-10s  %-5s  %s  %s%s", l.Layer, l.Decision.Effect, orDash(l.Decision.RuleID), orDash(l.Decision.Rationale), faultMark(l.Decision))
 			condsAnswered = condsAnswered || l.Layer == "conditions"
 		}
-		if r.hasConditions && !condsAnswered {
+		if r.HasConditions && !condsAnswered {
 			b.add("  %-10s  no condition matched", "conditions")
 		}
-		if ex := s.trace.Rules; ex != nil {
+		if ex := s.Trace.Rules; ex != nil {
 			b.add("  rules for tool %s:", ex.Tool)
 			b.add("    match string: %s", strconv.Quote(ex.MatchString))
 			if ex.ShellError != "" {
@@ -75,9 +74,9 @@ func writeExplain(w io.Writer, indent string, r report) error {
 			}
 		}
 	}
-	for _, c := range r.capabilities {
-		if c.step < 0 {
-			b.add("%s check: not asked: %s", c.capability, c.why)
+	for _, c := range r.Capabilities {
+		if c.Step < 0 {
+			b.add("%s check: not asked: %s", c.Capability, c.Why)
 		}
 	}
 	return b.writeTo(w, indent)
@@ -180,15 +179,16 @@ type capabilityJSON struct {
 	Why        string `json:"why"` // why it was not asked
 }
 
-// writeJSON writes the report as one JSON object on one line.
-func writeJSON(w io.Writer, r report, explain bool) error {
+// WriteJSON writes r as one JSON object on one line (the `warden check --json` object;
+// with explain, its "explain" member too).
+func WriteJSON(w io.Writer, r Report, explain bool) error {
 	out := checkJSON{
-		Effect:    r.decision.Effect.String(),
-		RuleID:    r.decision.RuleID,
-		Rationale: r.decision.Rationale,
-		Reason:    r.decision.Reason,
-		TellLLM:   r.modelText(),
-		Revision:  r.revision,
+		Effect:    r.Decision.Effect.String(),
+		RuleID:    r.Decision.RuleID,
+		Rationale: r.Decision.Rationale,
+		Reason:    r.Decision.Reason,
+		TellLLM:   r.ModelText(),
+		Revision:  r.Revision,
 	}
 	if explain {
 		out.Explain = explainObject(r)
@@ -203,27 +203,27 @@ func writeJSON(w io.Writer, r report, explain bool) error {
 	return err
 }
 
-func explainObject(r report) *explainJSON {
+func explainObject(r Report) *explainJSON {
 	ex := &explainJSON{Checks: []checkStepJSON{}, Capabilities: []capabilityJSON{}}
-	if r.decided < 0 {
+	if r.Decided < 0 {
 		ex.Note = notGated
 	} else {
-		s := r.checks[r.decided]
-		ex.Check, ex.Decider, ex.RuleID = string(s.capability), s.trace.Decider, s.decision.RuleID
+		s := r.Checks[r.Decided]
+		ex.Check, ex.Decider, ex.RuleID = string(s.Capability), s.Trace.Decider, s.Decision.RuleID
 	}
-	for _, s := range r.checks {
+	for _, s := range r.Checks {
 		ex.Checks = append(ex.Checks, checkStepJSON{
-			Capability: string(s.capability),
-			Effect:     s.decision.Effect.String(),
-			RuleID:     s.decision.RuleID,
-			Rationale:  s.decision.Rationale,
-			Decider:    s.trace.Decider,
-			Layers:     layersJSON(s.trace.Layers),
-			Rules:      rulesObject(s.trace.Rules),
+			Capability: string(s.Capability),
+			Effect:     s.Decision.Effect.String(),
+			RuleID:     s.Decision.RuleID,
+			Rationale:  s.Decision.Rationale,
+			Decider:    s.Trace.Decider,
+			Layers:     layersJSON(s.Trace.Layers),
+			Rules:      rulesObject(s.Trace.Rules),
 		})
 	}
-	for _, c := range r.capabilities {
-		ex.Capabilities = append(ex.Capabilities, capabilityJSON{Capability: string(c.capability), Asked: c.step >= 0, Why: c.why})
+	for _, c := range r.Capabilities {
+		ex.Capabilities = append(ex.Capabilities, capabilityJSON{Capability: string(c.Capability), Asked: c.Step >= 0, Why: c.Why})
 	}
 	return ex
 }
