@@ -29,6 +29,7 @@ var importRules = []struct {
 	{"internal/seal", nil},
 	{"internal/display", nil},
 	{"internal/jsontext", nil},
+	{"internal/fileerr", nil},
 	{"internal/mcptest", nil},
 	{"internal/faultserver", nil},
 	{"internal/spectext", []string{"internal/jsontext"}},
@@ -38,10 +39,10 @@ var importRules = []struct {
 	// Adapters of one thing each, to the vocabulary.
 	{"shell", nil},
 	{"schema", []string{"."}},
-	{"policy", []string{".", "internal/fnmatch", "internal/yamlstrict", "shell"}},
+	{"policy", []string{".", "internal/fileerr", "internal/fnmatch", "internal/yamlstrict", "shell"}},
 	{"policy/explain", []string{".", "policy"}},
 	// The policy test file and its runner, on top of the policy language.
-	{"policy/policytest", []string{".", "internal/yamlargs", "internal/yamlstrict", "policy"}},
+	{"policy/policytest", []string{".", "internal/fileerr", "internal/yamlargs", "internal/yamlstrict", "policy"}},
 	{"directives", []string{".", "internal/yamlstrict"}},
 	{"hook", []string{"."}},
 	{"otel", []string{"."}},
@@ -63,9 +64,9 @@ var importRules = []struct {
 	{"inbox", []string{".", "internal/display", "pin", "store"}},
 	{"gateway", []string{".", "audit", "inbox", "internal/display", "internal/fanout", "internal/yamlstrict", "pin", "policy", "schema", "store", "upstream"}},
 	// warden run's parts.
-	{"workspace", []string{".", "hook", "shell"}},
-	{"checkpoint", []string{".", "hook", "internal/seal", "store"}},
-	{"runfile", []string{".", "agent", "internal/yamlargs", "internal/yamlstrict", "provider/...", "upstream"}},
+	{"workspace", []string{".", "hook", "internal/fileerr", "shell"}},
+	{"checkpoint", []string{".", "hook", "internal/fileerr", "internal/seal", "store"}},
+	{"runfile", []string{".", "agent", "internal/fileerr", "internal/yamlargs", "internal/yamlstrict", "provider/...", "upstream"}},
 	// warden demo's scenes: the real agent loop, Guard and policies with a scripted model.
 	{"internal/demo", []string{".", "agent", "policy", "provider/scripted", "schema"}},
 	// Programs: they wire the packages together; nothing imports them.

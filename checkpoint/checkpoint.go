@@ -23,6 +23,7 @@ import (
 	"strings"
 
 	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/internal/fileerr"
 	"github.com/wardenhq/warden/internal/seal"
 )
 
@@ -41,15 +42,6 @@ func refuse(err error) error { return &Refusal{Err: err} }
 
 func refusef(format string, args ...any) error {
 	return &Refusal{Err: fmt.Errorf(format, args...)}
-}
-
-// errText is an error's text without the path of an *os.PathError.
-func errText(err error) string {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err.Error()
-	}
-	return err.Error()
 }
 
 // ToolDefinition is the digest of what a tool is to the model and the policy: its name,
@@ -135,7 +127,7 @@ func ReadFile(file string, key []byte, keyFile string) (*Checkpoint, error) {
 				return nil, rc.refusal(file)
 			}
 		}
-		return nil, refuse(&warden.ConfigError{File: file, Msg: "cannot read the checkpoint: " + errText(err), Hint: "pass the file a paused `warden run` wrote; a checkpoint is removed once it is resumed"})
+		return nil, refuse(&warden.ConfigError{File: file, Msg: "cannot read the checkpoint: " + fileerr.Text(err), Hint: "pass the file a paused `warden run` wrote; a checkpoint is removed once it is resumed"})
 	}
 	cp, err := Parse(file, data, key, keyFile)
 	if err != nil {

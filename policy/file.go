@@ -9,6 +9,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/internal/fileerr"
 	"github.com/wardenhq/warden/internal/yamlstrict"
 	"github.com/wardenhq/warden/shell"
 )
@@ -23,17 +24,9 @@ type LoadOptions struct {
 func LoadFile(path string, opts *LoadOptions) (*Policy, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, &warden.ConfigError{File: path, Msg: "cannot read policy file: " + errText(err), Hint: "check the path and its permissions"}
+		return nil, &warden.ConfigError{File: path, Msg: "cannot read policy file: " + fileerr.Text(err), Hint: "check the path and its permissions"}
 	}
 	return Parse(path, data, opts)
-}
-
-func errText(err error) string {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err.Error()
-	}
-	return err.Error()
 }
 
 // Parse compiles a policy file's contents; name is used in errors. The file is validated

@@ -8,7 +8,6 @@
 package runfile
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/wardenhq/warden"
 	"github.com/wardenhq/warden/agent"
+	"github.com/wardenhq/warden/internal/fileerr"
 	"github.com/wardenhq/warden/internal/yamlargs"
 	"github.com/wardenhq/warden/internal/yamlstrict"
 	"github.com/wardenhq/warden/upstream"
@@ -108,18 +108,9 @@ var fileDoc = yamlstrict.Doc{
 func Load(file string) (*File, error) {
 	data, err := os.ReadFile(file)
 	if err != nil {
-		return nil, &warden.ConfigError{File: file, Msg: "cannot read the agent configuration: " + errText(err), Hint: "check the path given to --config"}
+		return nil, &warden.ConfigError{File: file, Msg: "cannot read the agent configuration: " + fileerr.Text(err), Hint: "check the path given to --config"}
 	}
 	return Parse(file, data)
-}
-
-// errText is an error's text without the path of an *os.PathError.
-func errText(err error) string {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err.Error()
-	}
-	return err.Error()
 }
 
 // Parse strictly decodes an agent configuration; file names it in errors and is the

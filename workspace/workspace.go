@@ -43,6 +43,7 @@ import (
 
 	"github.com/wardenhq/warden"
 	"github.com/wardenhq/warden/hook"
+	"github.com/wardenhq/warden/internal/fileerr"
 	"github.com/wardenhq/warden/shell"
 )
 
@@ -77,7 +78,7 @@ func Open(dir string, opts *Options) (*Workspace, error) {
 	}
 	real, err := filepath.EvalSymlinks(abs)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %s", dir, errText(err))
+		return nil, fmt.Errorf("%s: %s", dir, fileerr.Text(err))
 	}
 	fi, err := os.Stat(real)
 	if err != nil {
@@ -95,15 +96,6 @@ func Open(dir string, opts *Options) (*Workspace, error) {
 		w.opts = *opts
 	}
 	return w, nil
-}
-
-// errText is an error's text without the path of an *os.PathError.
-func errText(err error) string {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err.Error()
-	}
-	return err.Error()
 }
 
 // Dir is the workspace's absolute path, with every symbolic link resolved.

@@ -12,6 +12,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/internal/fileerr"
 	"github.com/wardenhq/warden/internal/yamlargs"
 	"github.com/wardenhq/warden/internal/yamlstrict"
 	"github.com/wardenhq/warden/policy"
@@ -80,7 +81,7 @@ func Load(path string) (*File, error) {
 		if fi, serr := os.Stat(path); serr == nil && fi.IsDir() {
 			hint = "pass test files, not directories; a shell glob such as dir/*_test.yaml names them"
 		}
-		return nil, &warden.ConfigError{File: path, Msg: "cannot read test file: " + errText(err), Hint: hint}
+		return nil, &warden.ConfigError{File: path, Msg: "cannot read test file: " + fileerr.Text(err), Hint: hint}
 	}
 	return Parse(path, data)
 }
@@ -98,14 +99,6 @@ func Parse(name string, data []byte) (*File, error) {
 		return nil, d.Err()
 	}
 	return tf, nil
-}
-
-func errText(err error) string {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err.Error()
-	}
-	return err.Error()
 }
 
 // fileDoc words the document-level errors for test files.
