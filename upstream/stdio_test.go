@@ -451,3 +451,35 @@ func TestStdioConnectErrors(t *testing.T) {
 		t.Error("Connect of a missing program: no error")
 	}
 }
+
+// TestServerCallAllocBudget pins the bytes a Server allocates per call of a
+// command server, which the pool connects over commandTransport: over the SDK's
+// CommandTransport the same calls allocate about 64 KiB more each.
+func TestServerCallAllocBudget(t *testing.T) {
+	if testing.Short() {
+		t.Skip("measures allocations")
+	}
+	u := newUpstream(t, faultServer("fault", "-mode", "ok"), Options{Policy: faultPolicy(1)})
+	discover(t, u)
+	call := func() {
+		r, err := u.Call(context.Background(), "echo", json.RawMessage(`{"text":"hi"}`), nil)
+		if err != nil || textOf(t, r) != "hi" {
+			t.Fatalf("call: %v %v", r, err)
+		}
+	}
+	call()
+	const runs = 200
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for range runs {
+		call()
+	}
+	runtime.ReadMemStats(&after)
+	perCall := (after.TotalAlloc - before.TotalAlloc) / runs
+	t.Logf("per call: %d bytes", perCall)
+	const budget = 96 << 10
+	if perCall > budget {
+		t.Errorf("a call allocates %d bytes, want at most %d", perCall, budget)
+	}
+}
