@@ -57,3 +57,34 @@ func BenchmarkStdioCallRoundTrip(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkStdioConnRoundTrip measures the transport alone: one small tools/call
+// message written to cat and read back, over each transport's Connection.
+func BenchmarkStdioConnRoundTrip(b *testing.B) {
+	if _, err := exec.LookPath("cat"); err != nil {
+		b.Skipf("cat not found: %v", err)
+	}
+	for _, tr := range benchTransports {
+		b.Run(tr.name, func(b *testing.B) {
+			cmd := exec.Command("cat")
+			dieWithGateway(cmd)
+			ctx := context.Background()
+			conn, err := tr.make(cmd).Connect(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { conn.Close() })
+			msg := callMessage(b, 1)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				if err := conn.Write(ctx, msg); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := conn.Read(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
