@@ -119,7 +119,8 @@ func quoteStart(b []byte) string {
 }
 
 // frameScanner finds the end of a JSON object or array across chunks: it tracks
-// the nesting depth outside strings. It does not validate: the decoder does.
+// the nesting depth outside strings. Beyond a control character in a string and
+// the depth limit, it does not validate: the decoder does.
 type frameScanner struct {
 	depth      int
 	inStr, esc bool
@@ -136,6 +137,10 @@ func (s *frameScanner) scan(data []byte) (end int, done bool, err error) {
 				s.esc = true
 			case c == '"':
 				s.inStr = false
+			case c < 0x20:
+				// Invalid JSON, refused at once: a line ending inside a string
+				// must not make the reader wait for more lines.
+				return 0, false, fmt.Errorf("invalid message: control character %q inside a string (a line end must be escaped as \\n)", c)
 			}
 			continue
 		}
@@ -170,9 +175,9 @@ func skipSpace(b []byte, i int) int {
 }
 
 // decodeFrame decodes one framed message: a JSON-RPC object, or a batch array of
-// them (batch true). It decodes what jsonrpc.DecodeMessage decodes, with the same
-// results and refusals (keys match exactly, as in the SDK), and the messages
-// share no memory with frame.
+// them (batch true). It decodes what jsonrpc.DecodeMessage decodes, to the same
+// messages, and refuses what it refuses (in words of its own); keys match exactly,
+// as in the SDK. The messages share no memory with frame.
 func decodeFrame(frame []byte) (msgs []jsonrpc.Message, batch bool, err error) {
 	if !json.Valid(frame) {
 		return nil, false, fmt.Errorf("invalid message: not valid JSON: %w", syntaxError(frame))

@@ -187,6 +187,7 @@ func TestFrameReader(t *testing.T) {
 		{"not an object", "}{ this is not json\n", 1 << 20, `want a JSON-RPC object or batch array, got a line starting "}{ this is not json"`, nil},
 		{"trailing data", `{"jsonrpc":"2.0","id":1,"result":1} {"x":1}` + "\n", 1 << 20, `data after the end of a message on its line, starting " {\"x\":1}"`, nil},
 		{"ends inside", `{"jsonrpc":"2.0","id":1,`, 1 << 20, "the server's output ended inside a message", io.ErrUnexpectedEOF},
+		{"line end in a string", "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":\"open\n", 1 << 20, `control character '\n' inside a string`, nil},
 		{"too deep", strings.Repeat("[", stdioMaxDepth+1), 1 << 20, "nested deeper than 1000 levels", nil},
 	} {
 		_, err := newFrameReader(strings.NewReader(tc.in), tc.limit).next()
