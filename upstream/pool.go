@@ -235,7 +235,7 @@ func (u *Server) start(ctx context.Context) (*upstreamConn, error) {
 		cmd.Stderr = &stderrLines{log: u.log, cmd: cmd}
 		cmd.WaitDelay = stderrWaitDelay
 		read, changed = new(atomic.Int64), new(atomic.Int64)
-		transport = &progressCounter{Transport: &mcp.CommandTransport{Command: cmd, TerminateDuration: terminateGrace}, read: read, changed: changed}
+		transport = &progressCounter{Transport: &commandTransport{Command: cmd, TerminateDuration: terminateGrace}, read: read, changed: changed}
 	}
 	cs, err := sdkGuard(func() (*mcp.ClientSession, error) {
 		return u.client.Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: upstreamProtocolVersion})

@@ -34,7 +34,7 @@ import (
 // test binary and its directory is put first on PATH.
 var faultServerPath sync.Once
 
-func needFaultServer(t *testing.T) {
+func needFaultServer(t testing.TB) {
 	t.Helper()
 	bin := mcptest.BuildBinary(t, "./internal/faultserver")
 	faultServerPath.Do(func() {
