@@ -100,7 +100,7 @@ func TestMainExitCodes(t *testing.T) {
 		name   string
 		args   []string
 		code   int
-		stdout string // a part of stdout
+		stdout string // a part of stdout; "" means stdout is empty
 		stderr string // a part of stderr
 	}{
 		{"allow", []string{"claude-code", "--policy", codingAgent}, 0, `"permissionDecision":"allow"`, ""},
@@ -112,7 +112,7 @@ func TestMainExitCodes(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
 			code := Main(context.Background(), tt.args, bytes.NewReader(valid), &stdout, &stderr)
-			if code != tt.code || !strings.Contains(stdout.String(), tt.stdout) || !strings.Contains(stderr.String(), tt.stderr) {
+			if code != tt.code || !strings.Contains(stdout.String(), tt.stdout) || tt.stdout == "" && stdout.Len() > 0 || !strings.Contains(stderr.String(), tt.stderr) {
 				t.Errorf("exit %d, stdout %q, stderr %q; want exit %d, %q, %q", code, stdout.String(), stderr.String(), tt.code, tt.stdout, tt.stderr)
 			}
 		})
