@@ -572,6 +572,27 @@ func TestHookInstall(t *testing.T) {
 	})
 }
 
+// TestHookProtectsBothBinaries: whichever binary runs the hook, a Write to it or to
+// its sibling (warden beside warden-hook) is denied, whatever the policy says.
+func TestHookProtectsBothBinaries(t *testing.T) {
+	proj, _, policyFile := hookProject(t, "*")
+	for _, e := range hookEntryPoints {
+		for _, target := range []string{wardenBinary(t), wardenHookBinary(t)} {
+			in, err := json.Marshal(map[string]any{"session_id": "s", "cwd": proj, "hook_event_name": "PreToolUse", "tool_use_id": "t",
+				"tool_name": "Write", "tool_input": map[string]any{"file_path": target, "content": "x"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := e.run(t, proj, in, "--policy", policyFile)
+			out := hookAnswer(t, r.stdout)
+			want := "Warden refused this write: " + target + " is the " + filepath.Base(target) + " executable"
+			if r.code != 0 || out.Permission() != hook.PermissionDeny || !strings.Contains(out.Reason(), want) {
+				t.Errorf("%s, Write %s: exit %d, %s (%s); want the self-protection deny %q", e.name, target, r.code, out.Permission(), out.Reason(), want)
+			}
+		}
+	}
+}
+
 // TestHookInstallFindsWardenHook runs install from the real binaries without
 // --warden-hook: it looks for warden-hook beside the running executable. A warden with
 // none beside it is refused with the command that builds one there; one beside it is
@@ -597,6 +618,22 @@ func TestHookInstallFindsWardenHook(t *testing.T) {
 	if r.code != exitUsage || r.stdout != "" || !strings.Contains(r.stderr, "there is no warden-hook beside "+lonely) ||
 		!strings.Contains(r.stderr, "go build -o "+want+" ./cmd/warden-hook") {
 		t.Errorf("no warden-hook: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+
+	// warden on PATH that is the running binary under a link: the warden-hook beside
+	// the link comes first (the path that survives upgrades).
+	links := t.TempDir()
+	for _, name := range []string{"warden", "warden-hook"} {
+		if err := os.Symlink(filepath.Join(binDir, name), filepath.Join(links, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wardenHookBinary(t)
+	cmd := exec.Command(wardenBinary(t), "hook", "claude-code", "install", "--policy", absPolicy)
+	cmd.Env = append(os.Environ(), "PATH="+links)
+	out, _ := cmd.CombinedOutput()
+	if want := "not installing a hook that runs " + filepath.Join(links, "warden-hook") + ": it is inside "; !strings.Contains(string(out), want) {
+		t.Errorf("warden on PATH through a link: %s\nwant %q", out, want)
 	}
 
 	for _, e := range hookEntryPoints {

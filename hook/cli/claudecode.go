@@ -72,10 +72,11 @@ are resolved against the session's working directory. A path is judged as writte
 restrictive answer wins.
 
 Whatever the policy says, a write to the policy, to a Claude Code settings file that
-can run this hook, to the store's files or to the warden binary is denied, and so is a
-Bash command that names one of them or a directory holding one. A policy inside the
-session's working directory or $CLAUDE_PROJECT_DIR is refused unless
---policy-in-project is given (install writes it when you ask for it).
+can run this hook, to the store's files or to the running binary (warden-hook or
+warden) is denied, and so is a Bash command that names one of them or a directory
+holding one. A policy inside the session's working directory or $CLAUDE_PROJECT_DIR
+is refused unless --policy-in-project is given (install writes it when you ask for
+it).
 
 It fails closed: bad input, a policy that does not load, or any internal error writes
 a deny with the reason, prints the same reason on stderr and exits 2, which Claude
@@ -290,7 +291,8 @@ func hookProjectDirs(cwd string) []string {
 
 // hookProtected is what the hook keeps out of the governed tools' reach: the policy,
 // every Claude Code settings file that can run the hook, the audit store's files, and
-// the running executable itself (warden, or warden-hook).
+// the running executable itself (warden, or warden-hook) and its sibling (warden-hook,
+// or warden, beside it).
 func hookProtected(policyPath, dsn string, projects []string) (*hook.Protected, error) {
 	var prot hook.Protected
 	prot.Add(policyPath, "the Warden policy")
@@ -315,6 +317,13 @@ func hookProtected(policyPath, dsn string, projects []string) (*hook.Protected, 
 		return nil, fmt.Errorf("cannot tell which warden binary runs, to keep it out of reach: %v", err)
 	}
 	prot.Add(exe, "the "+filepath.Base(exe)+" executable")
+	// warden and warden-hook sit side by side (install finds one beside the other): the
+	// one that is not running is as much Warden's as the one that is.
+	for _, name := range []string{"warden", HookBinary} {
+		if sibling := filepath.Join(filepath.Dir(exe), name); sibling != exe {
+			prot.Add(sibling, "the "+name+" executable")
+		}
+	}
 	return &prot, nil
 }
 

@@ -49,7 +49,8 @@ and keeps its permissions.
 
 The hook runs warden-hook, the slim binary that does exactly what 'warden hook
 claude-code' does and starts several times faster (Claude Code runs it before every
-tool call). By default it is the warden-hook beside this executable, which must exist:
+tool call). By default it is the warden-hook beside this executable (beside the warden
+on PATH first, when that is a link to this executable), which must exist:
 build it with 'go build -o DIR/warden-hook ./cmd/warden-hook' into the directory of
 warden (or 'go install github.com/wardenhq/warden/cmd/...@latest', which installs both).
 --warden-hook PATH names another one; it is written as given (made absolute), so a
@@ -132,7 +133,7 @@ func (p *installProgram) Run(context.Context) error {
 		if err != nil {
 			return internalError(fmt.Errorf("cannot tell where this executable is, to find %s beside it (use --warden-hook PATH): %w", HookBinary, err))
 		}
-		if exe, err = FindHookBinary(running); err != nil {
+		if exe, err = hookBinaryBeside(running); err != nil {
 			return usageErrorf("%v", err)
 		}
 	}
@@ -159,6 +160,25 @@ func (p *installProgram) Run(context.Context) error {
 		fmt.Fprintf(stdout, "%s already runs the Warden hook; nothing changed\n", o.settings)
 	}
 	return nil
+}
+
+// hookBinaryBeside is the warden-hook beside the running executable. When warden as
+// found on PATH is this very program under another name (a link such as
+// /usr/local/bin/warden into a versioned directory, a path that survives upgrades),
+// the warden-hook beside that name comes first.
+func hookBinaryBeside(running string) (string, error) {
+	if p, err := exec.LookPath("warden"); err == nil {
+		if p, err = filepath.Abs(p); err == nil && p != running {
+			a, aerr := os.Stat(p)
+			b, berr := os.Stat(running)
+			if aerr == nil && berr == nil && os.SameFile(a, b) {
+				if exe, err := FindHookBinary(p); err == nil {
+					return exe, nil
+				}
+			}
+		}
+	}
+	return FindHookBinary(running)
 }
 
 // FindHookBinary returns the warden-hook executable beside exe (the running warden:
