@@ -45,6 +45,9 @@ var importRules = []struct {
 	{"policy/policytest", []string{".", "internal/fileerr", "internal/yamlargs", "internal/yamlstrict", "policy"}},
 	{"directives", []string{".", "internal/yamlstrict"}},
 	{"hook", []string{"."}},
+	// The hook command both warden and warden-hook run: the adapter wired to the policy
+	// and the audit log (package hook stays below workspace and checkpoint).
+	{"hook/cli", []string{".", "audit", "hook", "policy", "policy/explain", "store", "store/postgres", "store/sqlite"}},
 	{"otel", []string{"."}},
 	{"store", []string{".", "internal/fnmatch"}},
 	{"store/internal/core", []string{".", "store"}},

@@ -7,7 +7,8 @@
 // Claude Code runs a command before every tool call (the PreToolUse hook) with one JSON
 // object on stdin, and reads one JSON object back that allows, denies or asks. This
 // package holds the pieces of that exchange; the command that wires them to a policy is
-// `warden hook claude-code`.
+// `warden hook claude-code` (package hook/cli, which the slim warden-hook binary runs
+// too).
 //
 //   - [ReadClaudeInput] and [ParseClaudeInput] read the hook input strictly: one JSON
 //     object, no duplicate keys, a tool_name and an object tool_input.

@@ -93,5 +93,8 @@ func exitCode(err error) int {
 	if errors.As(err, &ee) {
 		return ee.code
 	}
+	if he, ok := hookExitError(err); ok {
+		return he.code
+	}
 	return exitUsage
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/wardenhq/warden"
 	"github.com/wardenhq/warden/checkpoint"
 	"github.com/wardenhq/warden/hook"
+	"github.com/wardenhq/warden/hook/cli"
 	"github.com/wardenhq/warden/policy"
 	"github.com/wardenhq/warden/store"
 )
@@ -34,9 +35,11 @@ const (
 // binDir holds the warden binary the process-level tests run; wardenBinary builds it
 // once, on first use.
 var (
-	binDir    string
-	buildOnce sync.Once
-	buildErr  error
+	binDir        string
+	buildOnce     sync.Once
+	buildErr      error
+	hookBuildOnce sync.Once
+	hookBuildErr  error
 )
 
 func TestMain(m *testing.M) {
@@ -72,6 +75,45 @@ func wardenBinary(t testing.TB) string {
 	return bin
 }
 
+// wardenHookBinary builds cmd/warden-hook beside the warden binary (once per test run),
+// the way they are installed, and returns its path.
+func wardenHookBinary(t testing.TB) string {
+	t.Helper()
+	bin := filepath.Join(binDir, cli.HookBinary)
+	hookBuildOnce.Do(func() {
+		out, err := exec.Command("go", "build", "-o", bin, "../warden-hook").CombinedOutput()
+		if err != nil {
+			hookBuildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if hookBuildErr != nil {
+		t.Fatal(hookBuildErr)
+	}
+	return bin
+}
+
+// hookEntryPoint is one of the two programs that run the hook: warden (`warden hook
+// claude-code ...`) and warden-hook (`warden-hook claude-code ...`).
+type hookEntryPoint struct {
+	name   string
+	binary func(testing.TB) string
+	prefix []string // the words before claude-code's own arguments
+}
+
+var hookEntryPoints = []hookEntryPoint{
+	{"warden", wardenBinary, []string{"hook", "claude-code"}},
+	{"warden-hook", wardenHookBinary, []string{"claude-code"}},
+}
+
+// run runs the entry point's binary in dir with stdin and claude-code's args.
+func (e hookEntryPoint) run(t testing.TB, dir string, stdin []byte, args ...string) result {
+	t.Helper()
+	return execBinary(t, e.binary(t), dir, stdin, append(slices.Clone(e.prefix), args...)...)
+}
+
+// blockingCommand is the PreToolUse command install writes for argv.
+func blockingCommand(argv []string) string { return cli.BlockingCommand(argv) }
+
 // runWardenStdin runs the command line in-process with stdin, as run does.
 func runWardenStdin(t *testing.T, stdin []byte, args ...string) result {
 	t.Helper()
@@ -89,7 +131,13 @@ func runWardenStdin(t *testing.T, stdin []byte, args ...string) result {
 // execWarden runs the built binary with stdin.
 func execWarden(t testing.TB, dir string, stdin []byte, args ...string) result {
 	t.Helper()
-	cmd := exec.Command(wardenBinary(t), args...)
+	return execBinary(t, wardenBinary(t), dir, stdin, args...)
+}
+
+// execBinary runs bin in dir with stdin and args.
+func execBinary(t testing.TB, bin, dir string, stdin []byte, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
 	cmd.Stdin = bytes.NewReader(stdin)
 	var stdout, stderr bytes.Buffer
@@ -99,7 +147,7 @@ func execWarden(t testing.TB, dir string, stdin []byte, args ...string) result {
 	if err != nil {
 		ee, ok := err.(*exec.ExitError)
 		if !ok {
-			t.Fatalf("running warden: %v", err)
+			t.Fatalf("running %s: %v", bin, err)
 		}
 		code = ee.ExitCode()
 	}
@@ -335,8 +383,9 @@ func TestHookBashTable(t *testing.T) {
 	}
 }
 
-// TestHookExitCodes runs the real binary: every failure denies on stdout, prints the
-// same reason on stderr and exits 2; a decision exits 0.
+// TestHookExitCodes runs the real binaries, warden and warden-hook: every failure
+// denies on stdout, prints the same reason on stderr and exits 2; a decision exits 0;
+// both binaries and the in-process run answer byte for byte alike.
 func TestHookExitCodes(t *testing.T) {
 	valid := bashInput("git status")
 	big := []byte(`{"tool_name":"Write","tool_input":{"file_path":"/work/a","content":"` + strings.Repeat("x", 9<<20) + `"}}`)
@@ -370,6 +419,9 @@ func TestHookExitCodes(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			args := append([]string{"hook", "claude-code"}, tt.args...)
 			r := execWarden(t, ".", tt.stdin, args...)
+			if slim := hookEntryPoints[1].run(t, ".", tt.stdin, tt.args...); slim != r {
+				t.Errorf("warden-hook differs from warden hook:\n%+v\n%+v", slim, r)
+			}
 			if r.code != tt.code {
 				t.Errorf("exit %d, want %d (stderr %q)", r.code, tt.code, r.stderr)
 			}
@@ -394,38 +446,20 @@ func TestHookExitCodes(t *testing.T) {
 	}
 }
 
-// panicReader panics on Read, standing for any internal failure.
-type panicReader struct{}
-
-func (panicReader) Read([]byte) (int, error) { panic("disk on fire") }
-
-func TestHookRecoversFromPanic(t *testing.T) {
-	var stdout, stderr bytes.Buffer
-	err := newHookProgram(hookOptions{policy: codingAgent, event: "pre"}, panicReader{}, &stdout, &stderr).Run(context.Background())
-	if code := exitCode(err); code != exitUsage {
-		t.Errorf("exit %d, want 2", code)
-	}
-	out := hookAnswer(t, stdout.String())
-	want := "Warden refused this call because it could not decide it: internal error: disk on fire"
-	if out.Permission() != "deny" || out.Reason() != want || stderr.String() != want+"\n" {
-		t.Errorf("got %s %q, stderr %q", out.Permission(), out.Reason(), stderr.String())
-	}
-}
-
 // TestHookInstall covers printing, writing, merging, idempotence and refusals.
 func TestHookInstall(t *testing.T) {
 	absPolicy, err := filepath.Abs(hookPolicy)
 	if err != nil {
 		t.Fatal(err)
 	}
-	const exe = "/usr/local/bin/warden"
-	preArgv := []string{exe, "hook", "claude-code", "--policy", absPolicy}
+	const exe = "/usr/local/bin/warden-hook"
+	preArgv := []string{exe, "claude-code", "--policy", absPolicy}
 	preHook := hook.ClaudeHook{Event: "PreToolUse", Command: blockingCommand(preArgv)}
-	if !strings.HasPrefix(preHook.Command, exe+" hook claude-code --policy "+absPolicy+" || {") {
+	if !strings.HasPrefix(preHook.Command, exe+" claude-code --policy "+absPolicy+" || {") {
 		t.Fatalf("the PreToolUse command is %q", preHook.Command)
 	}
 	install := func(extra ...string) []string {
-		return append([]string{"hook", "claude-code", "install", "--warden", exe, "--policy", hookPolicy}, extra...)
+		return append([]string{"hook", "claude-code", "install", "--warden-hook", exe, "--policy", hookPolicy}, extra...)
 	}
 
 	t.Run("print", func(t *testing.T) {
@@ -442,7 +476,7 @@ func TestHookInstall(t *testing.T) {
 		r := runWarden(t, install("--store", "sqlite:///var/lib/warden/audit.db")...)
 		want := hook.ClaudeHooksBlock(
 			hook.ClaudeHook{Event: "PreToolUse", Command: blockingCommand(append(preArgv, "--store", "sqlite:///var/lib/warden/audit.db"))},
-			hook.ClaudeHook{Event: "PostToolUse", Command: exe + " hook claude-code --event post --store sqlite:///var/lib/warden/audit.db"},
+			hook.ClaudeHook{Event: "PostToolUse", Command: exe + " claude-code --event post --store sqlite:///var/lib/warden/audit.db"},
 		)
 		if r.code != 0 || r.stdout != string(want) {
 			t.Errorf("exit %d, stdout:\n%s\nwant:\n%s", r.code, r.stdout, want)
@@ -504,7 +538,7 @@ func TestHookInstall(t *testing.T) {
 
 	t.Run("a policy that does not load is refused", func(t *testing.T) {
 		settings := filepath.Join(t.TempDir(), "settings.json")
-		r := runWarden(t, "hook", "claude-code", "install", "--warden", exe, "--policy", "testdata/bad/unknown-key.yaml", "--settings", settings, "--write")
+		r := runWarden(t, "hook", "claude-code", "install", "--warden-hook", exe, "--policy", "testdata/bad/unknown-key.yaml", "--settings", settings, "--write")
 		if r.code != exitUsage || !strings.Contains(r.stderr, "policy does not load") {
 			t.Errorf("exit %d, stderr %q", r.code, r.stderr)
 		}
@@ -513,24 +547,101 @@ func TestHookInstall(t *testing.T) {
 		}
 	})
 
-	t.Run("default settings path, real binary", func(t *testing.T) {
-		dir := t.TempDir()
-		r := execWarden(t, dir, nil, "hook", "claude-code", "install", "--warden", exe, "--policy", absPolicy, "--write")
-		if r.code != 0 {
-			t.Fatalf("exit %d: %s", r.code, r.stderr)
+	t.Run("default settings path, real binaries", func(t *testing.T) {
+		for _, e := range hookEntryPoints {
+			dir := t.TempDir()
+			r := e.run(t, dir, nil, "install", "--warden-hook", exe, "--policy", absPolicy, "--write")
+			if r.code != 0 {
+				t.Fatalf("%s: exit %d: %s", e.name, r.code, r.stderr)
+			}
+			got := readSettings(t, filepath.Join(dir, ".claude", "settings.json"))
+			if got != string(hook.ClaudeHooksBlock(preHook)) {
+				t.Errorf("%s: settings:\n%s", e.name, got)
+			}
+			if !strings.Contains(got, `"command": "/usr/local/bin/warden-hook claude-code --policy `) {
+				t.Errorf("%s: the written command does not run warden-hook:\n%s", e.name, got)
+			}
 		}
-		got := readSettings(t, filepath.Join(dir, ".claude", "settings.json"))
-		if got != string(hook.ClaudeHooksBlock(preHook)) {
-			t.Errorf("settings:\n%s", got)
+	})
+
+	t.Run("--warden is refused with a pointer to --warden-hook", func(t *testing.T) {
+		r := runWarden(t, "hook", "claude-code", "install", "--warden", "/usr/local/bin/warden", "--policy", hookPolicy)
+		if r.code != exitUsage || r.stdout != "" || !strings.Contains(r.stderr, "pass --warden-hook PATH") || !strings.Contains(r.stderr, "go build -o /usr/local/bin/warden-hook ./cmd/warden-hook") {
+			t.Errorf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 		}
 	})
 }
 
-func TestHookShellJoin(t *testing.T) {
-	got := shellJoin([]string{"/usr/local/bin/warden", "hook", "--policy", "/home/me/My Policies/it's.yaml", "--store", "postgres://u:p@db/w?sslmode=require", ""})
-	want := `/usr/local/bin/warden hook --policy '/home/me/My Policies/it'\''s.yaml' --store 'postgres://u:p@db/w?sslmode=require' ''`
-	if got != want {
-		t.Errorf("got  %s\nwant %s", got, want)
+// TestHookProtectsBothBinaries: whichever binary runs the hook, a Write to it or to
+// its sibling (warden beside warden-hook) is denied, whatever the policy says.
+func TestHookProtectsBothBinaries(t *testing.T) {
+	proj, _, policyFile := hookProject(t, "*")
+	for _, e := range hookEntryPoints {
+		for _, target := range []string{wardenBinary(t), wardenHookBinary(t)} {
+			in, err := json.Marshal(map[string]any{"session_id": "s", "cwd": proj, "hook_event_name": "PreToolUse", "tool_use_id": "t",
+				"tool_name": "Write", "tool_input": map[string]any{"file_path": target, "content": "x"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := e.run(t, proj, in, "--policy", policyFile)
+			out := hookAnswer(t, r.stdout)
+			want := "Warden refused this write: " + target + " is the " + filepath.Base(target) + " executable"
+			if r.code != 0 || out.Permission() != hook.PermissionDeny || !strings.Contains(out.Reason(), want) {
+				t.Errorf("%s, Write %s: exit %d, %s (%s); want the self-protection deny %q", e.name, target, r.code, out.Permission(), out.Reason(), want)
+			}
+		}
+	}
+}
+
+// TestHookInstallFindsWardenHook runs install from the real binaries without
+// --warden-hook: it looks for warden-hook beside the running executable. A warden with
+// none beside it is refused with the command that builds one there; one beside it is
+// the binary the hook would run (refused here only because the test binaries live in a
+// temporary directory, which install never trusts to last).
+func TestHookInstallFindsWardenHook(t *testing.T) {
+	absPolicy, err := filepath.Abs(hookPolicy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lonely := filepath.Join(t.TempDir(), "warden")
+	if err := os.Link(wardenBinary(t), lonely); err != nil {
+		b, rerr := os.ReadFile(wardenBinary(t))
+		if rerr != nil {
+			t.Fatal(rerr)
+		}
+		if err := os.WriteFile(lonely, b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := execBinary(t, lonely, t.TempDir(), nil, "hook", "claude-code", "install", "--policy", absPolicy)
+	want := filepath.Join(filepath.Dir(lonely), "warden-hook")
+	if r.code != exitUsage || r.stdout != "" || !strings.Contains(r.stderr, "there is no warden-hook beside "+lonely) ||
+		!strings.Contains(r.stderr, "go build -o "+want+" ./cmd/warden-hook") {
+		t.Errorf("no warden-hook: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+
+	// warden on PATH that is the running binary under a link: the warden-hook beside
+	// the link comes first (the path that survives upgrades).
+	links := t.TempDir()
+	for _, name := range []string{"warden", "warden-hook"} {
+		if err := os.Symlink(filepath.Join(binDir, name), filepath.Join(links, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wardenHookBinary(t)
+	cmd := exec.Command(wardenBinary(t), "hook", "claude-code", "install", "--policy", absPolicy)
+	cmd.Env = append(os.Environ(), "PATH="+links)
+	out, _ := cmd.CombinedOutput()
+	if want := "not installing a hook that runs " + filepath.Join(links, "warden-hook") + ": it is inside "; !strings.Contains(string(out), want) {
+		t.Errorf("warden on PATH through a link: %s\nwant %q", out, want)
+	}
+
+	for _, e := range hookEntryPoints {
+		slim := wardenHookBinary(t)
+		r := e.run(t, t.TempDir(), nil, "install", "--policy", absPolicy)
+		if r.code != exitUsage || r.stdout != "" || !strings.Contains(r.stderr, "not installing a hook that runs "+slim+": it is inside ") {
+			t.Errorf("%s beside warden-hook: exit %d, stdout %q, stderr %q; want the refusal of %s", e.name, r.code, r.stdout, r.stderr, slim)
+		}
 	}
 }
 
@@ -543,49 +654,64 @@ func readSettings(t *testing.T, path string) string {
 	return string(b)
 }
 
-// hookLatencyRuns is how many times the latency test starts the hook.
+// hookLatencyRuns is how many times each latency test starts each binary.
 const hookLatencyRuns = 50
 
-// TestHookLatency starts the real binary hookLatencyRuns times on a Bash call (process
-// start, policy load, decision, output) and reports the median wall time. The target is
-// under 30 ms; the test fails only far above it, so that a loaded machine does not make
-// it flaky. Run: go test ./cmd/warden -run TestHookLatency -v
-func TestHookLatency(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts the binary 50 times")
-	}
-	bin := wardenBinary(t)
-	input := bashInput("timeout 60 go test ./...")
+// measureHook starts the entry point's binary hookLatencyRuns times with claude-code's
+// args and the i-th run's stdin, and logs the median, p90, min and max wall time (process
+// start, policy load, decision, output). It fails only when a run fails, never on time.
+func measureHook(t *testing.T, e hookEntryPoint, what string, input func(i int) []byte, args ...string) {
+	t.Helper()
+	bin := e.binary(t)
+	argv := append(slices.Clone(e.prefix), args...)
 	times := make([]time.Duration, 0, hookLatencyRuns)
-	for range hookLatencyRuns {
-		cmd := exec.Command(bin, "hook", "claude-code", "--policy", codingAgent)
-		cmd.Stdin = bytes.NewReader(input)
+	for i := range hookLatencyRuns {
+		cmd := exec.Command(bin, argv...)
+		cmd.Stdin = bytes.NewReader(input(i))
 		cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
 		start := time.Now()
 		if err := cmd.Run(); err != nil {
-			t.Fatal(err)
+			t.Fatalf("%s %s: %v", e.name, strings.Join(argv, " "), err)
 		}
 		times = append(times, time.Since(start))
 	}
 	slices.Sort(times)
 	median := (times[len(times)/2-1] + times[len(times)/2]) / 2
-	t.Logf("hook invocation over %d runs: median %v, min %v, max %v", len(times), median.Round(10*time.Microsecond), times[0].Round(10*time.Microsecond), times[len(times)-1].Round(10*time.Microsecond))
-	if median > 250*time.Millisecond {
-		t.Errorf("median %v, far over the 30 ms target", median)
+	p90 := times[len(times)*9/10]
+	r := func(d time.Duration) time.Duration { return d.Round(10 * time.Microsecond) }
+	t.Logf("%-11s %s over %d runs: median %v, p90 %v, min %v, max %v", e.name, what, len(times), r(median), r(p90), r(times[0]), r(times[len(times)-1]))
+}
+
+// TestHookLatency starts each real binary (warden hook claude-code, and the slim
+// warden-hook claude-code) hookLatencyRuns times on a Bash call and logs the median and
+// p90 wall time. Targets (measurements, not assertions: a loaded machine must not fail
+// it): warden-hook median <= 5 ms. Run: go test ./cmd/warden -run TestHookLatency -v
+func TestHookLatency(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the binaries 50 times each")
+	}
+	input := bashInput("timeout 60 go test ./...")
+	for _, e := range hookEntryPoints {
+		measureHook(t, e, "hook invocation", func(int) []byte { return input }, "--policy", codingAgent)
 	}
 }
 
-// BenchmarkHookInvocation measures one whole hook invocation of the real binary.
+// BenchmarkHookInvocation measures one whole hook invocation of each real binary.
 func BenchmarkHookInvocation(b *testing.B) {
-	bin := wardenBinary(b)
 	input := bashInput("timeout 60 go test ./...")
-	for b.Loop() {
-		cmd := exec.Command(bin, "hook", "claude-code", "--policy", codingAgent)
-		cmd.Stdin = bytes.NewReader(input)
-		cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
-		if err := cmd.Run(); err != nil {
-			b.Fatal(err)
-		}
+	for _, e := range hookEntryPoints {
+		b.Run(e.name, func(b *testing.B) {
+			bin := e.binary(b)
+			argv := append(slices.Clone(e.prefix), "--policy", codingAgent)
+			for b.Loop() {
+				cmd := exec.Command(bin, argv...)
+				cmd.Stdin = bytes.NewReader(input)
+				cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
+				if err := cmd.Run(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 
@@ -726,25 +852,17 @@ func TestHookStoreFailsClosed(t *testing.T) {
 	}
 }
 
-// TestHookLatencyWithStore is TestHookLatency with a SQLite audit log.
+// TestHookLatencyWithStore is TestHookLatency with a SQLite audit log (one per binary,
+// each run a new call). Target: warden-hook median <= 8 ms.
 func TestHookLatencyWithStore(t *testing.T) {
 	if testing.Short() {
-		t.Skip("starts the binary 50 times")
+		t.Skip("starts the binaries 50 times each")
 	}
-	bin := wardenBinary(t)
-	dsn := "sqlite://" + filepath.Join(t.TempDir(), "audit.db")
-	times := make([]time.Duration, 0, hookLatencyRuns)
-	for i := range hookLatencyRuns {
-		cmd := exec.Command(bin, "hook", "claude-code", "--policy", codingAgent, "--store", dsn)
-		cmd.Stdin = bytes.NewReader(bytes.Replace(bashInput("timeout 60 go test ./..."), []byte("toolu_1"), fmt.Appendf(nil, "toolu_%d", i), 1))
-		cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
-		start := time.Now()
-		if err := cmd.Run(); err != nil {
-			t.Fatal(err)
+	for _, e := range hookEntryPoints {
+		dsn := "sqlite://" + filepath.Join(t.TempDir(), "audit.db")
+		input := func(i int) []byte {
+			return bytes.Replace(bashInput("timeout 60 go test ./..."), []byte("toolu_1"), fmt.Appendf(nil, "toolu_%d", i), 1)
 		}
-		times = append(times, time.Since(start))
+		measureHook(t, e, "hook invocation with a SQLite store", input, "--policy", codingAgent, "--store", dsn)
 	}
-	slices.Sort(times)
-	median := (times[len(times)/2-1] + times[len(times)/2]) / 2
-	t.Logf("hook invocation with a SQLite store over %d runs: median %v, min %v, max %v", len(times), median.Round(10*time.Microsecond), times[0].Round(10*time.Microsecond), times[len(times)-1].Round(10*time.Microsecond))
 }

@@ -290,7 +290,7 @@ func TestHookPolicyInProject(t *testing.T) {
 
 	// install --write refuses it, and writes the flag when it is given.
 	settings := filepath.Join(proj, ".claude", "settings.json")
-	install := []string{"hook", "claude-code", "install", "--warden", "/usr/local/bin/warden", "--policy", inside, "--settings", settings, "--write"}
+	install := []string{"hook", "claude-code", "install", "--warden-hook", "/usr/local/bin/warden-hook", "--policy", inside, "--settings", settings, "--write"}
 	r = runWarden(t, install...)
 	if r.code != exitUsage || !strings.Contains(r.stderr, "is inside the project directory") || !strings.Contains(r.stderr, "--policy-in-project") {
 		t.Errorf("install: exit %d, stderr %q", r.code, r.stderr)
@@ -326,22 +326,23 @@ func TestHookInstallRefusesCleanedBinaries(t *testing.T) {
 		"/tmp/warden",
 	} {
 		settings := filepath.Join(t.TempDir(), "settings.json")
-		r := runWarden(t, "hook", "claude-code", "install", "--warden", exe, "--policy", policyFile, "--settings", settings, "--write")
+		r := runWarden(t, "hook", "claude-code", "install", "--warden-hook", exe, "--policy", policyFile, "--settings", settings, "--write")
 		if r.code != exitUsage || !strings.Contains(r.stderr, "not installing a hook that runs "+exe) ||
-			!strings.Contains(r.stderr, "go install github.com/wardenhq/warden/cmd/warden@latest") || !strings.Contains(r.stderr, "go build -o") {
-			t.Errorf("--warden %s: exit %d, stderr %q", exe, r.code, r.stderr)
+			!strings.Contains(r.stderr, "go install github.com/wardenhq/warden/cmd/...@latest") || !strings.Contains(r.stderr, "go build -o ~/bin/warden-hook ./cmd/warden-hook") {
+			t.Errorf("--warden-hook %s: exit %d, stderr %q", exe, r.code, r.stderr)
 		}
 		if _, err := os.Stat(settings); !os.IsNotExist(err) {
-			t.Errorf("--warden %s: settings written", exe)
+			t.Errorf("--warden-hook %s: settings written", exe)
 		}
 	}
-	// The binary a test build runs from (a temporary directory) is refused as the
-	// default too, when warden is not on PATH.
+	// The warden-hook beside the binary a test build runs from (a temporary directory)
+	// is refused as the default too.
+	slim := wardenHookBinary(t)
 	cmd := exec.Command(bin, "hook", "claude-code", "install", "--policy", policyFile)
 	cmd.Env = []string{"PATH=" + t.TempDir(), "HOME=" + os.Getenv("HOME")}
 	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != exitUsage || !strings.Contains(string(out), "not installing a hook that runs "+bin) {
+	if !errors.As(err, &ee) || ee.ExitCode() != exitUsage || !strings.Contains(string(out), "not installing a hook that runs "+slim) {
 		t.Errorf("default executable: %v, output %q", err, out)
 	}
 }
@@ -356,9 +357,9 @@ func TestHookCommandBlocksWhenBroken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	exe := "/opt/My Tools/it's \"warden\"/$(touch pwned)/warden"
+	exe := "/opt/My Tools/it's \"warden\"/$(touch pwned)/warden-hook"
 	settings := filepath.Join(t.TempDir(), "settings.json")
-	if r := runWarden(t, "hook", "claude-code", "install", "--warden", exe, "--policy", policyFile, "--settings", settings, "--write"); r.code != 0 {
+	if r := runWarden(t, "hook", "claude-code", "install", "--warden-hook", exe, "--policy", policyFile, "--settings", settings, "--write"); r.code != 0 {
 		t.Fatalf("install: exit %d: %s", r.code, r.stderr)
 	}
 	var got struct {
@@ -405,7 +406,7 @@ func TestHookCommandBlocksWhenBroken(t *testing.T) {
 		if err := os.WriteFile(p, []byte(script), mode); err != nil {
 			t.Fatal(err)
 		}
-		return blockingCommand([]string{p, "hook", "claude-code", "--policy", policyFile})
+		return blockingCommand([]string{p, "claude-code", "--policy", policyFile})
 	}
 	for name, tt := range map[string]struct {
 		script string
@@ -427,15 +428,15 @@ func TestHookCommandBlocksWhenBroken(t *testing.T) {
 		t.Errorf("exit 2: exit %d, stderr %q", r.code, r.stderr)
 	}
 	// The real binary answers.
-	real := filepath.Join(binDir, "warden")
-	b, err := os.ReadFile(wardenBinary(t))
+	real := filepath.Join(binDir, "warden-hook")
+	b, err := os.ReadFile(wardenHookBinary(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(real, b, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	r = runHook(blockingCommand([]string{real, "hook", "claude-code", "--policy", policyFile}))
+	r = runHook(blockingCommand([]string{real, "claude-code", "--policy", policyFile}))
 	if r.code != 0 || hookAnswer(t, r.stdout).Permission() != hook.PermissionAllow {
 		t.Errorf("real binary: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}

@@ -68,6 +68,9 @@ Exit codes: 0 allow (or success), 1 internal error or failing tests,
 // reportError prints what a command returned: usage errors with a pointer to the
 // command's help, other errors as they are (located policy errors are one per line).
 func reportError(stderr io.Writer, cmd *cobra.Command, err error) {
+	if he, ok := hookExitError(err); ok {
+		err = he
+	}
 	var ee *exitError
 	if errors.As(err, &ee) && !ee.usage {
 		if ee.err != nil {

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -13,8 +13,12 @@ import (
 	"github.com/wardenhq/warden/audit"
 	"github.com/wardenhq/warden/hook"
 	"github.com/wardenhq/warden/policy"
+	"github.com/wardenhq/warden/policy/explain"
 	"github.com/wardenhq/warden/store"
 )
+
+// hookPolicy is the policy of warden's own hook tests.
+const hookPolicy = "../../cmd/warden/testdata/hook/claude-code.yaml"
 
 // hookEntry records the PreToolUse decision of one Bash command in a new store and
 // returns the entry.
@@ -26,7 +30,7 @@ func hookEntry(t *testing.T, pol *policy.Policy, in hook.ClaudeInput) store.Call
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := evaluateCall(ctx, pol, callSpec{tool: call.Tool, args: call.Args})
+	r := explain.Evaluate(ctx, pol, explain.Call{Tool: call.Tool, Args: call.Args})
 	if err := recordPre(ctx, dsn, in, call, r); err != nil {
 		t.Fatal(err)
 	}
