@@ -149,8 +149,8 @@ func TestConcurrentMigrations(t *testing.T) {
 	if err := conn.QueryRow(t.Context(), `SELECT count(*) FROM warden_schema_migrations`).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
-	if n != 2 {
-		t.Errorf("%d migrations recorded, want 2 (0001_init, 0002_checkpoint_claims)", n)
+	if n != 3 {
+		t.Errorf("%d migrations recorded, want 3 (0001_init, 0002_checkpoint_claims, 0003_probe)", n)
 	}
 }
 
