@@ -85,7 +85,7 @@ func TestMain(m *testing.M) {
 
 func TestConformance(t *testing.T) {
 	testDSN(t)
-	storetest.Run(t, newDSN, open, &storetest.Options{Tamper: postgrestest.TamperAudit})
+	storetest.Run(t, newDSN, open, &storetest.Options{Tamper: postgrestest.TamperAudit, RefuseAudit: postgrestest.RefuseAudit})
 }
 
 func newDSN(t *testing.T) string { return freshSchema(t) }

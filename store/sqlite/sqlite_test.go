@@ -49,7 +49,7 @@ func open(t *testing.T, dsn string, now func() time.Time) store.Store {
 }
 
 func TestConformance(t *testing.T) {
-	storetest.Run(t, newDSN, open, &storetest.Options{Tamper: sqlitetest.TamperAudit})
+	storetest.Run(t, newDSN, open, &storetest.Options{Tamper: sqlitetest.TamperAudit, RefuseAudit: sqlitetest.RefuseAudit})
 }
 
 func TestReplicas(t *testing.T) { storetest.RunReplicas(t, newDSN, open) }
