@@ -37,10 +37,10 @@ func (e *timeoutError) Is(target error) bool { return target == store.ErrWriteTi
 // store.ErrWriteTimeout, says that the database did not answer within limit and how
 // to change it, and keeps err's text.
 func WriteErr(driver string, limit time.Duration, parent, wctx context.Context, err error) error {
-	if err == nil || !errors.Is(wctx.Err(), context.DeadlineExceeded) {
+	if err == nil || !expired(wctx) {
 		return err
 	}
-	if parent != nil && parent.Err() != nil {
+	if parent != nil && (parent.Err() != nil || expired(parent)) {
 		return err
 	}
 	if errors.Is(err, store.ErrWriteTimeout) {
@@ -73,4 +73,14 @@ func ParseDuration(driver, name, v string) (time.Duration, error) {
 		return 0, fmt.Errorf("%s: DSN option %s=%q: want a duration such as 5s or 300ms", driver, name, v)
 	}
 	return d, nil
+}
+
+// expired reports whether ctx's deadline has passed. It also reads the clock: a
+// timer the driver set for the same instant may have fired before ctx's own.
+func expired(ctx context.Context) bool {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return true
+	}
+	d, ok := ctx.Deadline()
+	return ok && !time.Now().Before(d)
 }
