@@ -129,17 +129,20 @@ type Store interface {
 	// soon as it is queued, without waiting for its commit. It blocks only while the
 	// write queue is full (nothing is dropped), and then returns ctx.Err() if ctx ends
 	// first; after Close it returns [ErrClosed]. Once queued, the completion does not
-	// depend on ctx: it is committed with the next write somebody waits for (a
-	// BeginCall, any other method that writes, Flush) or, at the latest, after the
-	// store's commit delay; Close commits it too. Its place in the hash chain and its
+	// depend on ctx: it is committed with the next audit write somebody waits for
+	// (BeginCall, EndCall, RecordCall; also CheckWrite and Flush, and in store/sqlite
+	// every write) or, at the latest, after the store's commit delay; Close commits it
+	// too. Its place in the hash chain and its
 	// seq are assigned then, as for EndCall.
 	//
 	// When EndCallLater returns nil and done is not nil, done is called exactly once,
 	// from the store's own goroutine, with what EndCall would have returned for this
 	// completion: nil once it is committed, [ErrNotFound], [ErrAlreadyCompleted], or
-	// the database's error. done must not block (nor call the Store): hand the result
-	// to a channel or a logger and return. When EndCallLater returns an error, nothing
-	// was queued and done is never called.
+	// the database's error. done must not block, nor call the Store (the store's
+	// writes wait while it runs): hand the result to a buffered channel or a logger
+	// and return. When EndCallLater returns an error
+	// (ctx.Err(), [ErrClosed], [ErrUndated] for an entry the store's clock cannot
+	// date), nothing was queued and done is never called.
 	EndCallLater(ctx context.Context, ref CallRef, c Completion, done func(error)) error
 	// RecordCallLater is [Store.RecordCall] queued like [Store.EndCallLater], with the
 	// same guarantees; done receives what RecordCall would have returned.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"net/url"
 	"os"
 	"strings"
@@ -154,8 +155,18 @@ func TestConcurrentMigrations(t *testing.T) {
 	}
 }
 
-// BenchmarkAuditedCalls: audited calls (BeginCall + EndCall) per second with 16
-// concurrent callers, in a fresh schema of WARDEN_TEST_POSTGRES_DSN.
+// BenchmarkAuditedCalls: audited calls per second in a fresh schema of
+// WARDEN_TEST_POSTGRES_DSN; a call is BeginCall + EndCall (end=sync) or BeginCall +
+// EndCallLater (end=later), made by one caller after another or by 16 at once.
 func BenchmarkAuditedCalls(b *testing.B) {
-	storetest.BenchmarkAuditedCalls(b, openFresh(b), 16)
+	for _, end := range []struct {
+		name  string
+		bench func(*testing.B, store.Store, int)
+	}{{"end=sync", storetest.BenchmarkAuditedCalls}, {"end=later", storetest.BenchmarkAuditedCallsLater}} {
+		for _, callers := range []int{1, 16} {
+			b.Run(fmt.Sprintf("%s/callers=%d", end.name, callers), func(b *testing.B) {
+				end.bench(b, openFresh(b), callers)
+			})
+		}
+	}
 }

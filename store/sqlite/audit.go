@@ -21,23 +21,27 @@ func (s *Store) BeginCall(ctx context.Context, r store.CallRecord) (store.CallRe
 
 // EndCall appends the completion of the call started by ref.
 func (s *Store) EndCall(ctx context.Context, ref store.CallRef, c store.Completion) error {
-	return s.w.audit(ctx, s.completion(ref, c))
+	e := store.CompletionEntry(ref.Seq, c, s.now())
+	return s.w.audit(ctx, completion(ref, &e))
 }
 
 // EndCallLater queues the completion of the call started by ref (see
 // [store.Store.EndCallLater]).
 func (s *Store) EndCallLater(ctx context.Context, ref store.CallRef, c store.Completion, done func(error)) error {
-	return s.w.later(ctx, s.completion(ref, c), done)
+	e := store.CompletionEntry(ref.Seq, c, s.now())
+	if e.Time.IsZero() {
+		return store.ErrUndated // refused now rather than queued to fail
+	}
+	return s.w.later(ctx, completion(ref, &e), done)
 }
 
-// completion is the write of a call's completion.
-func (s *Store) completion(ref store.CallRef, c store.Completion) func(t *wtx) error {
-	e := store.CompletionEntry(ref.Seq, c, s.now())
+// completion is the write of e, the completion of the call started by ref.
+func completion(ref store.CallRef, e *store.Entry) func(t *wtx) error {
 	return func(t *wtx) error {
 		// The schema refuses a completion of anything but an intent without one (a
 		// trigger and a unique index), so the common case costs one statement. A
 		// refusal rolls back that statement only; find out which it was.
-		err := t.appendEntry(&e)
+		err := t.appendEntry(e)
 		if err == nil {
 			return nil
 		}
@@ -64,6 +68,9 @@ func (s *Store) RecordCall(ctx context.Context, r store.CallRecord) error {
 // [store.Store.RecordCallLater]).
 func (s *Store) RecordCallLater(ctx context.Context, r store.CallRecord, done func(error)) error {
 	e := store.RecordEntry(r, s.now())
+	if e.Time.IsZero() {
+		return store.ErrUndated // refused now rather than queued to fail
+	}
 	return s.w.later(ctx, func(t *wtx) error { return t.appendEntry(&e) }, done)
 }
 

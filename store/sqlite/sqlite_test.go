@@ -1,6 +1,7 @@
 package sqlite_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -128,8 +129,9 @@ func TestOpenByDSN(t *testing.T) {
 	s2.Close()
 }
 
-// BenchmarkAuditedCalls: audited calls (BeginCall + EndCall) per second with 16
-// concurrent callers, on a file in a temporary directory, in both durability modes.
+// BenchmarkAuditedCalls: audited calls per second, on a file in a temporary directory,
+// in both durability modes; a call is BeginCall + EndCall (end=sync) or BeginCall +
+// EndCallLater (end=later), made by one caller after another or by 16 at once.
 func BenchmarkAuditedCalls(b *testing.B) {
 	for _, mode := range []struct {
 		name string
@@ -138,13 +140,20 @@ func BenchmarkAuditedCalls(b *testing.B) {
 		{"sync=full", nil},
 		{"sync=normal", &sqlite.Options{AllowLossOnPowerFailure: true}},
 	} {
-		b.Run(mode.name, func(b *testing.B) {
-			s, err := sqlite.Open(b.Context(), filepath.Join(b.TempDir(), "warden.db"), mode.opts)
-			if err != nil {
-				b.Fatal(err)
+		for _, end := range []struct {
+			name  string
+			bench func(*testing.B, store.Store, int)
+		}{{"end=sync", storetest.BenchmarkAuditedCalls}, {"end=later", storetest.BenchmarkAuditedCallsLater}} {
+			for _, callers := range []int{1, 16} {
+				b.Run(fmt.Sprintf("%s/%s/callers=%d", mode.name, end.name, callers), func(b *testing.B) {
+					s, err := sqlite.Open(b.Context(), filepath.Join(b.TempDir(), "warden.db"), mode.opts)
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer s.Close()
+					end.bench(b, s, callers)
+				})
 			}
-			defer s.Close()
-			storetest.BenchmarkAuditedCalls(b, s, 16)
-		})
+		}
 	}
 }

@@ -22,13 +22,15 @@
 // Beyond one store in one process:
 //
 //   - [RunReplicas]: two stores sharing one database (a linear chain with concurrent
-//     appenders, a decision waking a waiter on the other store, consume-once across
+//     appenders, deferred completions of both, a decision waking a waiter on the other store, consume-once across
 //     stores);
 //   - [RunProcesses]: real OS processes (SIGKILL between a call's intent and its
 //     completion, SIGKILL with pending decisions, a decision in one process waking a
 //     waiter in another); the test binary must call [HelperProcess] from TestMain;
 //   - [Soak]: many goroutines, many audited calls, nothing lost or duplicated;
-//   - [BenchmarkAuditedCalls]: audited calls per second and their latency.
+//   - [BenchmarkAuditedCalls], [BenchmarkAuditedCallsLater]: audited calls per second
+//     and their latency, with the completion committed before the call returns or
+//     deferred ([store.Store.EndCallLater]).
 package storetest
 
 import (
