@@ -23,6 +23,11 @@ var (
 	// ErrAlreadyClaimed: [Store.ClaimCheckpoint] for a checkpoint claimed already;
 	// the error is a [*ClaimedError].
 	ErrAlreadyClaimed = errors.New("store: checkpoint already claimed")
+	// ErrWriteTimeout: the database did not answer a write within the store's write
+	// timeout (Options.WriteTimeout of store/sqlite and store/postgres, DSN option
+	// write_timeout=). The write may or may not have been committed; the error's text
+	// names the timeout and how to change it.
+	ErrWriteTimeout = errors.New("store: the database did not answer within the write timeout")
 	// ErrClosed: the store was closed.
 	ErrClosed = errors.New("store: closed")
 )

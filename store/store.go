@@ -24,6 +24,25 @@
 // Unknown=true ("started, outcome unknown"), never nothing. A call that never reached
 // execution (refused, halted, pending) is appended in one entry by [Store.RecordCall].
 //
+// Only the intent must be durable before the tool runs. [Store.EndCallLater] and
+// [Store.RecordCallLater] queue a completion (or a call that never ran) without waiting
+// for its commit: it is committed together with the next write somebody waits for
+// (typically the next call's BeginCall), or on its own after the store's commit delay
+// (a few milliseconds), so a caller making one call after another pays one synchronous
+// commit (one fsync) per call instead of two. The price is a window: when the process
+// or the machine dies after the call's answer was given and before its completion was
+// committed, the log shows that call as started with an unknown outcome, exactly as if
+// the process had died while the tool ran; a call that never ran recorded with
+// RecordCallLater may then be missing. Nothing queued is dropped otherwise: a full
+// queue makes the caller wait, [Store.Close] commits what is queued, and
+// [Store.QueryCalls] and [Store.VerifyAudit] first commit what this Store queued (a
+// process reads its own writes). [Store.Flush] waits for the queue.
+//
+// Every write has a deadline (the implementations' Options.WriteTimeout, 5s by
+// default): a database that accepts connections but never answers fails the write
+// with [ErrWriteTimeout] instead of hanging the call. [Store.CheckWrite] tells whether
+// the store can write now.
+//
 // # Tamper evidence, not tamper proofing
 //
 // Every entry stores the hash of the entry before it (see [Entry]), so the log is a hash
@@ -86,6 +105,9 @@ import (
 // Values passed in are not retained after a method returns; values returned belong to
 // the caller.
 //
+// Every write has a deadline (the store's write timeout): a write the database does
+// not answer in time fails with an error matching [ErrWriteTimeout].
+//
 // Methods report a missing item with [ErrNotFound] and use of a closed store with
 // [ErrClosed]; other errors are failures of the underlying database, and a caller
 // governing a tool call must treat them as "not authorized" (fail closed).
@@ -103,12 +125,53 @@ type Store interface {
 	// RecordCall appends, in one entry, a call that never reached execution (refused,
 	// halted, pending).
 	RecordCall(ctx context.Context, r CallRecord) error
+	// EndCallLater queues the completion of the call started by ref and returns as
+	// soon as it is queued, without waiting for its commit. It blocks only while the
+	// write queue is full (nothing is dropped), and then returns ctx.Err() if ctx ends
+	// first; after Close it returns [ErrClosed]. Once queued, the completion does not
+	// depend on ctx: it is committed with the next audit write somebody waits for
+	// (BeginCall, EndCall, RecordCall; also CheckWrite and Flush, and in store/sqlite
+	// every write) or, at the latest, after the store's commit delay; Close commits it
+	// too. Its place in the hash chain and its
+	// seq are assigned then, as for EndCall.
+	//
+	// When EndCallLater returns nil and done is not nil, done is called exactly once,
+	// from the store's own goroutine, with what EndCall would have returned for this
+	// completion: nil once it is committed, [ErrNotFound], [ErrAlreadyCompleted], or
+	// the database's error. done must not block, nor call the Store (the store's
+	// writes wait while it runs): hand the result to a buffered channel or a logger
+	// and return. When EndCallLater returns an error
+	// (ctx.Err(), [ErrClosed], [ErrUndated] for an entry the store's clock cannot
+	// date), nothing was queued and done is never called.
+	EndCallLater(ctx context.Context, ref CallRef, c Completion, done func(error)) error
+	// RecordCallLater is [Store.RecordCall] queued like [Store.EndCallLater], with the
+	// same guarantees; done receives what RecordCall would have returned.
+	RecordCallLater(ctx context.Context, r CallRecord, done func(error)) error
+	// Flush returns once every write this Store queued before the call has been
+	// committed or has failed. It returns nil when the deferred writes among them
+	// (EndCallLater, RecordCallLater) were all committed; otherwise an error that wraps
+	// the first one's failure and counts them. Each failure of a deferred write is
+	// reported by one Flush only (the first to return after it), or by Close; it was
+	// given to that write's done too. Writes of other Stores (other processes) are not
+	// waited for. When nothing is queued Flush returns at once and does not touch the
+	// database. It returns ctx.Err() when ctx ends first, [ErrClosed] after Close.
+	Flush(ctx context.Context) error
+	// CheckWrite reports whether the store can write now: it commits a small probe
+	// write (outside the audit log) through the path audit writes take, under the
+	// write deadline, and returns its error. It also fails, with that write's error,
+	// when the most recent audit write of this Store failed for a reason other than
+	// a verdict about its entry (ErrNotFound, ErrAlreadyCompleted, ErrUndated) and no
+	// audit write has succeeded since, even if the probe succeeds: a full disk can
+	// refuse a growing audit log and still take a one-row update.
+	CheckWrite(ctx context.Context) error
 	// QueryCalls returns the calls that match f, oldest first. An intent with its
 	// completion is one record; an intent without completion has Status [StatusStarted]
-	// and Unknown=true.
+	// and Unknown=true. It first waits for the writes this Store queued (as Flush does,
+	// without reporting their failures), so it sees them.
 	QueryCalls(ctx context.Context, f CallFilter) ([]CallRecord, error)
 	// VerifyAudit walks the whole chain in order and reports the first problem. A
-	// report with OK=false is not an error: err is for failures to read the log.
+	// report with OK=false is not an error: err is for failures to read the log. Like
+	// QueryCalls, it first waits for the writes this Store queued.
 	VerifyAudit(ctx context.Context) (VerifyReport, error)
 
 	// CreatePending stores a new pending decision and returns it as stored. It assigns
@@ -166,8 +229,10 @@ type Store interface {
 	// ListPins returns every pin, ordered by name.
 	ListPins(ctx context.Context) ([]Pin, error)
 
-	// Close waits for queued writes to finish and releases the database. Methods
-	// called after Close return [ErrClosed].
+	// Close commits the queued writes (deferred ones included, whose done is called),
+	// and releases the database. Its error reports, as Flush does, the deferred writes
+	// that failed and that no Flush reported. Methods called after Close return
+	// [ErrClosed].
 	Close() error
 }
 

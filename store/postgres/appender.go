@@ -19,14 +19,22 @@ import (
 // maxBatch bounds how many entries share one transaction.
 const maxBatch = 256
 
-// appendOp is one caller's entry. The appender seals it (numbers and hashes it) and
-// sends the result on Done.
-type appendOp = core.Op[*store.Entry]
+// write is what one op asks of the appender: an audit entry to append (which the
+// appender seals: numbers and hashes it) or, when entry is nil, the probe of
+// CheckWrite, dated probe.
+type write struct {
+	entry *store.Entry
+	probe time.Time
+}
+
+// appendOp is one caller's write; its result is sent with Answer.
+type appendOp = core.Op[write]
 
 // appender owns the audit appends of one Store.
 type appender struct {
-	pool *pgxpool.Pool
-	q    *core.Queue[*store.Entry]
+	pool    *pgxpool.Pool
+	q       *core.Queue[write]
+	timeout time.Duration // bounds each batch, retries included
 
 	// The chain head as of this process's last append; only the queue's goroutine uses
 	// it. It lets a batch try the one-round-trip path (see writeFast).
@@ -35,9 +43,9 @@ type appender struct {
 	headHash  string
 }
 
-func newAppender(pool *pgxpool.Pool) *appender {
-	a := &appender{pool: pool}
-	a.q = core.StartQueue(maxBatch, a.commit)
+func newAppender(pool *pgxpool.Pool, timeout, delay time.Duration) *appender {
+	a := &appender{pool: pool, timeout: timeout}
+	a.q = core.StartQueue(core.QueueOptions{MaxBatch: maxBatch, Delay: delay}, a.commit)
 	return a
 }
 
@@ -48,31 +56,71 @@ func (a *appender) append(ctx context.Context, e *store.Entry) error {
 	if e.Time.IsZero() {
 		return store.ErrUndated
 	}
-	return a.q.Do(ctx, e)
+	return a.q.DoAudit(ctx, write{entry: e}, true)
 }
 
-// close stops accepting appends and waits for the queued ones.
-func (a *appender) close() {
-	a.q.Close()
+// later queues e without waiting for it (see core.Queue.Later).
+func (a *appender) later(ctx context.Context, e *store.Entry, done func(error)) error {
+	if e.Time.IsZero() {
+		return store.ErrUndated
+	}
+	return a.q.Later(ctx, write{entry: e}, true, done)
 }
 
-// commit writes a batch in one transaction. When that fails before COMMIT was sent
-// (so nothing was written) and the batch has several entries, each is tried alone, so
-// one bad entry cannot fail the others. A failed COMMIT is ambiguous (it may have
-// committed), so it is reported, never retried.
+// probe writes the probe row through the queue and waits for it.
+func (a *appender) probe(ctx context.Context, at time.Time) error {
+	return a.q.Do(ctx, write{probe: at})
+}
+
+// close stops accepting appends and waits for the queued ones (deferred ones
+// included); it reports the deferred writes that failed unreported.
+func (a *appender) close() error {
+	_, err := a.q.Close()
+	return err
+}
+
+// commit writes a batch under the write timeout (retries included): each probe in its
+// own statement, then the entries in one transaction.
 func (a *appender) commit(batch []*appendOp) {
+	ctx, cancel := context.WithTimeout(context.Background(), a.timeout)
+	defer cancel()
 	live := core.Live(batch)
-	if len(live) == 0 {
+	entries := live[:0:0]
+	for _, o := range live {
+		if o.Arg.entry != nil {
+			entries = append(entries, o)
+			continue
+		}
+		_, err := a.pool.Exec(ctx, `UPDATE warden_probe SET at = $1 WHERE id = 1`, o.Arg.probe)
+		if err != nil {
+			err = a.fail(ctx, fmt.Errorf("postgres: writing the probe: %w", err))
+		}
+		o.Answer(err)
+	}
+	a.commitEntries(ctx, entries)
+}
+
+// fail is err, or the write timeout's error when ctx (the batch's) has expired.
+func (a *appender) fail(ctx context.Context, err error) error {
+	return core.WriteErr("postgres", a.timeout, nil, ctx, err)
+}
+
+// commitEntries writes the entries of ops in one transaction. When that fails before
+// COMMIT was sent (so nothing was written) and there are several entries, each is
+// tried alone, so one bad entry cannot fail the others. A failed COMMIT is ambiguous
+// (it may have committed), so it is reported, never retried.
+func (a *appender) commitEntries(ctx context.Context, ops []*appendOp) {
+	if len(ops) == 0 {
 		return
 	}
-	results, committed, err := a.write(live)
-	if err != nil && !committed && len(live) > 1 {
-		for _, o := range live {
-			a.commit([]*appendOp{o})
+	results, committed, err := a.write(ctx, ops)
+	if err != nil && !committed && len(ops) > 1 && ctx.Err() == nil {
+		for _, o := range ops {
+			a.commitEntries(ctx, []*appendOp{o})
 		}
 		return
 	}
-	core.Answer(live, results, err)
+	core.Answer(ops, results, a.fail(ctx, err))
 }
 
 const (
@@ -91,9 +139,9 @@ const (
 
 // write appends the entries of ops: in one round trip when this process appended last
 // (writeFast), else under the head lock (writeLocked).
-func (a *appender) write(ops []*appendOp) (results []error, committed bool, err error) {
+func (a *appender) write(ctx context.Context, ops []*appendOp) (results []error, committed bool, err error) {
 	if a.headKnown {
-		ok, committed, err := a.writeFast(ops)
+		ok, committed, err := a.writeFast(ctx, ops)
 		if ok {
 			return make([]error, len(ops)), true, nil
 		}
@@ -104,7 +152,7 @@ func (a *appender) write(ops []*appendOp) (results []error, committed bool, err 
 		// Another replica appended, or an entry was refused: take the slow path, which
 		// also tells each refused entry why.
 	}
-	return a.writeLocked(ops)
+	return a.writeLocked(ctx, ops)
 }
 
 // sqlFast appends a batch in one statement, on the condition that the head is still
@@ -126,7 +174,7 @@ const sqlFast = `WITH h AS (
 // written. When it was not: committed=false means nothing was written (the head moved,
 // or the database refused an entry: a completion of an unknown or completed call);
 // committed=true means the connection failed and the outcome is unknown.
-func (a *appender) writeFast(ops []*appendOp) (ok, committed bool, err error) {
+func (a *appender) writeFast(ctx context.Context, ops []*appendOp) (ok, committed bool, err error) {
 	n := len(ops)
 	var (
 		seqs, refs, durs, sizes                   = make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
@@ -140,7 +188,7 @@ func (a *appender) writeFast(ops []*appendOp) (ok, committed bool, err error) {
 	)
 	seq, hash := a.headSeq, a.headHash
 	for i, o := range ops {
-		e := o.Arg
+		e := o.Arg.entry
 		e.Seal(seq+1, hash)
 		seq, hash = e.Seq, e.Hash
 		seqs[i], kinds[i], refs[i], ats[i] = e.Seq, string(e.Kind), e.Ref, e.Time
@@ -150,7 +198,7 @@ func (a *appender) writeFast(ops []*appendOp) (ok, committed bool, err error) {
 		reasons[i], revs[i], executed[i], statuses[i] = e.Reason, e.Revision, e.Executed, e.Status
 		durs[i], sizes[i], approvers[i], prevs[i], hashes[i] = int64(e.Duration), e.ResultSize, e.ApprovedBy, e.PrevHash, e.Hash
 	}
-	tag, err := a.pool.Exec(context.Background(), sqlFast, seq, hash, a.headSeq, a.headHash,
+	tag, err := a.pool.Exec(ctx, sqlFast, seq, hash, a.headSeq, a.headHash,
 		seqs, kinds, refs, ats, callIDs, sessions, tools, tenants, principals, convs, digests,
 		args, stages, effects, rules, rationales, reasons, revs, executed, statuses, durs, sizes,
 		approvers, prevs, hashes)
@@ -170,8 +218,7 @@ func (a *appender) writeFast(ops []*appendOp) (ok, committed bool, err error) {
 // and COMMIT. results holds each op's own verdict (a completion of an unknown or
 // completed call); err is the failure of the whole transaction, and committed tells
 // whether COMMIT may have run.
-func (a *appender) writeLocked(ops []*appendOp) (results []error, committed bool, err error) {
-	ctx := context.Background()
+func (a *appender) writeLocked(ctx context.Context, ops []*appendOp) (results []error, committed bool, err error) {
 	conn, err := a.pool.Acquire(ctx)
 	if err != nil {
 		return nil, false, fmt.Errorf("postgres: %w", err)
@@ -187,8 +234,8 @@ func (a *appender) writeLocked(ops []*appendOp) (results []error, committed bool
 
 	var refs []int64
 	for _, o := range ops {
-		if o.Arg.Kind == store.EntryComplete {
-			refs = append(refs, o.Arg.Ref)
+		if o.Arg.entry.Kind == store.EntryComplete {
+			refs = append(refs, o.Arg.entry.Ref)
 		}
 	}
 	b := &pgx.Batch{}
@@ -230,7 +277,7 @@ func (a *appender) writeLocked(ops []*appendOp) (results []error, committed bool
 	results = make([]error, len(ops))
 	ins := &pgx.Batch{}
 	for i, o := range ops {
-		e := o.Arg
+		e := o.Arg.entry
 		if e.Kind == store.EntryComplete {
 			st, ok := states[e.Ref]
 			switch {

@@ -32,6 +32,35 @@ func (s *Store) RecordCall(ctx context.Context, r store.CallRecord) error {
 	return s.app.append(ctx, &e)
 }
 
+// EndCallLater queues the completion of the call started by ref (see
+// [store.Store.EndCallLater]).
+func (s *Store) EndCallLater(ctx context.Context, ref store.CallRef, c store.Completion, done func(error)) error {
+	e := store.CompletionEntry(ref.Seq, c, s.now())
+	return s.app.later(ctx, &e, done)
+}
+
+// RecordCallLater queues a call that never reached execution (see
+// [store.Store.RecordCallLater]).
+func (s *Store) RecordCallLater(ctx context.Context, r store.CallRecord, done func(error)) error {
+	e := store.RecordEntry(r, s.now())
+	return s.app.later(ctx, &e, done)
+}
+
+// Flush waits for the appends queued so far (see [store.Store.Flush]).
+func (s *Store) Flush(ctx context.Context) error { return s.app.q.Flush(ctx) }
+
+// CheckWrite commits the probe through the appender and reports it, or the failure of
+// the last audit write when none has succeeded since (see [store.Store.CheckWrite]).
+func (s *Store) CheckWrite(ctx context.Context) error {
+	if err := s.app.probe(ctx, store.NormalizeTime(s.now())); err != nil {
+		return err
+	}
+	if err := s.app.q.AuditErr(); err != nil {
+		return fmt.Errorf("postgres: the probe was written, but the last audit write failed and none has succeeded since: %w", err)
+	}
+	return nil
+}
+
 func scanEntry(sc core.Scanner, e *store.Entry, extra ...any) error {
 	return core.ScanEntry(sc, e, utc, extra...)
 }
@@ -43,6 +72,9 @@ func scanCall(sc core.Scanner, e *store.Entry, c *core.Completion) error {
 // QueryCalls returns the calls that match f, oldest first.
 func (s *Store) QueryCalls(ctx context.Context, f store.CallFilter) ([]store.CallRecord, error) {
 	if err := s.check(); err != nil {
+		return nil, err
+	}
+	if err := s.app.q.Barrier(ctx); err != nil {
 		return nil, err
 	}
 	var q strings.Builder
@@ -80,6 +112,9 @@ func (s *Store) QueryCalls(ctx context.Context, f store.CallFilter) ([]store.Cal
 // made meanwhile are not seen (and cannot look like a problem).
 func (s *Store) VerifyAudit(ctx context.Context) (store.VerifyReport, error) {
 	if err := s.check(); err != nil {
+		return store.VerifyReport{}, err
+	}
+	if err := s.app.q.Barrier(ctx); err != nil {
 		return store.VerifyReport{}, err
 	}
 	var rep store.VerifyReport

@@ -17,19 +17,23 @@ import (
 )
 
 // proxy forwards TCP connections to the database and can be cut and restored, to
-// play a database outage without stopping the shared server.
+// play a database outage without stopping the shared server, or stalled: then it
+// accepts connections and keeps them, and forwards nothing (what it reads is dropped),
+// as a server that accepts connections and never answers.
 type proxy struct {
 	t        *testing.T
 	addr     string // where the store connects
 	upstream string
 
-	mu    sync.Mutex
-	ln    net.Listener      // nil while down
-	conns map[net.Conn]bool // open client and upstream connections
+	mu      sync.Mutex
+	ln      net.Listener      // nil while down
+	conns   map[net.Conn]bool // open client and upstream connections
+	stalled bool              // forward nothing; guarded by mu
+	holes   map[net.Conn]bool // connections accepted while stalled; guarded by mu
 }
 
 func newProxy(t *testing.T, upstream string) *proxy {
-	p := &proxy{t: t, upstream: upstream, conns: map[net.Conn]bool{}}
+	p := &proxy{t: t, upstream: upstream, conns: map[net.Conn]bool{}, holes: map[net.Conn]bool{}}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -50,18 +54,72 @@ func (p *proxy) serve(ln net.Listener) {
 			if err != nil {
 				return
 			}
+			p.mu.Lock()
+			stalled := p.stalled
+			p.conns[c] = true
+			if stalled {
+				p.holes[c] = true
+			}
+			p.mu.Unlock()
+			if stalled {
+				go func() { io.Copy(io.Discard, c); c.Close() }() // kept, never answered
+				continue
+			}
 			u, err := net.Dial("tcp", p.upstream)
 			if err != nil {
 				c.Close()
 				continue
 			}
 			p.mu.Lock()
-			p.conns[c], p.conns[u] = true, true
+			p.conns[u] = true
 			p.mu.Unlock()
-			go func() { io.Copy(u, c); u.Close() }()
-			go func() { io.Copy(c, u); c.Close() }()
+			go p.pipe(u, c)
+			go p.pipe(c, u)
 		}
 	}()
+}
+
+// pipe copies src to dst, dropping what it reads while the proxy is stalled, and
+// closes dst when src ends.
+func (p *proxy) pipe(dst, src net.Conn) {
+	defer dst.Close()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		p.mu.Lock()
+		stalled := p.stalled
+		p.mu.Unlock()
+		if n > 0 && !stalled {
+			if _, err := dst.Write(buf[:n]); err != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// stall makes the proxy forward nothing, on open and new connections, until resume.
+func (p *proxy) stall() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stalled = true
+}
+
+// resume forwards again: new connections reach the database. The connections accepted
+// while stalled are reset, as a server that recovers resets what it never read (an
+// open connection that lost data while stalled is out of step, and is the client's
+// to discard).
+func (p *proxy) resume() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stalled = false
+	for c := range p.holes {
+		c.Close()
+		delete(p.conns, c)
+	}
+	clear(p.holes)
 }
 
 // down refuses new connections and cuts the open ones.

@@ -24,13 +24,16 @@ func (s *Store) CreatePending(ctx context.Context, p store.Pending) (store.Pendi
 	if err != nil {
 		return store.Pending{}, err
 	}
-	_, err = s.pool.Exec(ctx, `INSERT INTO warden_pending (`+core.PendingCols+`)
+	err = s.bounded(ctx, func(ctx context.Context) error {
+		_, err := s.pool.Exec(ctx, `INSERT INTO warden_pending (`+core.PendingCols+`)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,
 		$19, $20, $21, $22, $23)`,
-		p.ID, string(p.Kind), p.Question, p.Detail, p.Tool, []byte(p.Args), p.Digest,
-		[]byte(p.Evidence), p.Identity.Tenant, p.Identity.Principal, p.Identity.Conversation,
-		p.Session, p.Revision, p.Created, nullTime(p.Expires), p.State, p.Scope,
-		int64(p.SessionTTL), p.DecidedBy, p.Note, nullTime(p.DecidedAt), p.Consumed, []byte(p.Decision))
+			p.ID, string(p.Kind), p.Question, p.Detail, p.Tool, []byte(p.Args), p.Digest,
+			[]byte(p.Evidence), p.Identity.Tenant, p.Identity.Principal, p.Identity.Conversation,
+			p.Session, p.Revision, p.Created, nullTime(p.Expires), p.State, p.Scope,
+			int64(p.SessionTTL), p.DecidedBy, p.Note, nullTime(p.DecidedAt), p.Consumed, []byte(p.Decision))
+		return err
+	})
 	if pgErr, ok := errors.AsType[*pgconn.PgError](err); ok && pgErr.Code == "23505" { // unique_violation
 		return store.Pending{}, fmt.Errorf("postgres: a decision with ID %q exists already", p.ID)
 	}
@@ -84,30 +87,35 @@ func (s *Store) Decide(ctx context.Context, id string, v store.Verdict) (store.P
 		return store.Pending{}, err
 	}
 	var decided store.Pending
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		p, err := scanPending(tx.QueryRow(ctx, `SELECT `+core.PendingCols+` FROM warden_pending WHERE id = $1 FOR UPDATE`, id))
-		if err := s.drv.RowErr(err, "decision", id); err != nil {
-			return err
-		}
-		if p, err = core.Decide(p, v, s.now()); err != nil {
-			return err
-		}
-		b := &pgx.Batch{}
-		b.Queue(`UPDATE warden_pending SET state = $1, scope = $2, session_ttl_ns = $3,
-			decided_by = $4, note = $5, decided_at = $6 WHERE id = $7`,
-			p.State, p.Scope, int64(p.SessionTTL), p.DecidedBy, p.Note, p.DecidedAt, id)
-		b.Queue(`SELECT pg_notify($1, $2)`, notifyChannel, id) // delivered at commit
-		if err := tx.SendBatch(ctx, b).Close(); err != nil {
-			return fmt.Errorf("postgres: deciding %s: %w", id, err)
-		}
-		decided = p
-		return nil
+	err := s.bounded(ctx, func(ctx context.Context) error {
+		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return s.decide(ctx, tx, id, v, &decided) })
 	})
 	if err != nil {
 		return store.Pending{}, err
 	}
 	s.waiters.Notify(id)
 	return decided, nil
+}
+
+// decide checks and writes a verdict in tx.
+func (s *Store) decide(ctx context.Context, tx pgx.Tx, id string, v store.Verdict, decided *store.Pending) error {
+	p, err := scanPending(tx.QueryRow(ctx, `SELECT `+core.PendingCols+` FROM warden_pending WHERE id = $1 FOR UPDATE`, id))
+	if err := s.drv.RowErr(err, "decision", id); err != nil {
+		return err
+	}
+	if p, err = core.Decide(p, v, s.now()); err != nil {
+		return err
+	}
+	b := &pgx.Batch{}
+	b.Queue(`UPDATE warden_pending SET state = $1, scope = $2, session_ttl_ns = $3,
+		decided_by = $4, note = $5, decided_at = $6 WHERE id = $7`,
+		p.State, p.Scope, int64(p.SessionTTL), p.DecidedBy, p.Note, p.DecidedAt, id)
+	b.Queue(`SELECT pg_notify($1, $2)`, notifyChannel, id) // delivered at commit
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("postgres: deciding %s: %w", id, err)
+	}
+	*decided = p
+	return nil
 }
 
 // WaitDecision blocks until the decision is made.
@@ -147,7 +155,10 @@ func (s *Store) ConsumeApproval(ctx context.Context, digest, session string) (st
 	if now.IsZero() {
 		at = nil
 	}
-	p, err := scanPending(s.pool.QueryRow(ctx, `UPDATE warden_pending SET consumed = true
+	var p store.Pending
+	err := s.bounded(ctx, func(ctx context.Context) error {
+		var err error
+		p, err = scanPending(s.pool.QueryRow(ctx, `UPDATE warden_pending SET consumed = true
 		WHERE id = (
 			SELECT id FROM warden_pending
 			WHERE digest = $1 AND state = 'approved' AND scope = 'once' AND NOT consumed
@@ -156,6 +167,8 @@ func (s *Store) ConsumeApproval(ctx context.Context, digest, session string) (st
 			FOR UPDATE SKIP LOCKED)
 		AND NOT consumed
 		RETURNING `+core.PendingCols, digest, at))
+		return err
+	})
 	if isNoRows(err) {
 		return store.Pending{}, false, nil
 	}

@@ -3,7 +3,17 @@
 // "postgres" and "postgresql" DSN schemes with [store.Open]. The DSN is pgx's: every
 // libpq-style parameter works, and any other parameter is sent as a run-time setting,
 // so "?search_path=warden" places the tables in schema warden. The tables are prefixed
-// warden_.
+// warden_. Two parameters are the store's own and are removed before connecting:
+// write_timeout=DURATION ([Options.WriteTimeout]) and commit_delay=DURATION
+// ([Options.CommitDelay]; 0 for none), so PostgreSQL's own commit_delay setting cannot
+// be set from the DSN (set it on the server or the role). Without a connect_timeout
+// parameter, connecting times out after the write timeout.
+//
+// # Deadlines
+//
+// Every write runs under [Options.WriteTimeout] (and the caller's context): a server
+// that accepts connections and never answers fails the write with an error matching
+// [store.ErrWriteTimeout], and the connection it stalled on is closed, not reused.
 //
 // # Migrations
 //
@@ -14,7 +24,8 @@
 // # The audit chain across replicas
 //
 // Each process batches its appends: the entries queued while the previous batch
-// committed are written in one transaction, and every such transaction locks the
+// committed are written in one transaction (a batch of deferred entries only, see
+// [store.Store.EndCallLater], first waits up to [Options.CommitDelay] for company), and every such transaction locks the
 // chain-head row (warden_audit_head), so the appends of all replicas are serialized and
 // the chain stays linear. When this process made the last append, a batch is a single
 // statement (one round trip) that numbers and hashes the entries from the head it
@@ -70,7 +81,8 @@ type Store struct {
 	drv     core.Driver // the shared lookups' view of pool
 	waiters core.Waiters
 	now     func() time.Time
-	closed  atomic.Bool // set by Close
+	timeout time.Duration // the write timeout
+	closed  atomic.Bool   // set by Close
 
 	listenOnce   sync.Once
 	listenCancel context.CancelFunc // stops the listener; set by listenOnce
@@ -80,8 +92,19 @@ type Store struct {
 
 var _ store.Store = (*Store)(nil)
 
-// Options tunes a Store. A nil *Options means the defaults.
+// Options tunes a Store. A nil *Options means the defaults. A field left zero takes
+// the DSN's parameter of the same meaning, then the default.
 type Options struct {
+	// WriteTimeout bounds every write (an audit batch, retries included; a decision,
+	// a claim, a checkpoint, a pin; each together with the caller's context): a write
+	// the server has not answered by then fails with an error matching
+	// [store.ErrWriteTimeout]. DSN parameter write_timeout. Default 5s.
+	WriteTimeout time.Duration
+	// CommitDelay is how long deferred audit writes ([store.Store.EndCallLater],
+	// [store.Store.RecordCallLater]) wait for a write somebody waits for, to commit
+	// together, before they are committed alone. DSN parameter commit_delay (0 there
+	// means none). Zero means the default, 2ms; negative means none.
+	CommitDelay time.Duration
 	// Now is the store's clock: it times audit entries, pending decisions, verdicts,
 	// claims and pins, and judges every expiry (the database's clock is never asked).
 	// nil means time.Now. Tests inject a clock they move, so expiry is tested without
@@ -103,6 +126,14 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
+	if err := takeParams(cfg.ConnConfig.RuntimeParams, &o); err != nil {
+		return nil, err
+	}
+	timeout, delay := core.Durations(o.WriteTimeout, o.CommitDelay)
+	if cfg.ConnConfig.ConnectTimeout <= 0 {
+		// Reconnecting to a server that accepts and never answers must end too.
+		cfg.ConnConfig.ConnectTimeout = timeout
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
@@ -111,7 +142,7 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	s := &Store{pool: pool, now: o.Now}
+	s := &Store{pool: pool, now: o.Now, timeout: timeout}
 	s.drv = core.Driver{Name: "postgres", NoRows: isNoRows,
 		Query: func(ctx context.Context, q string, args ...any) (core.Rows, func(), error) {
 			rows, err := pool.Query(ctx, q, args...)
@@ -120,18 +151,55 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 			}
 			return rows, rows.Close, nil
 		}}
-	s.app = newAppender(pool)
+	s.app = newAppender(pool, timeout, delay)
 	return s, nil
 }
 
-// Close waits for queued appends, stops the listener and closes the pool. It is safe
-// to call more than once.
+// takeParams removes the store's own DSN parameters from params (where pgx put them,
+// as run-time settings to send to the server) and applies them to the fields of o
+// that are zero.
+func takeParams(params map[string]string, o *Options) error {
+	for _, p := range []struct {
+		name string
+		to   *time.Duration
+		zero time.Duration // what an explicit 0 means
+	}{{"write_timeout", &o.WriteTimeout, 0}, {"commit_delay", &o.CommitDelay, -1}} {
+		v, ok := params[p.name]
+		if !ok {
+			continue
+		}
+		delete(params, p.name)
+		d, err := core.ParseDuration("postgres", p.name, v)
+		if err != nil {
+			return err
+		}
+		if d == 0 {
+			d = p.zero
+		}
+		if *p.to == 0 {
+			*p.to = d
+		}
+	}
+	return nil
+}
+
+// bounded runs the write fn made straight on the pool under ctx bounded by the write
+// timeout, and returns its error: the write timeout's error when that expired first
+// (and ctx had not ended).
+func (s *Store) bounded(ctx context.Context, fn func(ctx context.Context) error) error {
+	wctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	return core.WriteErr("postgres", s.timeout, ctx, wctx, fn(wctx))
+}
+
+// Close commits the queued appends (deferred ones included), stops the listener and
+// closes the pool. It is safe to call more than once.
 func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
 	s.waiters.NotifyAll() // waiters re-read, and learn that the store is closed
-	s.app.close()
+	err := s.app.close()
 	s.listenMu.Lock()
 	cancel, done := s.listenCancel, s.listenDone
 	s.listenMu.Unlock()
@@ -140,7 +208,7 @@ func (s *Store) Close() error {
 		<-done
 	}
 	s.pool.Close()
-	return nil
+	return err
 }
 
 func migrate(ctx context.Context, pool *pgxpool.Pool, now func() time.Time) error {

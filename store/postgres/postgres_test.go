@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"net/url"
 	"os"
 	"strings"
@@ -85,7 +86,7 @@ func TestMain(m *testing.M) {
 
 func TestConformance(t *testing.T) {
 	testDSN(t)
-	storetest.Run(t, newDSN, open, &storetest.Options{Tamper: postgrestest.TamperAudit})
+	storetest.Run(t, newDSN, open, &storetest.Options{Tamper: postgrestest.TamperAudit, RefuseAudit: postgrestest.RefuseAudit})
 }
 
 func newDSN(t *testing.T) string { return freshSchema(t) }
@@ -149,13 +150,23 @@ func TestConcurrentMigrations(t *testing.T) {
 	if err := conn.QueryRow(t.Context(), `SELECT count(*) FROM warden_schema_migrations`).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
-	if n != 2 {
-		t.Errorf("%d migrations recorded, want 2 (0001_init, 0002_checkpoint_claims)", n)
+	if n != 3 {
+		t.Errorf("%d migrations recorded, want 3 (0001_init, 0002_checkpoint_claims, 0003_probe)", n)
 	}
 }
 
-// BenchmarkAuditedCalls: audited calls (BeginCall + EndCall) per second with 16
-// concurrent callers, in a fresh schema of WARDEN_TEST_POSTGRES_DSN.
+// BenchmarkAuditedCalls: audited calls per second in a fresh schema of
+// WARDEN_TEST_POSTGRES_DSN; a call is BeginCall + EndCall (end=sync) or BeginCall +
+// EndCallLater (end=later), made by one caller after another or by 16 at once.
 func BenchmarkAuditedCalls(b *testing.B) {
-	storetest.BenchmarkAuditedCalls(b, openFresh(b), 16)
+	for _, end := range []struct {
+		name  string
+		bench func(*testing.B, store.Store, int)
+	}{{"end=sync", storetest.BenchmarkAuditedCalls}, {"end=later", storetest.BenchmarkAuditedCallsLater}} {
+		for _, callers := range []int{1, 16} {
+			b.Run(fmt.Sprintf("%s/callers=%d", end.name, callers), func(b *testing.B) {
+				end.bench(b, openFresh(b), callers)
+			})
+		}
+	}
 }

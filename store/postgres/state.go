@@ -22,9 +22,12 @@ func (s *Store) PutCheckpoint(ctx context.Context, id string, data []byte) error
 	if data == nil {
 		data = []byte{} // the column is NOT NULL
 	}
-	_, err := s.pool.Exec(ctx, `INSERT INTO warden_checkpoints (id, data, updated) VALUES ($1, $2, $3)
-		ON CONFLICT (id) DO UPDATE SET data = excluded.data, updated = excluded.updated`,
-		id, data, store.NormalizeTime(s.now()))
+	now := store.NormalizeTime(s.now())
+	err := s.bounded(ctx, func(ctx context.Context) error {
+		_, err := s.pool.Exec(ctx, `INSERT INTO warden_checkpoints (id, data, updated) VALUES ($1, $2, $3)
+			ON CONFLICT (id) DO UPDATE SET data = excluded.data, updated = excluded.updated`, id, data, now)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("postgres: storing checkpoint %s: %w", id, err)
 	}
@@ -58,30 +61,35 @@ func (s *Store) ClaimCheckpoint(ctx context.Context, id string, claim []byte) ([
 		claim = []byte{} // the column is NOT NULL
 	}
 	var prev []byte
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		var data []byte
-		var claimed *time.Time
-		err := tx.QueryRow(ctx, `SELECT data, claimed FROM warden_checkpoints WHERE id = $1 FOR UPDATE`, id).Scan(&data, &claimed)
-		if err := s.drv.RowErr(err, "checkpoint", id); err != nil {
-			return err
-		}
-		if data == nil {
-			data = []byte{}
-		}
-		if claimed != nil {
-			return &store.ClaimedError{ID: id, At: claimed.UTC(), Data: data}
-		}
-		now := store.NormalizeTime(s.now())
-		if _, err := tx.Exec(ctx, `UPDATE warden_checkpoints SET data = $2, claimed = $3, updated = $3 WHERE id = $1`, id, claim, now); err != nil {
-			return fmt.Errorf("postgres: claiming checkpoint %s: %w", id, err)
-		}
-		prev = data
-		return nil
+	err := s.bounded(ctx, func(ctx context.Context) error {
+		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return s.claim(ctx, tx, id, claim, &prev) })
 	})
 	if err != nil {
 		return nil, err
 	}
 	return prev, nil
+}
+
+// claim claims checkpoint id in tx.
+func (s *Store) claim(ctx context.Context, tx pgx.Tx, id string, claim []byte, prev *[]byte) error {
+	var data []byte
+	var claimed *time.Time
+	err := tx.QueryRow(ctx, `SELECT data, claimed FROM warden_checkpoints WHERE id = $1 FOR UPDATE`, id).Scan(&data, &claimed)
+	if err := s.drv.RowErr(err, "checkpoint", id); err != nil {
+		return err
+	}
+	if data == nil {
+		data = []byte{}
+	}
+	if claimed != nil {
+		return &store.ClaimedError{ID: id, At: claimed.UTC(), Data: data}
+	}
+	now := store.NormalizeTime(s.now())
+	if _, err := tx.Exec(ctx, `UPDATE warden_checkpoints SET data = $2, claimed = $3, updated = $3 WHERE id = $1`, id, claim, now); err != nil {
+		return fmt.Errorf("postgres: claiming checkpoint %s: %w", id, err)
+	}
+	*prev = data
+	return nil
 }
 
 func scanPin(sc core.Scanner) (store.Pin, error) { return core.ScanPin(sc, utc) }
@@ -109,12 +117,15 @@ func (s *Store) PutPin(ctx context.Context, p store.Pin) error {
 	if p.Updated.IsZero() {
 		p.Updated = s.now()
 	}
-	_, err := s.pool.Exec(ctx, `INSERT INTO warden_pins (`+core.PinCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+	err := s.bounded(ctx, func(ctx context.Context) error {
+		_, err := s.pool.Exec(ctx, `INSERT INTO warden_pins (`+core.PinCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 		ON CONFLICT (name) DO UPDATE SET hash = excluded.hash, definition = excluded.definition,
 		approved = excluded.approved, approved_by = excluded.approved_by, updated = excluded.updated,
 		pending = excluded.pending, pending_hash = excluded.pending_hash`,
-		p.Name, p.Hash, []byte(p.Definition), p.Approved, p.ApprovedBy, store.NormalizeTime(p.Updated),
-		[]byte(p.Pending), p.PendingHash)
+			p.Name, p.Hash, []byte(p.Definition), p.Approved, p.ApprovedBy, store.NormalizeTime(p.Updated),
+			[]byte(p.Pending), p.PendingHash)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("postgres: storing pin %s: %w", p.Name, err)
 	}

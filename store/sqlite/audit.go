@@ -13,7 +13,7 @@ import (
 // BeginCall commits the intent entry of a call about to run.
 func (s *Store) BeginCall(ctx context.Context, r store.CallRecord) (store.CallRef, error) {
 	e := store.IntentEntry(r, s.now())
-	if err := s.w.do(ctx, func(t *wtx) error { return t.appendEntry(&e) }); err != nil {
+	if err := s.w.audit(ctx, func(t *wtx) error { return t.appendEntry(&e) }); err != nil {
 		return store.CallRef{}, err
 	}
 	return store.CallRef{Seq: e.Seq}, nil
@@ -22,11 +22,26 @@ func (s *Store) BeginCall(ctx context.Context, r store.CallRecord) (store.CallRe
 // EndCall appends the completion of the call started by ref.
 func (s *Store) EndCall(ctx context.Context, ref store.CallRef, c store.Completion) error {
 	e := store.CompletionEntry(ref.Seq, c, s.now())
-	return s.w.do(ctx, func(t *wtx) error {
+	return s.w.audit(ctx, completion(ref, &e))
+}
+
+// EndCallLater queues the completion of the call started by ref (see
+// [store.Store.EndCallLater]).
+func (s *Store) EndCallLater(ctx context.Context, ref store.CallRef, c store.Completion, done func(error)) error {
+	e := store.CompletionEntry(ref.Seq, c, s.now())
+	if e.Time.IsZero() {
+		return store.ErrUndated // refused now rather than queued to fail
+	}
+	return s.w.later(ctx, completion(ref, &e), done)
+}
+
+// completion is the write of e, the completion of the call started by ref.
+func completion(ref store.CallRef, e *store.Entry) func(t *wtx) error {
+	return func(t *wtx) error {
 		// The schema refuses a completion of anything but an intent without one (a
 		// trigger and a unique index), so the common case costs one statement. A
 		// refusal rolls back that statement only; find out which it was.
-		err := t.appendEntry(&e)
+		err := t.appendEntry(e)
 		if err == nil {
 			return nil
 		}
@@ -40,13 +55,45 @@ func (s *Store) EndCall(ctx context.Context, ref store.CallRef, c store.Completi
 			return fmt.Errorf("%w: audit entry %d", store.ErrAlreadyCompleted, ref.Seq)
 		}
 		return err
-	})
+	}
 }
 
 // RecordCall appends a call that never reached execution.
 func (s *Store) RecordCall(ctx context.Context, r store.CallRecord) error {
 	e := store.RecordEntry(r, s.now())
-	return s.w.do(ctx, func(t *wtx) error { return t.appendEntry(&e) })
+	return s.w.audit(ctx, func(t *wtx) error { return t.appendEntry(&e) })
+}
+
+// RecordCallLater queues a call that never reached execution (see
+// [store.Store.RecordCallLater]).
+func (s *Store) RecordCallLater(ctx context.Context, r store.CallRecord, done func(error)) error {
+	e := store.RecordEntry(r, s.now())
+	if e.Time.IsZero() {
+		return store.ErrUndated // refused now rather than queued to fail
+	}
+	return s.w.later(ctx, func(t *wtx) error { return t.appendEntry(&e) }, done)
+}
+
+// Flush waits for the writes queued so far (see [store.Store.Flush]).
+func (s *Store) Flush(ctx context.Context) error { return s.w.q.Flush(ctx) }
+
+// CheckWrite commits the probe through the writer and reports it, or the failure of
+// the last audit write when none has succeeded since (see [store.Store.CheckWrite]).
+func (s *Store) CheckWrite(ctx context.Context) error {
+	now := s.now().UnixMicro()
+	err := s.w.do(ctx, func(t *wtx) error {
+		if _, err := t.exec(sqlProbe, now); err != nil {
+			return fmt.Errorf("sqlite: writing the probe: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := s.w.q.AuditErr(); err != nil {
+		return fmt.Errorf("sqlite: the probe was written, but the last audit write failed and none has succeeded since: %w", err)
+	}
+	return nil
 }
 
 func scanEntry(sc core.Scanner, e *store.Entry, extra ...any) error {
@@ -66,6 +113,9 @@ var queryCallsSQL = `SELECT ` + core.Prefixed("e", core.AuditCols) + `, ` + core
 func (s *Store) QueryCalls(ctx context.Context, f store.CallFilter) ([]store.CallRecord, error) {
 	if s.closed.Load() {
 		return nil, store.ErrClosed
+	}
+	if err := s.w.q.Barrier(ctx); err != nil {
+		return nil, err
 	}
 	q := queryCallsSQL
 	var args []any
@@ -99,6 +149,9 @@ func (s *Store) QueryCalls(ctx context.Context, f store.CallFilter) ([]store.Cal
 func (s *Store) VerifyAudit(ctx context.Context) (store.VerifyReport, error) {
 	if s.closed.Load() {
 		return store.VerifyReport{}, store.ErrClosed
+	}
+	if err := s.w.q.Barrier(ctx); err != nil {
+		return store.VerifyReport{}, err
 	}
 	tx, err := s.read.BeginTx(ctx, nil)
 	if err != nil {

@@ -6,8 +6,10 @@
 //	sqlite://./warden.db                 relative to the working directory (the default)
 //
 // DSN options, as a query string: busy_timeout=DURATION (how long to wait for another
-// process's write lock, default 10s) and sync=normal (see
-// [Options.AllowLossOnPowerFailure]). Unknown options are an error.
+// process's write lock, default 10s), sync=normal (see
+// [Options.AllowLossOnPowerFailure]), write_timeout=DURATION ([Options.WriteTimeout])
+// and commit_delay=DURATION ([Options.CommitDelay]; 0 for none). Unknown options are
+// an error.
 //
 // # Concurrency
 //
@@ -15,7 +17,10 @@
 // writes of a Store go through one goroutine that owns the only write connection and
 // commits in groups: the writes queued by many callers while the previous transaction
 // committed go into the next transaction together, and each caller gets its own result
-// (one caller's failure never commits in part, nor undoes another's write). The
+// (one caller's failure never commits in part, nor undoes another's write). A group of
+// deferred writes only ([store.Store.EndCallLater]) waits up to [Options.CommitDelay]
+// for a write somebody waits for, to share its commit. Each group runs under
+// [Options.WriteTimeout], waiting for another process's write lock included. The
 // audit chain's next seq and hash are computed there, so they are serialized. Several
 // processes may open the same file: each transaction takes SQLite's write lock (BEGIN
 // IMMEDIATE) and reads the chain head afresh, so the chain stays linear.
@@ -79,6 +84,16 @@ type Options struct {
 	// process crashes, but the newest commits, audit entries included, can be lost
 	// when the machine loses power or the OS crashes.
 	AllowLossOnPowerFailure bool
+	// WriteTimeout bounds every write (the group commit it is part of, waiting for
+	// the write lock included): a write that has not committed by then fails with
+	// an error matching [store.ErrWriteTimeout]. It cuts a BusyTimeout that is longer.
+	// Default (zero or negative) 5s.
+	WriteTimeout time.Duration
+	// CommitDelay is how long deferred writes ([store.Store.EndCallLater],
+	// [store.Store.RecordCallLater]) wait for a write somebody waits for, to commit
+	// together, before they are committed alone. Zero means the default, 2ms; a
+	// negative delay means none.
+	CommitDelay time.Duration
 	// Now is the store's clock: it times audit entries, pending decisions, verdicts,
 	// claims and pins, and judges every expiry. nil means time.Now. Tests inject a
 	// clock they move, so expiry is tested without waiting.
@@ -121,8 +136,19 @@ func ParseDSN(dsn string) (path string, opts *Options, err error) {
 			default:
 				return "", nil, fmt.Errorf("sqlite: DSN option sync=%q: want full or normal", v)
 			}
+		case "write_timeout":
+			if opts.WriteTimeout, err = core.ParseDuration("sqlite", k, v); err != nil {
+				return "", nil, err
+			}
+		case "commit_delay":
+			if opts.CommitDelay, err = core.ParseDuration("sqlite", k, v); err != nil {
+				return "", nil, err
+			}
+			if opts.CommitDelay == 0 {
+				opts.CommitDelay = -1 // none
+			}
 		default:
-			return "", nil, fmt.Errorf("sqlite: unknown DSN option %q (known: busy_timeout, sync)", k)
+			return "", nil, fmt.Errorf("sqlite: unknown DSN option %q (known: busy_timeout, sync, write_timeout, commit_delay)", k)
 		}
 	}
 	return path, opts, nil
@@ -155,6 +181,7 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	timeout, delay := core.Durations(o.WriteTimeout, o.CommitDelay)
 	if path == "" {
 		path = DefaultPath
 	}
@@ -197,7 +224,7 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 	rdb.SetMaxOpenConns(n)
 	rdb.SetMaxIdleConns(n)
 
-	w, err := newWriter(ctx, wdb)
+	w, err := newWriter(ctx, wdb, timeout, delay)
 	if err != nil {
 		rdb.Close()
 		wdb.Close()
@@ -222,8 +249,8 @@ func cloneValues(v url.Values) url.Values {
 	return c
 }
 
-// Close waits for queued writes, then closes the database. It is safe to call more
-// than once.
+// Close commits the queued writes (deferred ones included), then closes the database.
+// It is safe to call more than once.
 func (s *Store) Close() error {
 	s.closed.Store(true)
 	s.waiters.NotifyAll() // waiters re-read, and learn that the store is closed

@@ -1,6 +1,7 @@
 package sqlite_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -49,7 +50,7 @@ func open(t *testing.T, dsn string, now func() time.Time) store.Store {
 }
 
 func TestConformance(t *testing.T) {
-	storetest.Run(t, newDSN, open, &storetest.Options{Tamper: sqlitetest.TamperAudit})
+	storetest.Run(t, newDSN, open, &storetest.Options{Tamper: sqlitetest.TamperAudit, RefuseAudit: sqlitetest.RefuseAudit})
 }
 
 func TestReplicas(t *testing.T) { storetest.RunReplicas(t, newDSN, open) }
@@ -79,6 +80,11 @@ func TestParseDSN(t *testing.T) {
 		{dsn: "sqlite:///tmp/my%20dir/w.db", path: "/tmp/my dir/w.db"},
 		{dsn: "sqlite:///w.db?sync=normal&busy_timeout=2s", path: "/w.db", opts: sqlite.Options{AllowLossOnPowerFailure: true, BusyTimeout: 2e9}},
 		{dsn: "sqlite:///w.db?sync=full", path: "/w.db"},
+		{dsn: "sqlite:///w.db?write_timeout=300ms&commit_delay=5ms", path: "/w.db", opts: sqlite.Options{WriteTimeout: 300 * time.Millisecond, CommitDelay: 5 * time.Millisecond}},
+		{dsn: "sqlite:///w.db?commit_delay=0", path: "/w.db", opts: sqlite.Options{CommitDelay: -1}},
+		{dsn: "sqlite:///w.db?write_timeout=soon", wantErr: true},
+		{dsn: "sqlite:///w.db?write_timeout=-1s", wantErr: true},
+		{dsn: "sqlite:///w.db?commit_delay=x", wantErr: true},
 		{dsn: "sqlite:///w.db?sync=off", wantErr: true},
 		{dsn: "sqlite:///w.db?busy_timeout=soon", wantErr: true},
 		{dsn: "sqlite:///w.db?journal=delete", wantErr: true},
@@ -123,8 +129,9 @@ func TestOpenByDSN(t *testing.T) {
 	s2.Close()
 }
 
-// BenchmarkAuditedCalls: audited calls (BeginCall + EndCall) per second with 16
-// concurrent callers, on a file in a temporary directory, in both durability modes.
+// BenchmarkAuditedCalls: audited calls per second, on a file in a temporary directory,
+// in both durability modes; a call is BeginCall + EndCall (end=sync) or BeginCall +
+// EndCallLater (end=later), made by one caller after another or by 16 at once.
 func BenchmarkAuditedCalls(b *testing.B) {
 	for _, mode := range []struct {
 		name string
@@ -133,13 +140,20 @@ func BenchmarkAuditedCalls(b *testing.B) {
 		{"sync=full", nil},
 		{"sync=normal", &sqlite.Options{AllowLossOnPowerFailure: true}},
 	} {
-		b.Run(mode.name, func(b *testing.B) {
-			s, err := sqlite.Open(b.Context(), filepath.Join(b.TempDir(), "warden.db"), mode.opts)
-			if err != nil {
-				b.Fatal(err)
+		for _, end := range []struct {
+			name  string
+			bench func(*testing.B, store.Store, int)
+		}{{"end=sync", storetest.BenchmarkAuditedCalls}, {"end=later", storetest.BenchmarkAuditedCallsLater}} {
+			for _, callers := range []int{1, 16} {
+				b.Run(fmt.Sprintf("%s/%s/callers=%d", mode.name, end.name, callers), func(b *testing.B) {
+					s, err := sqlite.Open(b.Context(), filepath.Join(b.TempDir(), "warden.db"), mode.opts)
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer s.Close()
+					end.bench(b, s, callers)
+				})
 			}
-			defer s.Close()
-			storetest.BenchmarkAuditedCalls(b, s, 16)
-		})
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/wardenhq/warden/store"
 	"github.com/wardenhq/warden/store/internal/core"
@@ -26,8 +27,9 @@ type op = core.Op[func(t *wtx) error]
 
 // writer owns the write connection. Its fields are set at construction.
 type writer struct {
-	db *sql.DB // SetMaxOpenConns(1), BEGIN IMMEDIATE
-	q  *core.Queue[func(t *wtx) error]
+	db      *sql.DB // SetMaxOpenConns(1), BEGIN IMMEDIATE
+	q       *core.Queue[func(t *wtx) error]
+	timeout time.Duration // bounds each batch, retries included
 
 	stmts map[string]*sql.Stmt // hotSQL, prepared; read-only after newWriter
 }
@@ -35,7 +37,7 @@ type writer struct {
 // hotSQL lists the statements of the audit path. They are prepared when the writer
 // starts (while the only connection is free): parsing SQL would otherwise be a large
 // share of a small write's cost.
-var hotSQL = []string{sqlHead, sqlSetHead, sqlInsertAudit, sqlIntentState}
+var hotSQL = []string{sqlHead, sqlSetHead, sqlInsertAudit, sqlIntentState, sqlProbe}
 
 const (
 	sqlHead        = `SELECT seq, hash FROM audit_head WHERE id = 1`
@@ -47,10 +49,12 @@ const (
 	// The kind of an entry and how many completions it has.
 	sqlIntentState = `SELECT kind, (SELECT count(*) FROM audit c WHERE c.kind = 'complete' AND c.ref = a.seq)
 		FROM audit a WHERE seq = ?`
+	// The probe of CheckWrite: one row, outside the audit log.
+	sqlProbe = `UPDATE probe SET at = ? WHERE id = 1`
 )
 
-func newWriter(ctx context.Context, db *sql.DB) (*writer, error) {
-	w := &writer{db: db, stmts: map[string]*sql.Stmt{}}
+func newWriter(ctx context.Context, db *sql.DB, timeout, delay time.Duration) (*writer, error) {
+	w := &writer{db: db, stmts: map[string]*sql.Stmt{}, timeout: timeout}
 	for _, q := range hotSQL {
 		st, err := db.PrepareContext(ctx, q)
 		if err != nil {
@@ -61,7 +65,7 @@ func newWriter(ctx context.Context, db *sql.DB) (*writer, error) {
 		}
 		w.stmts[q] = st
 	}
-	w.q = core.StartQueue(maxBatch, w.commit)
+	w.q = core.StartQueue(core.QueueOptions{MaxBatch: maxBatch, Delay: delay}, w.commit)
 	return w, nil
 }
 
@@ -71,12 +75,24 @@ func (w *writer) do(ctx context.Context, fn func(t *wtx) error) error {
 	return w.q.Do(ctx, fn)
 }
 
-// close stops accepting writes, lets the queued ones finish, and closes the database.
+// audit is do for an audit write (its outcome is tracked for CheckWrite).
+func (w *writer) audit(ctx context.Context, fn func(t *wtx) error) error {
+	return w.q.DoAudit(ctx, fn, true)
+}
+
+// later queues the audit write fn without waiting for it (see core.Queue.Later).
+func (w *writer) later(ctx context.Context, fn func(t *wtx) error, done func(error)) error {
+	return w.q.Later(ctx, fn, true, done)
+}
+
+// close stops accepting writes, lets the queued ones finish (deferred ones included),
+// and closes the database. It reports the deferred writes that failed unreported.
 func (w *writer) close() error {
-	if !w.q.Close() {
+	first, qerr := w.q.Close()
+	if !first {
 		return nil
 	}
-	var errs []error
+	errs := []error{qerr}
 	for _, st := range w.stmts {
 		errs = append(errs, st.Close())
 	}
@@ -107,24 +123,33 @@ type wtx struct {
 // transaction half-written, or SQLite may have rolled it back already: the transaction
 // is rolled back, that op gets its error, and the other ops run again in a new
 // transaction. So nothing commits in part and the chain never skips a seq.
+//
+// The whole batch, retries included, runs under the write timeout: when it passes,
+// every op not yet settled fails with an error that says so.
 func (w *writer) commit(batch []*op) {
+	ctx, cancel := context.WithTimeout(context.Background(), w.timeout)
+	defer cancel()
 	ops := batch
 	for len(ops) > 0 {
-		ops = w.attempt(ops)
+		ops = w.attempt(ctx, ops)
 	}
 }
 
-// attempt runs ops in one transaction. It answers every op it settles and returns the
-// ops to run again.
-func (w *writer) attempt(ops []*op) (again []*op) {
+// fail is err, or the write timeout's error when ctx (the batch's) has expired.
+func (w *writer) fail(ctx context.Context, err error) error {
+	return core.WriteErr("sqlite", w.timeout, nil, ctx, err)
+}
+
+// attempt runs ops in one transaction under ctx. It answers every op it settles and
+// returns the ops to run again.
+func (w *writer) attempt(ctx context.Context, ops []*op) (again []*op) {
 	live := core.Live(ops)
 	if len(live) == 0 {
 		return nil
 	}
-	ctx := context.Background()
 	tx, err := w.db.BeginTx(ctx, nil)
 	if err != nil {
-		core.Answer(live, nil, fmt.Errorf("sqlite: begin: %w", err))
+		core.Answer(live, nil, w.fail(ctx, fmt.Errorf("sqlite: begin: %w", err)))
 		return nil
 	}
 	t := &wtx{ctx: ctx, tx: tx, w: w}
@@ -133,7 +158,12 @@ func (w *writer) attempt(ops []*op) (again []*op) {
 		err := o.Arg(t)
 		if err != nil && !isVerdict(err) {
 			tx.Rollback()
-			o.Done <- err
+			if ctx.Err() != nil {
+				// Out of time: running the others again would fail the same way.
+				core.Answer(live, nil, w.fail(ctx, err))
+				return nil
+			}
+			o.Answer(err)
 			return slices.Concat(live[:i], live[i+1:])
 		}
 		results[i] = err
@@ -141,13 +171,13 @@ func (w *writer) attempt(ops []*op) (again []*op) {
 	if t.headMoved {
 		if _, err := t.exec(sqlSetHead, t.headSeq, t.headHash); err != nil {
 			tx.Rollback()
-			core.Answer(live, results, fmt.Errorf("sqlite: moving the audit head to %d: %w", t.headSeq, err))
+			core.Answer(live, results, w.fail(ctx, fmt.Errorf("sqlite: moving the audit head to %d: %w", t.headSeq, err)))
 			return nil
 		}
 	}
 	if err := tx.Commit(); err != nil {
 		tx.Rollback()
-		core.Answer(live, results, fmt.Errorf("sqlite: commit: %w", err))
+		core.Answer(live, results, w.fail(ctx, fmt.Errorf("sqlite: commit: %w", err)))
 		return nil
 	}
 	core.Answer(live, results, nil)

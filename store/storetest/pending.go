@@ -446,6 +446,15 @@ func testZeroClockExpiresAll(t *testing.T, s *subject) {
 	if err := s.EndCall(ctx, ref, store.Completion{Status: "ran"}); !errors.Is(err, store.ErrUndated) {
 		t.Errorf("EndCall with a zero clock: %v, want store.ErrUndated", err)
 	}
+	// A deferred write is refused at once, and not queued (its done is never called).
+	undone := func(error) { t.Error("done called for a deferred write that was refused") }
+	if err := s.EndCallLater(ctx, ref, store.Completion{Status: "ran"}, undone); !errors.Is(err, store.ErrUndated) {
+		t.Errorf("EndCallLater with a zero clock: %v, want store.ErrUndated", err)
+	}
+	if err := s.RecordCallLater(ctx, store.CallRecord{CallID: "c-undated-3", Tool: "deploy"}, undone); !errors.Is(err, store.ErrUndated) {
+		t.Errorf("RecordCallLater with a zero clock: %v, want store.ErrUndated", err)
+	}
+	check(t, s.Flush(ctx))
 	s.clock.Repair()
 	s.clock.Advance(time.Hour) // long after both expired
 	if _, ok, err := s.ConsumeApproval(ctx, "sha256:once", ""); err != nil || ok {

@@ -52,6 +52,52 @@ func RunReplicas(t *testing.T, newDSN func(t *testing.T) string, open Opener) {
 		}
 	})
 
+	t.Run("Replicas/Deferred", func(t *testing.T) {
+		// Deferred completions of two replicas interleave with each other's intents:
+		// the chain stays linear and every completion commits once.
+		dsn := newDSN(t)
+		clk := &clock{}
+		a, b := open(t, dsn, clk.Now), open(t, dsn, clk.Now)
+		const workers, perWorker = 8, 100
+		ctx := ctxFor(t)
+		out := newOutcomes()
+		var wg sync.WaitGroup
+		for w := range workers {
+			s := a
+			if w%2 == 1 {
+				s = b
+			}
+			wg.Go(func() {
+				for i := range perWorker {
+					name := fmt.Sprintf("w%d-%d", w, i)
+					ref, err := s.BeginCall(ctx, store.CallRecord{CallID: name, Tool: "t", Executed: true})
+					if err == nil {
+						err = s.EndCallLater(ctx, ref, store.Completion{Status: warden.StatusRan}, out.done(name))
+					}
+					if err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		check(t, a.Flush(ctx))
+		check(t, b.Flush(ctx))
+		for w := range workers {
+			for i := range perWorker {
+				out.want(t, fmt.Sprintf("w%d-%d", w, i), nil)
+			}
+		}
+		for _, s := range []store.Store{a, b} {
+			recs := query(t, s, store.CallFilter{Status: warden.StatusRan})
+			if len(recs) != workers*perWorker {
+				t.Fatalf("%d completed records, want %d", len(recs), workers*perWorker)
+			}
+			mustVerifyOK(t, s, 2*workers*perWorker)
+		}
+	})
+
 	t.Run("Replicas/WaitWakesOnOtherReplica", func(t *testing.T) {
 		dsn := newDSN(t)
 		clk := &clock{}

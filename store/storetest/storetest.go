@@ -22,13 +22,15 @@
 // Beyond one store in one process:
 //
 //   - [RunReplicas]: two stores sharing one database (a linear chain with concurrent
-//     appenders, a decision waking a waiter on the other store, consume-once across
+//     appenders, deferred completions of both, a decision waking a waiter on the other store, consume-once across
 //     stores);
 //   - [RunProcesses]: real OS processes (SIGKILL between a call's intent and its
 //     completion, SIGKILL with pending decisions, a decision in one process waking a
 //     waiter in another); the test binary must call [HelperProcess] from TestMain;
 //   - [Soak]: many goroutines, many audited calls, nothing lost or duplicated;
-//   - [BenchmarkAuditedCalls]: audited calls per second and their latency.
+//   - [BenchmarkAuditedCalls], [BenchmarkAuditedCallsLater]: audited calls per second
+//     and their latency, with the completion committed before the call returns or
+//     deferred ([store.Store.EndCallLater]).
 package storetest
 
 import (
@@ -62,6 +64,12 @@ type Options struct {
 	// Tamper, when set, runs the cases that damage the log and expect VerifyAudit to
 	// say where; when nil they are skipped.
 	Tamper Tamper
+	// RefuseAudit, when set, runs the case in which the database refuses audit writes
+	// while other writes succeed (a full disk refusing a growing table): it makes
+	// the database named by dsn refuse every new audit entry (refuse=true) or accept
+	// them again, from test-only code with a connection of its own
+	// (sqlitetest.RefuseAudit and postgrestest.RefuseAudit are this module's).
+	RefuseAudit func(ctx context.Context, dsn string, refuse bool) error
 }
 
 // Run runs the conformance suite. newDSN must return the DSN of a new, empty database
@@ -88,6 +96,15 @@ func Run(t *testing.T, newDSN func(t *testing.T) string, open Opener, opts *Opti
 		{"Audit/VerifyDetectsDeletedTail", o.tampering(testVerifyDeleteLast)},
 		{"Audit/Concurrent", testConcurrentAudit},
 		{"Audit/CanceledContext", testCanceled},
+		{"Audit/Later/RoundTrip", testLaterRoundTrip},
+		{"Audit/Later/ReadYourWrites", testLaterReadYourWrites},
+		{"Audit/Later/Errors", testLaterErrors},
+		{"Audit/Later/Alone", testLaterAlone},
+		{"Audit/Later/CanceledContext", testLaterCanceledContext},
+		{"Audit/Later/Close", testLaterClose},
+		{"Audit/Later/Concurrent", testLaterConcurrent},
+		{"Audit/CheckWrite", testCheckWrite},
+		{"Audit/CheckWriteAfterAuditFailure", o.checkWriteAfterAuditFailure},
 		{"Pending/CreateGet", testPendingCreateGet},
 		{"Pending/CreateRejects", testPendingCreateRejects},
 		{"Pending/EmptyOptionalFields", testPendingEmptyFields},
@@ -117,16 +134,18 @@ func Run(t *testing.T, newDSN func(t *testing.T) string, open Opener, opts *Opti
 		t.Run(c.name, func(t *testing.T) {
 			dsn := newDSN(t)
 			clk := &clock{}
-			c.fn(t, &subject{Store: open(t, dsn, clk.Now), clock: clk, dsn: dsn})
+			c.fn(t, &subject{Store: open(t, dsn, clk.Now), clock: clk, dsn: dsn, open: open})
 		})
 	}
 }
 
-// subject is the store a case tests, with the clock it was given and its database.
+// subject is the store a case tests, with the clock it was given, its database and
+// how to open another store on it.
 type subject struct {
 	store.Store
 	clock *clock
 	dsn   string
+	open  Opener
 }
 
 // ---- helpers ----

@@ -50,3 +50,27 @@ func TamperAudit(ctx context.Context, dsn string, seq int64, op string) error {
 		return err
 	})
 }
+
+// RefuseAudit makes the PostgreSQL store in the database named by dsn (search_path
+// included) refuse every new audit entry (refuse=true), as a full disk refuses a
+// growing table while a small update still fits, or accept them again
+// (refuse=false). It adds (or drops) a trigger over a connection of its own.
+func RefuseAudit(ctx context.Context, dsn string, refuse bool) error {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	stmt := `DROP TRIGGER IF EXISTS postgrestest_refuse_audit ON warden_audit`
+	if refuse {
+		stmt = `CREATE OR REPLACE FUNCTION postgrestest_refuse_audit() RETURNS trigger LANGUAGE plpgsql AS $$
+			BEGIN
+				RAISE EXCEPTION 'audit entry refused by postgrestest.RefuseAudit (a stand-in for a full disk)';
+			END
+			$$;
+			CREATE TRIGGER postgrestest_refuse_audit BEFORE INSERT ON warden_audit
+				FOR EACH ROW EXECUTE FUNCTION postgrestest_refuse_audit()`
+	}
+	_, err = conn.Exec(ctx, stmt)
+	return err
+}

@@ -88,3 +88,28 @@ func TamperAudit(ctx context.Context, dsn string, seq int64, op string) (err err
 	}
 	return tx.Commit()
 }
+
+// RefuseAudit makes the SQLite database named by dsn refuse every new audit entry
+// (refuse=true), as a full disk refuses a growing table while a small update still
+// fits, or accept them again (refuse=false). It adds (or drops) a trigger over a
+// connection of its own; the database may be open in a [sqlite.Store] meanwhile.
+func RefuseAudit(ctx context.Context, dsn string, refuse bool) error {
+	path, _, err := sqlite.ParseDSN(dsn)
+	if err != nil {
+		return err
+	}
+	params := url.Values{}
+	params.Set("_busy_timeout", "10000")
+	db, err := sql.Open("sqlite", path+"?"+params.Encode())
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	stmt := `DROP TRIGGER IF EXISTS sqlitetest_refuse_audit`
+	if refuse {
+		stmt = `CREATE TRIGGER sqlitetest_refuse_audit BEFORE INSERT ON audit
+			BEGIN SELECT RAISE(ABORT, 'audit entry refused by sqlitetest.RefuseAudit (a stand-in for a full disk)'); END`
+	}
+	_, err = db.ExecContext(ctx, stmt)
+	return err
+}
