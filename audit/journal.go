@@ -4,13 +4,18 @@ package audit
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
 
 	"github.com/wardenhq/warden"
 	"github.com/wardenhq/warden/store"
 )
 
 // Options configure a journal. The zero value records arguments in full, whatever
-// their size.
+// their size, and waits for every entry's commit.
 type Options struct {
 	// RedactArgs leaves the arguments out of the log; their digest is always kept, so
 	// a record can still be matched against a known call.
@@ -18,23 +23,55 @@ type Options struct {
 	// MaxArgs, when positive, bounds the arguments kept: a call whose arguments' JSON
 	// form is longer than MaxArgs bytes keeps only their digest. Zero keeps them all.
 	MaxArgs int
+	// Deferred makes End and Record queue their entry and return without waiting for
+	// its commit; the store commits it with its next write or within its commit delay
+	// ([store.Store.EndCallLater]). Begin always waits: the intent is durable before
+	// the tool runs. A deferred entry whose commit fails is retried, with a growing
+	// pause up to [MaxRetryPause], until it is durable; [Journal.Flush] waits for
+	// them. If the process dies first, the call shows as started with an unknown
+	// outcome, which is what the intent entry is for.
+	Deferred bool
+	// Logger receives the failures of deferred entries (each retry, and an entry
+	// given up because the store was closed). nil discards them.
+	Logger *slog.Logger
 }
+
+// The pauses between attempts to commit a deferred entry: the first, doubled after
+// each failure up to MaxRetryPause.
+const (
+	FirstRetryPause = 10 * time.Millisecond
+	MaxRetryPause   = time.Second
+)
 
 // Journal records calls in a store. Safe for concurrent use (as the store is).
 type Journal struct {
 	s    store.Store
 	opts Options
+	log  *slog.Logger
+	d    *deferred // shared with the journals made by With
 }
 
 var _ warden.Journal = (*Journal)(nil)
 
 // NewJournal returns a journal writing to s. opts may be nil.
 func NewJournal(s store.Store, opts *Options) *Journal {
-	j := &Journal{s: s}
+	j := &Journal{s: s, d: &deferred{}}
 	if opts != nil {
 		j.opts = *opts
 	}
+	j.log = j.opts.Logger
+	if j.log == nil {
+		j.log = slog.New(slog.DiscardHandler)
+	}
 	return j
+}
+
+// With returns a journal on the same store with other options, whose deferred
+// entries [Journal.Flush] of either journal waits for. opts may be nil.
+func (j *Journal) With(opts *Options) *Journal {
+	n := NewJournal(j.s, opts)
+	n.d = j.d
+	return n
 }
 
 // Begin commits the intent to run c before the tool runs.
@@ -46,10 +83,12 @@ func (j *Journal) Begin(ctx context.Context, c warden.Call, o warden.Outcome) (w
 	return warden.JournalRef(ref.Seq), nil
 }
 
-// End appends how the call ended.
+// End appends how the call ended; with Options.Deferred it returns once the entry is
+// queued (see Options.Deferred).
 func (j *Journal) End(ctx context.Context, ref warden.JournalRef, _ warden.Call, o warden.Outcome) error {
 	d := o.Decision
-	return j.s.EndCall(ctx, store.CallRef{Seq: int64(ref)}, store.Completion{
+	sref := store.CallRef{Seq: int64(ref)}
+	c := store.Completion{
 		Status:     o.Status,
 		Stage:      o.Stage,
 		Effect:     effect(o),
@@ -59,12 +98,149 @@ func (j *Journal) End(ctx context.Context, ref warden.JournalRef, _ warden.Call,
 		Duration:   o.Duration,
 		ResultSize: len([]rune(o.ModelText)),
 		ApprovedBy: o.ApprovedBy,
-	})
+	}
+	if !j.opts.Deferred {
+		return j.s.EndCall(ctx, sref, c)
+	}
+	w := &write{j: j, what: fmt.Sprintf("the completion of audit entry %d", sref.Seq), pause: FirstRetryPause}
+	w.queue = func(ctx context.Context) error { return j.s.EndCallLater(ctx, sref, c, w.settle) }
+	return j.d.start(ctx, w)
 }
 
-// Record appends a call that never executed.
+// Record appends a call that never executed; with Options.Deferred it returns once the
+// entry is queued.
 func (j *Journal) Record(ctx context.Context, c warden.Call, o warden.Outcome) error {
-	return j.s.RecordCall(ctx, j.record(c, o))
+	r := j.record(c, o)
+	if !j.opts.Deferred {
+		return j.s.RecordCall(ctx, r)
+	}
+	w := &write{j: j, what: fmt.Sprintf("the record of call %q", c.ID), pause: FirstRetryPause}
+	w.queue = func(ctx context.Context) error { return j.s.RecordCallLater(ctx, r, w.settle) }
+	return j.d.start(ctx, w)
+}
+
+// Flush waits until every deferred entry of this journal (and of those made by With)
+// is durable, or was given up (the store refused it, or closed first). It returns an
+// error counting the entries given up since the last Flush (each was logged), or
+// ctx.Err() when ctx ends first, with how many entries were still waiting.
+func (j *Journal) Flush(ctx context.Context) error {
+	return j.d.wait(ctx)
+}
+
+// deferred counts the deferred entries that are not yet settled.
+type deferred struct {
+	mu      sync.Mutex
+	lost    int // entries given up since the last wait
+	pending int
+	idle    chan struct{} // closed when pending drops to 0; nil while pending is 0
+}
+
+// start queues w's first attempt. An entry the store will not take at all (it is
+// closed, or ctx ended while the queue was full) is not counted: its error is the
+// caller's.
+func (d *deferred) start(ctx context.Context, w *write) error {
+	d.add()
+	if err := w.queue(ctx); err != nil {
+		d.done()
+		return err
+	}
+	return nil
+}
+
+func (d *deferred) add() {
+	d.mu.Lock()
+	if d.pending == 0 {
+		d.idle = make(chan struct{})
+	}
+	d.pending++
+	d.mu.Unlock()
+}
+
+func (d *deferred) done() {
+	d.mu.Lock()
+	d.pending--
+	if d.pending == 0 {
+		close(d.idle)
+		d.idle = nil
+	}
+	d.mu.Unlock()
+}
+
+func (d *deferred) wait(ctx context.Context) error {
+	d.mu.Lock()
+	idle, n := d.idle, d.pending
+	d.mu.Unlock()
+	if idle != nil {
+		select {
+		case <-idle:
+		case <-ctx.Done():
+			return fmt.Errorf("audit: %d deferred %s not yet durable: %w", n, plural(n, "entry", "entries"), ctx.Err())
+		}
+	}
+	d.mu.Lock()
+	lost := d.lost
+	d.lost = 0
+	d.mu.Unlock()
+	if lost > 0 {
+		return fmt.Errorf("audit: %d deferred %s could not be recorded (see the log); %s as started, outcome unknown", lost, plural(lost, "entry", "entries"), plural(lost, "its call shows", "their calls show"))
+	}
+	return nil
+}
+
+func (d *deferred) giveUp() {
+	d.mu.Lock()
+	d.lost++
+	d.mu.Unlock()
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// write is one deferred entry and its attempts.
+type write struct {
+	j        *Journal
+	what     string
+	queue    func(ctx context.Context) error // one attempt: hands the entry to the store
+	pause    time.Duration                   // before the next attempt
+	attempts int
+}
+
+// settle is the store's answer to one attempt (called from the store's goroutine, so it
+// must not block: a retry is queued from a timer's goroutine).
+func (w *write) settle(err error) {
+	w.attempts++
+	switch {
+	case err == nil, errors.Is(err, store.ErrAlreadyCompleted) && w.attempts > 1:
+		// Durable (an earlier attempt whose commit looked failed had committed).
+		if w.attempts > 1 {
+			w.j.log.Info("audit: a deferred entry is durable after retries", "entry", w.what, "attempts", w.attempts)
+		}
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrAlreadyCompleted), errors.Is(err, store.ErrUndated):
+		// The store refused the entry itself: trying again cannot help.
+		w.j.log.Error("audit: the store refused a deferred entry; the call shows as started, outcome unknown", "entry", w.what, "err", err)
+		w.j.d.giveUp()
+	case errors.Is(err, store.ErrClosed):
+		w.j.log.Error("audit: the store closed before a deferred entry was durable; the call shows as started, outcome unknown", "entry", w.what, "attempts", w.attempts)
+		w.j.d.giveUp()
+	default:
+		w.j.log.Warn("audit: a deferred entry could not be committed; retrying", "entry", w.what, "attempt", w.attempts, "retry_in", w.pause, "err", err)
+		pause := w.pause
+		w.pause = min(2*w.pause, MaxRetryPause)
+		time.AfterFunc(pause, w.retry)
+		return
+	}
+	w.j.d.done()
+}
+
+// retry queues the next attempt; when the store will not take it, that is the answer.
+func (w *write) retry() {
+	if err := w.queue(context.Background()); err != nil {
+		w.settle(err)
+	}
 }
 
 func (j *Journal) record(c warden.Call, o warden.Outcome) store.CallRecord {

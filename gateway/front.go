@@ -243,7 +243,8 @@ func (g *Gateway) MCPHandler() http.Handler {
 }
 
 // HealthHandler answers /healthz (the process serves) and /readyz (every configured
-// server was discovered; 503 with the reasons otherwise).
+// server was discovered and the store can record calls: a probe write commits and the
+// last audit write did not fail; 503 with the reasons otherwise).
 func (g *Gateway) HealthHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -254,11 +255,13 @@ func (g *Gateway) HealthHandler() http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		err := g.Ready()
 		if err == nil {
-			ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-			_, err = g.opts.Store.ListPending(ctx, storeProbe)
+			// A write, not a read: a full disk or a read-only database refuses every
+			// call while reads still work.
+			ctx, cancel := context.WithTimeout(r.Context(), readyWriteTimeout)
+			err = g.opts.Store.CheckWrite(ctx)
 			cancel()
 			if err != nil {
-				err = fmt.Errorf("store: %w", err)
+				err = fmt.Errorf("store: cannot record calls: %w", err)
 			}
 		}
 		body := map[string]any{"ready": err == nil}
@@ -277,4 +280,6 @@ func (g *Gateway) ServeStdio(ctx context.Context, t mcp.Transport) error {
 	return g.front("stdio").server.Run(ctx, t)
 }
 
-var storeProbe = store.PendingFilter{Limit: 1}
+// readyWriteTimeout bounds /readyz's probe write; the store's own write timeout may be
+// shorter.
+const readyWriteTimeout = 5 * time.Second

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 
 	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/audit"
 	"github.com/wardenhq/warden/internal/fanout"
 	"github.com/wardenhq/warden/policy"
 	"github.com/wardenhq/warden/store"
@@ -69,6 +70,10 @@ type Gateway struct {
 	draining bool
 	inflight sync.WaitGroup
 	ready    atomic.Bool
+
+	// journal is the audit journal every revision's journal is made from (With), so
+	// Close can wait for the deferred entries of all of them.
+	journal *audit.Journal
 
 	// bg is the context of the gateway's background work (discovery retries, pin
 	// re-checks), cancelled by Shutdown, which waits for bgWG.
@@ -132,6 +137,7 @@ func New(file *File, opts *Options) (*Gateway, error) {
 		upstreams: map[string]*upstreamEntry{},
 		installed: map[string]string{},
 	}
+	g.journal = audit.NewJournal(o.Store, &audit.Options{Deferred: true, Logger: log})
 	g.bg, g.bgCancel = context.WithCancel(context.Background())
 	g.sink = fanout.Sinks{Log: log, Sinks: append([]warden.Sink{g.events, logSink{log}}, o.Sinks...)}
 	version := o.Version
@@ -225,9 +231,11 @@ func (g *Gateway) Ready() error {
 }
 
 // Close stops the gateway: no call starts any more, calls in flight get until ctx
-// ends to finish (then Close returns an error wrapping ctx.Err()), the background
-// work ends, and every upstream server is stopped, each waited for until ctx ends. It
-// is safe to call more than once; later calls return nil at once.
+// ends to finish (then Close returns an error wrapping ctx.Err()), the audit
+// completions the journal deferred are waited for until they are durable or ctx ends,
+// the background work ends, and every upstream server is stopped, each waited for
+// until ctx ends. It is safe to call more than once; later calls return nil at once.
+// The store is the caller's: close it after Close returns.
 func (g *Gateway) Close(ctx context.Context) error {
 	g.mu.Lock()
 	if g.closed {
@@ -247,6 +255,11 @@ func (g *Gateway) Close(ctx context.Context) error {
 	case <-done:
 	case <-ctx.Done():
 		err = fmt.Errorf("calls still in flight at shutdown: %w", ctx.Err())
+	}
+	// The completions of the calls that finished are queued; wait for them to be durable
+	// (a call whose completion is not would show as started, outcome unknown).
+	if ferr := g.journal.Flush(ctx); ferr != nil {
+		err = errors.Join(err, fmt.Errorf("the audit log's last completions: %w", ferr))
 	}
 	g.bgCancel()
 	g.bgWG.Wait()

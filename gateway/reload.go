@@ -284,7 +284,7 @@ func (g *Gateway) build(cfg *File, pol *policy.Policy, ups map[string]*upstreamE
 	}
 	st.views = map[string]*roleView{}
 	// The journal of this revision: audit.redact_args applies from the revision that sets it.
-	journal := sendJournal{audit.NewJournal(g.opts.Store, &audit.Options{RedactArgs: cfg.RedactArgs})}
+	journal := sendJournal{g.journal.With(&audit.Options{RedactArgs: cfg.RedactArgs, Deferred: true, Logger: g.log})}
 	for role, p := range views {
 		var reg warden.Registry
 		for _, name := range st.names {

@@ -300,6 +300,12 @@ func runAuditVerify(ctx context.Context, s store.Store, w io.Writer, asJSON bool
 	if err != nil {
 		return cmdError(exitInternal, "reading the audit log: %w", err)
 	}
+	// Calls whose intent has no completion: still running, or the process stopped
+	// before their outcome was recorded.
+	started, err := s.QueryCalls(ctx, store.CallFilter{Status: store.StatusStarted})
+	if err != nil {
+		return cmdError(exitInternal, "reading the audit log: %w", err)
+	}
 	if asJSON {
 		err = writeJSONLines(w, 1, func(int) any {
 			return struct {
@@ -308,10 +314,11 @@ func runAuditVerify(ctx context.Context, s store.Store, w io.Writer, asJSON bool
 				FirstBad int64  `json:"first_bad"`
 				Problem  string `json:"problem"`
 				Head     string `json:"head"`
-			}{r.Entries, r.OK, r.FirstBad, r.Problem, r.Head}
+				Unknown  int    `json:"outcome_unknown"`
+			}{r.Entries, r.OK, r.FirstBad, r.Problem, r.Head, len(started)}
 		})
 	} else {
-		err = writeVerify(w, r)
+		err = writeVerify(w, r, started)
 	}
 	if err != nil {
 		return cmdError(exitInternal, "writing the report: %w", err)
@@ -322,7 +329,7 @@ func runAuditVerify(ctx context.Context, s store.Store, w io.Writer, asJSON bool
 	return nil
 }
 
-func writeVerify(w io.Writer, r store.VerifyReport) error {
+func writeVerify(w io.Writer, r store.VerifyReport, started []store.CallRecord) error {
 	var b strings.Builder
 	if r.OK {
 		fmt.Fprintf(&b, "OK: %d %s checked; the chain is intact.\n", r.Entries, plural(r.Entries, "entry", "entries"))
@@ -333,6 +340,18 @@ func writeVerify(w io.Writer, r store.VerifyReport) error {
 	} else {
 		fmt.Fprintf(&b, "TAMPERED: entry %d: %s\n", r.FirstBad, r.Problem)
 		fmt.Fprintf(&b, "%d %s read; the chain is broken at entry %d.\n", r.Entries, plural(r.Entries, "entry", "entries"), r.FirstBad)
+	}
+	if n := int64(len(started)); n > 0 {
+		fmt.Fprintf(&b, "Outcome unknown: %d %s started with no recorded outcome (still running, or the process\nstopped before recording it); 'warden audit --status started' lists %s:",
+			n, plural(n, "call", "calls"), plural(n, "it", "them"))
+		for i, c := range started {
+			if i == 5 {
+				b.WriteString(" ...")
+				break
+			}
+			fmt.Fprintf(&b, " entry %d (%s)", c.Seq, c.Tool)
+		}
+		b.WriteString("\n")
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

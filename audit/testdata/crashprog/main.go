@@ -6,6 +6,10 @@
 //	                          "running" and blocks forever (kill it there)
 //	crashprog pending DSN N   creates N pending decisions, prints each ID on a line,
 //	                          then "ready", and blocks forever
+//	crashprog stream DSN      4 callers make calls forever through a journal with
+//	                          deferred completions; each call's tool prints
+//	                          "ran ID" (so after its intent was committed); the test
+//	                          kills the process at a random point
 //	crashprog wait DSN        creates a pending decision, prints "waiting ID", waits
 //	                          for it (WaitDecision, 60s at most) and prints the
 //	                          decision as one JSON line
@@ -50,6 +54,8 @@ func main() {
 		pending(ctx, s, n)
 	case "wait":
 		wait(ctx, s)
+	case "stream":
+		stream(ctx, s)
 	default:
 		fmt.Fprintf(os.Stderr, "unknown mode %q\n", os.Args[1])
 		os.Exit(2)
@@ -89,6 +95,35 @@ func midcall(ctx context.Context, s store.Store) {
 	}
 	_, err = g.Call(ctx, warden.Call{ID: "crash-1", Tool: "deploy", Args: warden.MustParseArgs(`{"env":"prod"}`), Identity: id, Session: "s-crash"})
 	fail(fmt.Errorf("the blocking call returned: %v", err))
+}
+
+// stream makes calls from 4 goroutines until the process is killed.
+func stream(ctx context.Context, s store.Store) {
+	r := &warden.Registry{}
+	err := r.Register(warden.Executable{Tool: warden.Tool{Name: "step"}, Run: func(ctx context.Context, a warden.Args, _ *warden.Credential) (any, error) {
+		id, _ := a.Map()["id"].(string)
+		fmt.Println("ran " + id) // one write(2): the line is out before the tool returns
+		return "ok", nil
+	}})
+	if err != nil {
+		fail(err)
+	}
+	g, err := r.Bind(warden.Config{Ungoverned: true, Journal: audit.NewJournal(s, &audit.Options{Deferred: true}), Revision: "crashprog"})
+	if err != nil {
+		fail(err)
+	}
+	for w := range 4 {
+		go func() {
+			for i := 0; ; i++ {
+				id := fmt.Sprintf("p%d-w%d-%d", os.Getpid(), w, i) // unique across the test's rounds
+				o, err := g.Call(ctx, warden.Call{ID: id, Tool: "step", Args: warden.MustParseArgs(`{"id":"` + id + `"}`)})
+				if err != nil || o.Status != warden.StatusRan {
+					fail(fmt.Errorf("call %s: %s %v", id, o.Status, err))
+				}
+			}
+		}()
+	}
+	select {}
 }
 
 // pending creates n decisions and blocks.
