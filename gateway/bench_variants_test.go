@@ -41,6 +41,20 @@ func (s *auditOffStore) EndCall(context.Context, store.CallRef, store.Completion
 
 func (s *auditOffStore) RecordCall(context.Context, store.CallRecord) error { return nil }
 
+func (s *auditOffStore) EndCallLater(_ context.Context, _ store.CallRef, _ store.Completion, done func(error)) error {
+	if done != nil {
+		done(nil)
+	}
+	return nil
+}
+
+func (s *auditOffStore) RecordCallLater(_ context.Context, _ store.CallRecord, done func(error)) error {
+	if done != nil {
+		done(nil)
+	}
+	return nil
+}
+
 func startAuditOffGateway(tb testing.TB) *benchTarget {
 	var off *auditOffStore
 	bt := startGateway(tb, "gateway/auditoff", "", func(s store.Store) store.Store {

@@ -16,7 +16,6 @@ import (
 
 	"github.com/wardenhq/warden"
 	"github.com/wardenhq/warden/inbox"
-	"github.com/wardenhq/warden/store"
 	"github.com/wardenhq/warden/upstream"
 )
 
