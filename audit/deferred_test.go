@@ -60,8 +60,12 @@ type logBuffer struct {
 	b  bytes.Buffer
 }
 
-func (l *logBuffer) Write(p []byte) (int, error) { l.mu.Lock(); defer l.mu.Unlock(); return l.b.Write(p) }
-func (l *logBuffer) String() string              { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+func (l *logBuffer) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
 
 func deferredJournal(s store.Store, lb *logBuffer) *audit.Journal {
 	return audit.NewJournal(s, &audit.Options{Deferred: true, Logger: slog.New(slog.NewTextHandler(lb, nil))})
