@@ -22,10 +22,12 @@ package gateway_test
 //	WARDEN_SOAK=10m   go test -run TestSoak -v -count=1 -timeout 30m ./gateway/
 //
 // The value of WARDEN_SOAK is the duration per front ("short" = 25s); without it the
-// test is skipped. WARDEN_SOAK_CONC sets the number of sessions (default 16),
-// WARDEN_SOAK_TIMEOUT the deadline of one call (default 10s, ten thousand times a
-// normal call's latency), WARDEN_SOAK_DUMP the directory of the profile files
-// (default: the system's temporary directory, so the file outlives the test).
+// test is skipped. WARDEN_SOAK_CONC sets the number of sessions (default 16);
+// WARDEN_SOAK_IDLE the idle connections the client keeps (default 4 per session; 0
+// for Go's default of 2, so connections churn); WARDEN_SOAK_TIMEOUT the deadline of
+// one call (default 10s, ten thousand times a normal call's latency);
+// WARDEN_SOAK_DUMP the directory of the profile files (default: the system's
+// temporary directory, so the file outlives the test).
 
 import (
 	"bytes"
@@ -63,6 +65,11 @@ type soakSettings struct {
 	conc     int
 	timeout  time.Duration
 	dumpDir  string
+	// idle is the client transport's MaxIdleConnsPerHost: by default 4 per
+	// session, so connections are reused; Go's default (2 per host, what an SDK
+	// client gets from http.DefaultClient) makes the sessions open and close
+	// connections all the time.
+	idle int
 }
 
 func soakFromEnv(t *testing.T) soakSettings {
@@ -93,6 +100,14 @@ func soakFromEnv(t *testing.T) soakSettings {
 			t.Fatalf("WARDEN_SOAK_TIMEOUT=%q: want a positive Go duration such as 10s", v)
 		}
 		s.timeout = d
+	}
+	s.idle = 4 * s.conc
+	if v := os.Getenv("WARDEN_SOAK_IDLE"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			t.Fatalf("WARDEN_SOAK_IDLE=%q: want the number of idle connections the client keeps (0: Go's default, 2)", v)
+		}
+		s.idle = n
 	}
 	if s.dumpDir == "" {
 		s.dumpDir = os.TempDir()
@@ -244,18 +259,18 @@ func soakText(res *mcp.CallToolResult) string {
 
 // soakSessions serves h (through the probe's server side) and connects conc client
 // sessions to url+path whose HTTP traffic passes through the probe's client side.
-func soakSessions(t *testing.T, conc int, probe *soakProbe, h http.Handler, path string) []*mcp.ClientSession {
+func soakSessions(t *testing.T, s soakSettings, probe *soakProbe, h http.Handler, path string) []*mcp.ClientSession {
 	t.Helper()
 	srv := httptest.NewServer(probe.server(h))
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConnsPerHost = 4 * conc // each session also holds its standalone SSE stream
+	tr.MaxIdleConnsPerHost = s.idle
 	t.Cleanup(func() {
 		srv.CloseClientConnections()
 		srv.Close()
 		tr.CloseIdleConnections()
 	})
 	c := mcp.NewClient(&mcp.Implementation{Name: "warden-soak", Version: "1"}, nil)
-	out := make([]*mcp.ClientSession, conc)
+	out := make([]*mcp.ClientSession, s.conc)
 	for i := range out {
 		cs, err := mcptest.ConnectHTTP(t, c, srv.URL+path, soakToken, probe.client(tr), 10*time.Second)
 		if err != nil {
@@ -289,7 +304,7 @@ func startSoakBareProxy(t *testing.T, s soakSettings, probe *soakProbe) *soakTar
 			return res, err
 		})
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
-	return &soakTarget{name: "bareproxy", tool: "echo", sessions: soakSessions(t, s.conc, probe, h, "/mcp")}
+	return &soakTarget{name: "bareproxy", tool: "echo", sessions: soakSessions(t, s, probe, h, "/mcp")}
 }
 
 const soakPolicy = `version: 1
@@ -346,7 +361,7 @@ func startSoakGateway(t *testing.T, s soakSettings, probe *soakProbe) *soakTarge
 	}
 	mux := http.NewServeMux()
 	mux.Handle(cfg.Path, gw.MCPHandler())
-	return &soakTarget{name: "governed", tool: "mcp__soak__echo", sessions: soakSessions(t, s.conc, probe, mux, cfg.Path)}
+	return &soakTarget{name: "governed", tool: "mcp__soak__echo", sessions: soakSessions(t, s, probe, mux, cfg.Path)}
 }
 
 // soakProbe follows every call in flight by its tag (the echo text, unique per call)

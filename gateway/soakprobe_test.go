@@ -27,8 +27,8 @@ func TestSoakProbe(t *testing.T) {
 	})
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
 	probe := &soakProbe{keep: true}
-	s := soakSettings{conc: 1, timeout: 300 * time.Millisecond, dumpDir: t.TempDir()}
-	sessions := soakSessions(t, s.conc, probe, h, "/mcp")
+	s := soakSettings{conc: 1, timeout: 300 * time.Millisecond, dumpDir: t.TempDir(), idle: 4}
+	sessions := soakSessions(t, s, probe, h, "/mcp")
 	// Before the sessions close (cleanups run last first): a stalled handler still
 	// running would hold up the server session's Close.
 	t.Cleanup(func() { close(release) })
@@ -76,10 +76,8 @@ func TestSoakProbe(t *testing.T) {
 func soakStall(ctx context.Context, release <-chan struct{}) (*mcp.CallToolResult, any, error) {
 	select {
 	case <-ctx.Done():
-		println("STALL: cancelled", context.Cause(ctx).Error())
 		return nil, nil, ctx.Err()
 	case <-release:
-		println("STALL: released")
 		return nil, nil, errors.New("released")
 	}
 }
