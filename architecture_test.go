@@ -30,6 +30,7 @@ var importRules = []struct {
 	{"internal/display", nil},
 	{"internal/jsontext", nil},
 	{"internal/fileerr", nil},
+	{"internal/errlines", nil},
 	{"internal/mcptest", nil},
 	{"internal/faultserver", nil},
 	{"internal/spectext", []string{"internal/jsontext"}},
@@ -47,7 +48,7 @@ var importRules = []struct {
 	{"hook", []string{"."}},
 	// The hook command both warden and warden-hook run: the adapter wired to the policy
 	// and the audit log (package hook stays below workspace and checkpoint).
-	{"hook/cli", []string{".", "audit", "hook", "policy", "policy/explain", "store", "store/postgres", "store/sqlite"}},
+	{"hook/cli", []string{".", "audit", "hook", "internal/errlines", "policy", "policy/explain", "store", "store/postgres", "store/sqlite"}},
 	{"otel", []string{"."}},
 	{"store", []string{".", "internal/fnmatch"}},
 	{"store/internal/core", []string{".", "store"}},

@@ -300,20 +300,14 @@ clients:
     token_sha256: %s
 `
 
-// startGateway runs a Gateway behind its HTTP front, as `warden serve` mounts it,
-// with its store at dsn ("" for SQLite in a temporary directory with the default
-// synchronous=FULL). A non-nil wrap replaces the store the gateway is given (the
-// audit-off variant); the store opened is closed when tb ends.
-func startGateway(tb testing.TB, name, dsn string, wrap func(store.Store) store.Store) *benchTarget {
+// serveGatewayConfig writes data as gateway.yaml and policy as policy.yaml in dir,
+// opens the configured store (closed when tb ends; a non-nil wrap replaces the store
+// the gateway is given) and starts the gateway. It returns a mux serving the MCP
+// endpoint, and the endpoint's path.
+func serveGatewayConfig(tb testing.TB, dir string, data []byte, policy string, wrap func(store.Store) store.Store) (*http.ServeMux, string) {
 	tb.Helper()
-	needBenchServer(tb)
-	dir := tb.TempDir()
-	if dsn == "" {
-		dsn = "sqlite://audit.db"
-	}
-	data := fmt.Appendf(nil, benchGatewayConfig, dsn, benchConc, inbox.HashToken(benchToken))
 	file := mcptest.WriteFile(tb, dir, "gateway.yaml", data)
-	mcptest.WriteFile(tb, dir, "policy.yaml", []byte(benchPolicy))
+	mcptest.WriteFile(tb, dir, "policy.yaml", []byte(policy))
 	cfg, err := gateway.ParseFile(file, data, func(string) string { return "" })
 	if err != nil {
 		tb.Fatal(err)
@@ -340,7 +334,23 @@ func startGateway(tb testing.TB, name, dsn string, wrap func(store.Store) store.
 	}
 	mux := http.NewServeMux()
 	mux.Handle(cfg.Path, gw.MCPHandler())
-	bt := &benchTarget{name: name, tool: "mcp__bench__echo", sessions: httpSessions(tb, mux, cfg.Path)}
+	return mux, cfg.Path
+}
+
+// startGateway runs a Gateway behind its HTTP front, as `warden serve` mounts it,
+// with its store at dsn ("" for SQLite in a temporary directory with the default
+// synchronous=FULL). A non-nil wrap replaces the store the gateway is given (the
+// audit-off variant); the store opened is closed when tb ends.
+func startGateway(tb testing.TB, name, dsn string, wrap func(store.Store) store.Store) *benchTarget {
+	tb.Helper()
+	needBenchServer(tb)
+	dir := tb.TempDir()
+	if dsn == "" {
+		dsn = "sqlite://audit.db"
+	}
+	data := fmt.Appendf(nil, benchGatewayConfig, dsn, benchConc, inbox.HashToken(benchToken))
+	mux, path := serveGatewayConfig(tb, dir, data, benchPolicy, wrap)
+	bt := &benchTarget{name: name, tool: "mcp__bench__echo", sessions: httpSessions(tb, mux, path)}
 	// Fill the upstream pool: benchConc overlapping slow calls each hold a connection.
 	var wg sync.WaitGroup
 	for _, cs := range bt.sessions {

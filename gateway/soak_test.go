@@ -51,10 +51,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/wardenhq/warden/gateway"
 	"github.com/wardenhq/warden/inbox"
 	"github.com/wardenhq/warden/internal/mcptest"
-	"github.com/wardenhq/warden/store"
 )
 
 const soakToken = "soak-token-0123456789abcdef"
@@ -337,31 +335,8 @@ clients:
 func startSoakGateway(t *testing.T, s soakSettings, probe *soakProbe) *soakTarget {
 	dir := t.TempDir()
 	data := fmt.Appendf(nil, soakGatewayConfig, s.conc, inbox.HashToken(soakToken))
-	file := mcptest.WriteFile(t, dir, "gateway.yaml", data)
-	mcptest.WriteFile(t, dir, "policy.yaml", []byte(soakPolicy))
-	cfg, err := gateway.ParseFile(file, data, func(string) string { return "" })
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.Open(context.Background(), cfg.Store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	gw, err := gateway.New(cfg, &gateway.Options{Store: st})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { gw.Close(context.Background()) })
-	if err := gw.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if err := gw.Ready(); err != nil {
-		t.Fatal(err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle(cfg.Path, gw.MCPHandler())
-	return &soakTarget{name: "governed", tool: "mcp__soak__echo", sessions: soakSessions(t, s, probe, mux, cfg.Path)}
+	mux, path := serveGatewayConfig(t, dir, data, soakPolicy, nil)
+	return &soakTarget{name: "governed", tool: "mcp__soak__echo", sessions: soakSessions(t, s, probe, mux, path)}
 }
 
 // soakProbe follows every call in flight by its tag (the echo text, unique per call)

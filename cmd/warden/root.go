@@ -7,6 +7,8 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+
+	"github.com/wardenhq/warden/internal/errlines"
 )
 
 // run executes the warden command line args (without the program name) and returns the
@@ -74,7 +76,7 @@ func reportError(stderr io.Writer, cmd *cobra.Command, err error) {
 	var ee *exitError
 	if errors.As(err, &ee) && !ee.usage {
 		if ee.err != nil {
-			writeErrors(stderr, ee.err)
+			errlines.Write(stderr, ee.err)
 		}
 		return
 	}

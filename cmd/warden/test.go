@@ -2,11 +2,11 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
-	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/wardenhq/warden/internal/errlines"
 
 	"github.com/wardenhq/warden/policy"
 	"github.com/wardenhq/warden/policy/explain"
@@ -69,7 +69,7 @@ func newTestProgram(files []string, stdout, stderr io.Writer) (*testProgram, err
 // case failed.
 func (p *testProgram) Run(ctx context.Context) error {
 	sum, err := policytest.Run(ctx, p.files, decideCase, p.stdout, &policytest.Options{
-		Unusable: func(_ string, err error) { writeErrors(p.stderr, err) },
+		Unusable: func(_ string, err error) { errlines.Write(p.stderr, err) },
 	})
 	switch {
 	case err != nil:
@@ -92,23 +92,4 @@ func decideCase(ctx context.Context, pol *policy.Policy, c policytest.Call) poli
 		}
 		return explain.WriteExplain(w, "    ", r)
 	}}
-}
-
-// writeErrors prints err, one line per joined error; a multi-line message (a CEL error
-// with its caret) has its continuation lines indented.
-func writeErrors(w io.Writer, err error) {
-	var errs []error
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		errs = j.Unwrap()
-	} else {
-		errs = []error{err}
-	}
-	for _, e := range errs {
-		if _, ok := e.(interface{ Unwrap() []error }); ok {
-			writeErrors(w, e)
-			continue
-		}
-		msg := strings.TrimRight(e.Error(), "\n")
-		fmt.Fprintln(w, strings.ReplaceAll(msg, "\n", "\n    "))
-	}
 }

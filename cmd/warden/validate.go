@@ -10,6 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/wardenhq/warden/internal/errlines"
+
 	"github.com/wardenhq/warden/policy"
 )
 
@@ -63,7 +65,7 @@ func (p *validateProgram) Run(context.Context) error {
 		pol, err := policy.LoadFile(file, &policy.LoadOptions{Role: role})
 		if err != nil {
 			invalid = true
-			writeErrors(stderr, err)
+			errlines.Write(stderr, err)
 			continue
 		}
 		if _, err := fmt.Fprintf(stdout, "%s: ok (revision %s)\n", file, pol.Revision()); err != nil {

@@ -4,9 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/wardenhq/warden/internal/errlines"
 )
 
 // Exit codes of the hook commands. Claude Code blocks a tool call only on exit 2, so
@@ -58,32 +59,13 @@ func Report(stderr io.Writer, cmd *cobra.Command, err error) {
 	var e *Error
 	if errors.As(err, &e) && !e.Usage {
 		if e.Err != nil {
-			writeErrors(stderr, e.Err)
+			errlines.Write(stderr, e.Err)
 		}
 		return
 	}
 	fmt.Fprintf(stderr, "warden: %v\n", err)
 	if cmd != nil {
 		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
-	}
-}
-
-// writeErrors prints err, one line per error of an errors.Join, with continuation
-// lines indented.
-func writeErrors(w io.Writer, err error) {
-	var errs []error
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		errs = j.Unwrap()
-	} else {
-		errs = []error{err}
-	}
-	for _, e := range errs {
-		if _, ok := e.(interface{ Unwrap() []error }); ok {
-			writeErrors(w, e)
-			continue
-		}
-		msg := strings.TrimRight(e.Error(), "\n")
-		fmt.Fprintln(w, strings.ReplaceAll(msg, "\n", "\n    "))
 	}
 }
 

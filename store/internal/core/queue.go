@@ -271,7 +271,7 @@ func (q *Queue[T]) run() {
 			continue
 		}
 		batch = append(batch[:0], first)
-		batch, marker, open := q.fill(batch)
+		batch, marker, open := q.take(batch, nil)
 		if marker == nil && open && q.opts.Delay > 0 && len(batch) < q.opts.MaxBatch && onlyDeferred(batch) {
 			// Nobody waits for these: give the next write a moment to share the commit.
 			if timer == nil {
@@ -279,10 +279,10 @@ func (q *Queue[T]) run() {
 			} else {
 				timer.Reset(q.opts.Delay)
 			}
-			batch, marker, open = q.await(batch, timer.C)
+			batch, marker, open = q.take(batch, timer.C)
 			timer.Stop()
 			if marker == nil && open {
-				batch, marker, _ = q.fill(batch) // what came with the op that ended the wait
+				batch, marker, _ = q.take(batch, nil) // what came with the op that ended the wait
 			}
 		}
 		q.commit(batch)
@@ -293,44 +293,36 @@ func (q *Queue[T]) run() {
 	}
 }
 
-// fill adds to batch what is queued now, up to MaxBatch. It stops at a flush marker,
-// which it returns (the ops queued after it belong to a later batch), and reports
-// whether the queue is still open.
-func (q *Queue[T]) fill(batch []*Op[T]) (_ []*Op[T], marker *Op[T], open bool) {
+// take adds ops to batch, up to MaxBatch. With expired nil it takes only what is
+// queued now; otherwise it waits for ops as they come until one somebody waits for
+// comes, or expired fires. Either way it stops at a flush marker, which it returns
+// (the ops queued after it belong to a later batch), and reports whether the queue
+// is still open.
+func (q *Queue[T]) take(batch []*Op[T], expired <-chan time.Time) (_ []*Op[T], marker *Op[T], open bool) {
 	for len(batch) < q.opts.MaxBatch {
-		select {
-		case o, ok := <-q.ops:
-			if !ok {
-				return batch, nil, false
-			}
-			if o.flush != 0 {
-				return batch, o, true
-			}
-			batch = append(batch, o)
-		default:
-			return batch, nil, true
-		}
-	}
-	return batch, nil, true
-}
-
-// await adds ops to batch as they come until one somebody waits for (or a flush
-// marker) comes, the batch is full, the queue closes or expired fires.
-func (q *Queue[T]) await(batch []*Op[T], expired <-chan time.Time) (_ []*Op[T], marker *Op[T], open bool) {
-	for len(batch) < q.opts.MaxBatch {
-		select {
-		case o, ok := <-q.ops:
-			if !ok {
-				return batch, nil, false
-			}
-			if o.flush != 0 {
-				return batch, o, true
-			}
-			batch = append(batch, o)
-			if !o.deferred {
+		var o *Op[T]
+		var ok bool
+		if expired == nil {
+			select {
+			case o, ok = <-q.ops:
+			default:
 				return batch, nil, true
 			}
-		case <-expired:
+		} else {
+			select {
+			case o, ok = <-q.ops:
+			case <-expired:
+				return batch, nil, true
+			}
+		}
+		switch {
+		case !ok:
+			return batch, nil, false
+		case o.flush != 0:
+			return batch, o, true
+		}
+		batch = append(batch, o)
+		if expired != nil && !o.deferred {
 			return batch, nil, true
 		}
 	}
