@@ -117,7 +117,20 @@ var configDoc = yamlstrict.Doc{
 // ParseFile checks a gateway configuration's contents; file names it in errors and
 // anchors relative paths; getenv reads token_env variables.
 func ParseFile(file string, data []byte, getenv func(string) string) (*File, error) {
-	d := &configDecoder{SectionDecoder: upstream.SectionDecoder{Decoder: yamlstrict.Decoder{File: file, StringKeys: true}, Getenv: getenv}}
+	return parseFile(file, data, getenv, false)
+}
+
+// ParseFileStdio is ParseFile for a gateway that serves only its stdio front (`warden
+// serve --stdio`): a token_env of an HTTP client or operator whose variable is not
+// set is no error, since no HTTP request is served; that client or operator has no
+// token (TokenHash is empty) and nothing can authenticate as it. A variable that is
+// set is checked as ParseFile checks it, and so is everything else.
+func ParseFileStdio(file string, data []byte, getenv func(string) string) (*File, error) {
+	return parseFile(file, data, getenv, true)
+}
+
+func parseFile(file string, data []byte, getenv func(string) string, stdioOnly bool) (*File, error) {
+	d := &configDecoder{SectionDecoder: upstream.SectionDecoder{Decoder: yamlstrict.Decoder{File: file, StringKeys: true}, Getenv: getenv}, stdioOnly: stdioOnly}
 	if len(data) > 1<<20 {
 		d.Fail(nil, "split it or remove data", "gateway config is %d bytes, over the 1 MiB limit", len(data))
 		return nil, d.Err()
@@ -145,7 +158,8 @@ func ParseFile(file string, data []byte, getenv func(string) string) (*File, err
 
 type configDecoder struct {
 	upstream.SectionDecoder
-	hashes map[string]string // token hash -> who holds it
+	hashes    map[string]string // token hash -> who holds it
+	stdioOnly bool              // ParseFileStdio: an unset token_env is no error
 }
 
 var topKeys = []string{"policy", "store", "transport", "servers", "project_file", "listen", "path", "stdio", "clients", "operators", "ui", "approvals", "limits", "audit"}
@@ -354,6 +368,8 @@ func (d *configDecoder) token(key string, n *yaml.Node, where string) string {
 	}
 	tok := d.Getenv(s)
 	switch {
+	case tok == "" && d.stdioOnly:
+		return ""
 	case tok == "":
 		d.Fail(n, "export "+s+" before starting the gateway", "%s names %s, which is not set", where, s)
 		return ""

@@ -306,3 +306,35 @@ func TestParseConfigTooLarge(t *testing.T) {
 		t.Errorf("oversized config: %v", err)
 	}
 }
+
+// For the stdio front alone, an HTTP client's or operator's token variable may be
+// unset (that identity gets no token); one that is set is still checked, and so is
+// every other key.
+func TestParseConfigStdioOnly(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "g.yaml")
+	unset := "policy: p.yaml\nlisten: 127.0.0.1:0\nclients:\n  - principal: web\n    role: agent\n    token_env: UNSET_TOKEN\n" +
+		"  - principal: reader\n    role: reader\n    token_env: READER_TOKEN\noperators:\n  - name: op\n    token_env: UNSET_OPS_TOKEN\n"
+	if _, err := gateway.ParseFile(file, []byte(unset), cfgGetenv); err == nil || !strings.Contains(err.Error(), "UNSET_TOKEN, which is not set") {
+		t.Errorf("ParseFile with an unset token_env: %v, want the not-set error", err)
+	}
+	got, err := gateway.ParseFileStdio(file, []byte(unset), cfgGetenv)
+	if err != nil {
+		t.Fatalf("ParseFileStdio with unset token_env: %v", err)
+	}
+	if len(got.Clients) != 2 || got.Clients[0].TokenHash != "" || got.Clients[1].TokenHash != inbox.HashToken("reader-token-0123456789") {
+		t.Errorf("clients %+v, want web without a token and reader with READER_TOKEN's hash", got.Clients)
+	}
+	if len(got.Operators) != 1 || got.Operators[0].TokenHash != "" {
+		t.Errorf("operators %+v, want op without a token", got.Operators)
+	}
+	for _, bad := range []struct{ yaml, want string }{
+		{"policy: p.yaml\nclients:\n  - principal: web\n    role: agent\n    token_env: SHORT_TOKEN\n", "too short"},
+		{"policy: p.yaml\nclients:\n  - principal: web\n    role: agent\n", "a token is required"},
+		{"policy: p.yaml\nclients:\n  - principal: a\n    token_env: READER_TOKEN\n  - principal: b\n    token_env: SAME_TOKEN\n", "same token"},
+		{"policy: p.yaml\nlisten: 127.0.0.1:0\nclinets: []\n", "clinets"},
+	} {
+		if _, err := gateway.ParseFileStdio(file, []byte(bad.yaml), cfgGetenv); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("ParseFileStdio(%q): %v, want an error with %q", bad.yaml, err, bad.want)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -215,7 +216,8 @@ func (g *Gateway) front(kind string) *front {
 }
 
 // MCPHandler returns the streamable HTTP handler of the MCP endpoint: bearer-token
-// authentication (401 without a configured token), a request body limit, DNS
+// authentication (401 with a WWW-Authenticate challenge without a configured token),
+// a request body limit, DNS
 // rebinding and cross-origin protection, and idle session expiry.
 func (g *Gateway) MCPHandler() http.Handler {
 	cfg := g.File()
@@ -225,8 +227,12 @@ func (g *Gateway) MCPHandler() http.Handler {
 		MaxRequestBodyBytes: cfg.MaxRequestBytes,
 		Logger:              g.log,
 	})
-	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
-		hash := inbox.HashToken(token)
+	// verify takes the token's hash from the request's context, where challenge put it.
+	verify := func(_ context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
+		hash, ok := r.Context().Value(tokenHashKey{}).(string)
+		if !ok {
+			return nil, auth.ErrInvalidToken
+		}
 		cl, ok := g.state.Load().clients[hash]
 		if !ok {
 			return nil, auth.ErrInvalidToken
@@ -238,7 +244,26 @@ func (g *Gateway) MCPHandler() http.Handler {
 		}, nil
 	}
 	authed := auth.RequireBearerToken(verify, nil)(h)
-	return http.NewCrossOriginProtection().Handler(authed)
+	// challenge answers a request without a configured bearer token itself, with the
+	// WWW-Authenticate header of RFC 6750 that tells a client to send one (an MCP
+	// client without it may start an OAuth flow the gateway does not offer), and
+	// hands the known token's hash to verify in the request's context.
+	challenge := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fields := strings.Fields(r.Header.Get("Authorization"))
+		if len(fields) != 2 || !strings.EqualFold(fields[0], "bearer") {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="warden"`)
+			http.Error(w, "no bearer token: send the header Authorization: Bearer <token>, with a token of one of the gateway's clients", http.StatusUnauthorized)
+			return
+		}
+		hash := inbox.HashToken(fields[1])
+		if _, ok := g.state.Load().clients[hash]; !ok {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="warden", error="invalid_token", error_description="the token is not one of the gateway's clients"`)
+			http.Error(w, "invalid token: it is not the token of any of the gateway's clients", http.StatusUnauthorized)
+			return
+		}
+		authed.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tokenHashKey{}, hash)))
+	})
+	return http.NewCrossOriginProtection().Handler(challenge)
 }
 
 // HealthHandler answers /healthz (the process serves) and /readyz (every configured
@@ -278,6 +303,10 @@ func (g *Gateway) HealthHandler() http.Handler {
 func (g *Gateway) ServeStdio(ctx context.Context, t mcp.Transport) error {
 	return g.front("stdio").server.Run(ctx, t)
 }
+
+// tokenHashKey is the context key under which MCPHandler's challenge hands the hash of
+// a known bearer token to the SDK's verifier.
+type tokenHashKey struct{}
 
 // readyWriteTimeout bounds /readyz's probe write; the store's own write timeout may be
 // shorter.

@@ -904,6 +904,36 @@ func TestGatewayAuth(t *testing.T) {
 	if code, _ := post(gwWrongToken, "", initialize); code != http.StatusUnauthorized {
 		t.Errorf("wrong token: status %d, want 401", code)
 	}
+	// Every 401 carries the challenge of RFC 6750: a missing token, a malformed
+	// header, an unknown token (error="invalid_token").
+	for _, c := range []struct{ authorization, challenge string }{
+		{"", `Bearer realm="warden"`},
+		{"Basic dXNlcjpwdw==", `Bearer realm="warden"`},
+		{"Bearer", `Bearer realm="warden"`},
+		{"Bearer a b", `Bearer realm="warden"`},
+		{"Bearer " + gwWrongToken, `Bearer realm="warden", error="invalid_token", error_description="the token is not one of the gateway's clients"`},
+		{"bearer " + gwWrongToken, `Bearer realm="warden", error="invalid_token", error_description="the token is not one of the gateway's clients"`},
+	} {
+		req, err := http.NewRequest(http.MethodPost, e.url, strings.NewReader(initialize))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if c.authorization != "" {
+			req.Header.Set("Authorization", c.authorization)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized || resp.Header.Get("WWW-Authenticate") != c.challenge {
+			t.Errorf("Authorization %q: status %d, WWW-Authenticate %q (body %q), want 401 with %q",
+				c.authorization, resp.StatusCode, resp.Header.Get("WWW-Authenticate"), body, c.challenge)
+		}
+	}
 	if code, _ := post(strings.TrimPrefix(inbox.HashToken(gwWriterToken), "sha256:"), "", initialize); code != http.StatusUnauthorized {
 		t.Errorf("the hash of a token as a token: status %d, want 401", code)
 	}

@@ -117,7 +117,7 @@ func (p *serveProgram) Run(ctx context.Context) error {
 	p.proc.tuneForServe()
 	// Every file is hashed before it is read, so that an edit made while the gateway
 	// starts (discovery can take a while) is reloaded rather than missed.
-	watch := &configWatch{config: o.config}
+	watch := &configWatch{config: o.config, stdioOnly: o.stdio}
 	cfg, err := watch.load(nil)
 	if err != nil {
 		return configError(err)

@@ -1286,7 +1286,10 @@ func TestServeStdio(t *testing.T) {
 		stdioRole: "reader",
 	}
 	cfgPath := filepath.Join(dir, "gateway.yaml")
-	writeFile(t, cfgPath, cfg.yaml())
+	// The HTTP front's client and operator name token variables this process does not
+	// have: --stdio serves no HTTP, so it does not need them.
+	writeFile(t, cfgPath, cfg.yaml()+"listen: 127.0.0.1:0\nclients:\n  - principal: web-agent\n    role: reader\n    token_env: WARDEN_TEST_UNSET_CLIENT_TOKEN\n"+
+		"operators:\n  - name: op\n    token_env: WARDEN_TEST_UNSET_OPERATOR_TOKEN\n")
 	if err := os.Mkdir(filepath.Join(dir, "notes"), 0o700); err != nil {
 		t.Fatal(err)
 	}

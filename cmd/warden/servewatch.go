@@ -23,8 +23,9 @@ import (
 //
 // A configWatch is used by one goroutine at a time (the serve loop).
 type configWatch struct {
-	config string
-	sums   map[string]string // file -> content hash taken before the last load read it
+	config    string
+	stdioOnly bool              // serve --stdio: HTTP clients' and operators' token variables may be unset
+	sums      map[string]string // file -> content hash taken before the last load read it
 	// hook, when set (by tests), is called with "stamped" once every file of a load
 	// is hashed and before the gateway reads the policy, and with "loaded" once the
 	// load has been applied (or refused), before its hashes are kept.
@@ -44,6 +45,14 @@ func fileSum(path string) string {
 func sumOf(data []byte) string {
 	h := sha256.Sum256(data)
 	return hex.EncodeToString(h[:])
+}
+
+// parse checks the config's contents, as the stdio front needs them when stdioOnly.
+func (w *configWatch) parse(data []byte) (*gateway.File, error) {
+	if w.stdioOnly {
+		return gateway.ParseFileStdio(w.config, data, os.Getenv)
+	}
+	return gateway.ParseFile(w.config, data, os.Getenv)
 }
 
 // load reads and checks the config, hashing every file before it is read, then
@@ -68,13 +77,13 @@ func (w *configWatch) load(apply func(*gateway.File) error) (*gateway.File, erro
 		}
 	} else {
 		sums[w.config] = sumOf(data)
-		cfg, err = gateway.ParseFile(w.config, data, os.Getenv)
+		cfg, err = w.parse(data)
 		if err == nil && cfg.ProjectFile != "" {
 			if _, ok := sums[cfg.ProjectFile]; !ok {
 				// A project file not hashed before this parse read it: hash it now and
 				// parse again, so what is applied was read after its hash was taken.
 				sums[cfg.ProjectFile] = fileSum(cfg.ProjectFile)
-				cfg, err = gateway.ParseFile(w.config, data, os.Getenv)
+				cfg, err = w.parse(data)
 			}
 		}
 		if err == nil {
