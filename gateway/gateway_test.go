@@ -184,7 +184,7 @@ func gwStart(t *testing.T, s gwSetup) *gwEnv {
 	asked := &pendingWatch{Store: st}
 	e := &gwEnv{dir: dir, cfg: cfg, st: asked, asked: asked, log: &mcptest.LogBuffer{}, events: &gwEvents{}}
 	e.log.LogOnFailure(t, "gateway log")
-	logger := slog.New(slog.NewTextHandler(e.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	logger := slog.New(mcptest.KeysOnce(t, slog.NewTextHandler(e.log, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	gw, err := gateway.New(cfg, &gateway.Options{Store: e.st, Logger: logger, Sinks: append(slices.Clone(s.sinks), e.events), Version: "test"})

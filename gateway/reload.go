@@ -75,7 +75,7 @@ func (g *Gateway) Reload(ctx context.Context, cfg *File) error {
 			Policy:         &tp,
 			Pins:           g.opts.Store,
 			Sink:           g.sink,
-			Logger:         g.log.With("server", sc.Name),
+			Logger:         g.log, // the server adds its name to every line
 			OnToolsChanged: func(string) { g.rebuild() },
 			CallTimeout:    cfg.CallTimeout,
 		})

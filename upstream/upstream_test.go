@@ -69,7 +69,7 @@ func newUpstream(t *testing.T, cfg ServerConfig, opts Options) *Server {
 		opts.Pins = openPinStore(t)
 	}
 	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.NewTextHandler(testLogWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		opts.Logger = slog.New(mcptest.KeysOnce(t, slog.NewTextHandler(testLogWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	}
 	u, err := New(cfg, &opts)
 	if err != nil {
