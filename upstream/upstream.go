@@ -101,7 +101,9 @@ type Options struct {
 	// Sink receives transport denials and definition changes; may be nil. A panic in
 	// Sink is recovered and logged to Logger.
 	Sink warden.Sink
-	// Logger receives operational logs, including the child's stderr; nil discards.
+	// Logger receives operational logs, including the child's stderr, each line with
+	// the server's name under "server" (so Logger should not carry that key); nil
+	// discards.
 	Logger *slog.Logger
 	// OnToolsChanged is called after a tools/list_changed notification from the
 	// upstream has re-run discovery, and after Refresh changed what is served. It
