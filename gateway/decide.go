@@ -54,17 +54,18 @@ func (g *Gateway) decide(ctx context.Context, f *front, st *gatewayState, cl Cli
 	} else if ok {
 		return warden.Approved{By: got.DecidedBy, Note: got.Note, Digest: p.ApprovalDigest()}, ""
 	}
+	// One wait for the whole decision: a client that never answers its elicitation
+	// must not hold the call (or a shutdown) longer than approvals.wait, and what is
+	// left of it after the elicitation is the operator's.
+	wctx, cancel := context.WithTimeout(ctx, st.cfg.ApprovalWait)
+	defer cancel()
 	// Only an identity configured to approve its own asks is asked (fail closed: by
 	// default every ask goes to an operator).
 	if st.cfg.Elicitation && cl.SelfApprove && f.canElicit(req) {
-		// A client that never answers must not hold the call (or a shutdown) forever:
-		// the user gets as long as an operator would.
-		ectx, cancel := context.WithTimeout(ctx, st.cfg.ApprovalWait)
-		res, err := req.Session.Elicit(ectx, &mcp.ElicitParams{
+		res, err := req.Session.Elicit(wctx, &mcp.ElicitParams{
 			Message:         ElicitationMessage(p),
 			RequestedSchema: json.RawMessage(`{"type":"object","properties":{}}`),
 		})
-		cancel()
 		switch {
 		case err != nil:
 			g.log.Warn("elicitation failed; asking an operator instead", "tool", p.Tool, "error", err)
@@ -79,9 +80,7 @@ func (g *Gateway) decide(ctx context.Context, f *front, st *gatewayState, cl Cli
 		g.log.Error("cannot store a pending decision; the call is refused", "error", err)
 		return nil, "The approval store is unavailable, so this call cannot be approved now. Nothing ran; try again later."
 	}
-	wctx, cancel := context.WithTimeout(ctx, st.cfg.ApprovalWait)
 	decided, err := s.WaitDecision(wctx, pending.ID)
-	cancel()
 	switch {
 	case err == nil && decided.State == store.StateApproved:
 		if got, ok, err := s.ConsumeApproval(ctx, binding, session); err == nil && ok {

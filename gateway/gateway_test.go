@@ -695,6 +695,40 @@ func TestGatewayElicitation(t *testing.T) {
 	gwWant(t, gwCall(t, w, "mcp__notes__read_note", map[string]any{"name": "keep"}), false, "x")
 }
 
+// A client that declares elicitation and never answers holds the call for
+// approvals.wait once, not once for the elicitation and again for the operator: the
+// call then reads WaitingText, and the operator's pending decision is there for the
+// retry.
+func TestGatewayElicitationUnanswered(t *testing.T) {
+	const wait = 2 * time.Second
+	e := gwStart(t, gwSetup{identities: gwSelfApproveIdentities, extra: "approvals:\n  wait: 2s\n  elicitation: allow\n"})
+	asked := make(chan struct{}, 1)
+	silent := e.connect(t, gwWriterToken, &mcp.ClientOptions{
+		ElicitationHandler: func(ctx context.Context, _ *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			asked <- struct{}{}
+			<-ctx.Done() // never answers; the gateway gives up
+			return nil, ctx.Err()
+		},
+	})
+	start := time.Now()
+	res := gwCall(t, silent, "mcp__notes__delete_note", map[string]any{"name": "x"})
+	took := time.Since(start)
+	select {
+	case <-asked:
+	default:
+		t.Fatal("the client was never asked")
+	}
+	ps := e.pending(t, "mcp__notes__delete_note", `{"name":"x"}`)
+	if len(ps) != 1 {
+		t.Fatalf("pending decisions %+v, want the operator's one", ps)
+	}
+	gwWant(t, res, true, gateway.WaitingText(ps[0].ID, "mcp__notes__delete_note"))
+	// Twice the wait would be 4s; 1.5 times leaves room for a slow machine.
+	if took < wait || took > wait*3/2 {
+		t.Errorf("the call took %s, want approvals.wait (%s) once", took, wait)
+	}
+}
+
 // 3. approvals.elicitation: never (and the default, which is never) sends even an
 // elicitation-capable, self_approve client's calls to the operator path.
 func TestGatewayElicitationNever(t *testing.T) {
