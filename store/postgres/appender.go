@@ -45,7 +45,7 @@ type appender struct {
 
 func newAppender(pool *pgxpool.Pool, timeout, delay time.Duration) *appender {
 	a := &appender{pool: pool, timeout: timeout}
-	a.q = core.StartQueue(core.QueueOptions{MaxBatch: maxBatch, Delay: delay}, a.commit)
+	a.q = core.StartQueue(core.QueueOptions{MaxBatch: maxBatch, Delay: delay, Timeout: timeout, Driver: "postgres"}, a.commit)
 	return a
 }
 
@@ -82,7 +82,7 @@ func (a *appender) close() error {
 // commit writes a batch under the write timeout (retries included): each probe in its
 // own statement, then the entries in one transaction.
 func (a *appender) commit(batch []*appendOp) {
-	ctx, cancel := context.WithTimeout(context.Background(), a.timeout)
+	ctx, cancel := core.BatchContext(batch, a.timeout)
 	defer cancel()
 	live := core.Live(batch)
 	entries := live[:0:0]

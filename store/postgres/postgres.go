@@ -95,7 +95,8 @@ var _ store.Store = (*Store)(nil)
 // Options tunes a Store. A nil *Options means the defaults. A field left zero takes
 // the DSN's parameter of the same meaning, then the default.
 type Options struct {
-	// WriteTimeout bounds every write (an audit batch, retries included; a decision,
+	// WriteTimeout bounds every write (an audit write from the call on, waiting
+	// behind earlier batches and retries included; a decision,
 	// a claim, a checkpoint, a pin; each together with the caller's context): a write
 	// the server has not answered by then fails with an error matching
 	// [store.ErrWriteTimeout]. DSN parameter write_timeout. Default 5s.

@@ -84,8 +84,9 @@ type Options struct {
 	// process crashes, but the newest commits, audit entries included, can be lost
 	// when the machine loses power or the OS crashes.
 	AllowLossOnPowerFailure bool
-	// WriteTimeout bounds every write (the group commit it is part of, waiting for
-	// the write lock included): a write that has not committed by then fails with
+	// WriteTimeout bounds every write from the call on (waiting behind earlier
+	// writes, the group commit it is part of and the write lock included): a write
+	// that has not committed by then fails with
 	// an error matching [store.ErrWriteTimeout]. It cuts a BusyTimeout that is longer.
 	// Default (zero or negative) 5s.
 	WriteTimeout time.Duration

@@ -65,7 +65,7 @@ func newWriter(ctx context.Context, db *sql.DB, timeout, delay time.Duration) (*
 		}
 		w.stmts[q] = st
 	}
-	w.q = core.StartQueue(core.QueueOptions{MaxBatch: maxBatch, Delay: delay}, w.commit)
+	w.q = core.StartQueue(core.QueueOptions{MaxBatch: maxBatch, Delay: delay, Timeout: timeout, Driver: "sqlite"}, w.commit)
 	return w, nil
 }
 
@@ -124,10 +124,11 @@ type wtx struct {
 // is rolled back, that op gets its error, and the other ops run again in a new
 // transaction. So nothing commits in part and the chain never skips a seq.
 //
-// The whole batch, retries included, runs under the write timeout: when it passes,
-// every op not yet settled fails with an error that says so.
+// The whole batch, retries included, runs under the write timeout (see
+// core.BatchContext): when it passes, every op not yet settled fails with an error
+// that says so.
 func (w *writer) commit(batch []*op) {
-	ctx, cancel := context.WithTimeout(context.Background(), w.timeout)
+	ctx, cancel := core.BatchContext(batch, w.timeout)
 	defer cancel()
 	ops := batch
 	for len(ops) > 0 {

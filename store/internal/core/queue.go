@@ -29,6 +29,7 @@ type Op[T any] struct {
 	deferred bool
 	then     func(error) // a deferred op's callback; may be nil
 	flush    int         // a flush marker, not a write: 1 waits, 2 also collects failures
+	deadline time.Time   // a waited-for op's write deadline (QueueOptions.Timeout); zero: none
 	q        *Queue[T]   // nil for an op made by hand (tests)
 	answered bool        // only the queue's goroutine touches it
 }
@@ -67,6 +68,14 @@ type QueueOptions struct {
 	// Delay is how long a batch of deferred ops only waits for more ops before it is
 	// committed (an op somebody waits for ends the wait at once). 0: no wait.
 	Delay time.Duration
+	// Timeout, when positive, bounds how long [Queue.Do] and [Queue.DoAudit] wait, from
+	// the call on (waiting for room in the queue and behind earlier batches
+	// included): then they return an error matching store.ErrWriteTimeout (see
+	// [WriteErr]; Driver names the store in it), and the op is skipped (see [Live])
+	// or, when its batch has started, that batch ends then too (see [BatchContext]),
+	// so an op is not committed after its caller was told that it timed out.
+	Timeout time.Duration
+	Driver  string
 }
 
 // Queue hands the ops of many callers to one goroutine, which takes them in batches of
@@ -105,16 +114,32 @@ func (q *Queue[T]) Do(ctx context.Context, arg T) error { return q.DoAudit(ctx, 
 
 // DoAudit is [Queue.Do] for an op that is an audit write when audit is set.
 func (q *Queue[T]) DoAudit(ctx context.Context, arg T, audit bool) error {
-	o := &Op[T]{Ctx: ctx, Arg: arg, Done: make(chan error, 1), Audit: audit}
-	if err := q.enqueue(ctx, o); err != nil {
-		return err
+	wctx := ctx
+	if q.opts.Timeout > 0 {
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithTimeout(ctx, q.opts.Timeout)
+		defer cancel()
 	}
-	select {
-	case err := <-o.Done:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
+	o := &Op[T]{Ctx: wctx, Arg: arg, Done: make(chan error, 1), Audit: audit}
+	if q.opts.Timeout > 0 {
+		o.deadline = time.Now().Add(q.opts.Timeout)
 	}
+	err := q.enqueue(wctx, o)
+	if err == nil {
+		select {
+		case err = <-o.Done:
+		case <-wctx.Done():
+			select {
+			case err = <-o.Done: // answered at the same moment: the answer wins
+			default:
+				err = wctx.Err()
+			}
+		}
+	}
+	if q.opts.Timeout > 0 {
+		err = WriteErr(q.opts.Driver, q.opts.Timeout, ctx, wctx, err)
+	}
+	return err
 }
 
 // Later queues arg as a deferred op and returns once it is queued: it blocks only
@@ -344,7 +369,11 @@ func Live[T any](ops []*Op[T]) []*Op[T] {
 	live := make([]*Op[T], 0, len(ops))
 	for _, o := range ops {
 		if !o.deferred {
-			if err := o.Ctx.Err(); err != nil {
+			err := o.Ctx.Err()
+			if err == nil && !o.deadline.IsZero() && !time.Now().Before(o.deadline) {
+				err = context.DeadlineExceeded // its caller's wait has ended, or is ending
+			}
+			if err != nil {
 				o.Answer(err) // the caller gave up, and nothing of this op is written
 				continue
 			}
@@ -352,6 +381,22 @@ func Live[T any](ops []*Op[T]) []*Op[T] {
 		live = append(live, o)
 	}
 	return live
+}
+
+// BatchContext returns the context a batch of ops runs under: it ends limit from now,
+// or earlier at the write deadline of an op of the batch somebody waits for (see
+// QueueOptions.Timeout), whose caller stops waiting then. Callers' own contexts do
+// not shorten it: one impatient caller must not fail the others' writes.
+func BatchContext[T any](ops []*Op[T], limit time.Duration) (context.Context, context.CancelFunc) {
+	now := time.Now()
+	end := now.Add(limit)
+	for _, o := range ops {
+		// An op past its deadline is skipped (Live): its caller has given up.
+		if !o.deferred && o.deadline.After(now) && o.deadline.Before(end) {
+			end = o.deadline
+		}
+	}
+	return context.WithDeadline(context.Background(), end)
 }
 
 // Answer answers each op with its own error if it has one (results may be nil), else
