@@ -28,13 +28,22 @@ type Options struct {
 	// ([store.Store.EndCallLater]). Begin always waits: the intent is durable before
 	// the tool runs. A deferred entry whose commit fails is retried, with a growing
 	// pause up to [MaxRetryPause], until it is durable; [Journal.Flush] waits for
-	// them. If the process dies first, the call shows as started with an unknown
+	// them. At most [Options.MaxPending] entries wait so at once. If the process dies first, the call shows as started with an unknown
 	// outcome, which is what the intent entry is for.
 	Deferred bool
+	// MaxPending bounds the deferred entries that are not yet durable (queued, or
+	// failed and waiting to be retried): while that many are, End and Record wait
+	// for one to settle (nothing is dropped), and return ctx.Err() if ctx ends first.
+	// Zero means [DefaultMaxPending]. A journal made by [Journal.With] shares the
+	// bound of the journal it was made from.
+	MaxPending int
 	// Logger receives the failures of deferred entries (each retry, and an entry
 	// given up because the store was closed). nil discards them.
 	Logger *slog.Logger
 }
+
+// DefaultMaxPending is the bound of [Options.MaxPending] when it is zero.
+const DefaultMaxPending = 4096
 
 // The pauses between attempts to commit a deferred entry: the first, doubled after
 // each failure up to MaxRetryPause.
@@ -55,10 +64,15 @@ var _ warden.Journal = (*Journal)(nil)
 
 // NewJournal returns a journal writing to s. opts may be nil.
 func NewJournal(s store.Store, opts *Options) *Journal {
-	j := &Journal{s: s, d: &deferred{}}
+	j := &Journal{s: s}
 	if opts != nil {
 		j.opts = *opts
 	}
+	n := j.opts.MaxPending
+	if n <= 0 {
+		n = DefaultMaxPending
+	}
+	j.d = &deferred{slots: make(chan struct{}, n)}
 	j.log = j.opts.Logger
 	if j.log == nil {
 		j.log = slog.New(slog.DiscardHandler)
@@ -129,16 +143,26 @@ func (j *Journal) Flush(ctx context.Context) error {
 
 // deferred counts the deferred entries that are not yet settled.
 type deferred struct {
+	slots chan struct{} // one value per entry not yet settled: the bound on them
+
 	mu      sync.Mutex
 	lost    int // entries given up since the last wait
 	pending int
 	idle    chan struct{} // closed when pending drops to 0; nil while pending is 0
 }
 
-// start queues w's first attempt. An entry the store will not take at all (it is
-// closed, or ctx ended while the queue was full) is not counted: its error is the
-// caller's.
+// start queues w's first attempt, once fewer than the bound of entries are not
+// settled. An entry the store will not take at all (it is closed, or ctx ended while
+// the bound or the queue was full) is not counted: its error is the caller's.
 func (d *deferred) start(ctx context.Context, w *write) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	select {
+	case d.slots <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 	d.add()
 	if err := w.queue(ctx); err != nil {
 		d.done()
@@ -164,6 +188,7 @@ func (d *deferred) done() {
 		d.idle = nil
 	}
 	d.mu.Unlock()
+	<-d.slots
 }
 
 func (d *deferred) wait(ctx context.Context) error {
