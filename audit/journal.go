@@ -28,8 +28,9 @@ type Options struct {
 	// ([store.Store.EndCallLater]). Begin always waits: the intent is durable before
 	// the tool runs. A deferred entry whose commit fails is retried, with a growing
 	// pause up to [MaxRetryPause], until it is durable; [Journal.Flush] waits for
-	// them. At most [Options.MaxPending] entries wait so at once. If the process dies first, the call shows as started with an unknown
-	// outcome, which is what the intent entry is for.
+	// them; at most [Options.MaxPending] entries are not yet durable at once. If
+	// the process dies first, the call shows as started with an unknown outcome,
+	// which is what the intent entry is for.
 	Deferred bool
 	// MaxPending bounds the deferred entries that are not yet durable (queued, or
 	// failed and waiting to be retried): while that many are, End and Record wait
