@@ -158,17 +158,23 @@ awk -v sq="$SQLITE_TARGET" -v pg="$POSTGRES_TARGET" '
       if ($(i+1) == "p50-ms") p50 = $i " ms"
       if ($(i+1) == "p50-ns") p50 = sprintf("%.3f ms", $i / 1e6)
     }
-    target = ""
-    if (label ~ /postgres/) target = pg
-    else if (label !~ /sync=normal/) target = sq
-    verdict = target == "" ? "none (not the default durability)" : \
+    # The targets are for 16 callers with the gateway's commit scheme (end=later:
+    # only the intent synchronous) at the default durability.
+    target = ""; why = ""
+    if (label ~ /sync=normal/) why = "none (not the default durability)"
+    else if (label ~ /end=sync/) why = "none (every entry synchronous, not the gateway's scheme)"
+    else if (label ~ /callers=1$/) why = "none (one caller)"
+    else if (label ~ /postgres/) target = pg
+    else target = sq
+    verdict = target == "" ? why : \
       (rate + 0 >= target ? ">= " target ": met" : ">= " target ": MISSED")
     printf "| %s | %.0f | %s | %s |\n", label, rate, p50, verdict
-    seen[label]++
+    if (label ~ /^store\/postgres/) pg_store++
+    if (label ~ /^audit postgres/) pg_audit++
   }
   END {
-    if (!seen["store/postgres"]) print "| store/postgres | skipped: WARDEN_TEST_POSTGRES_DSN is not set | | |"
-    if (!seen["audit postgres"]) print "| audit postgres | skipped: WARDEN_TEST_POSTGRES_DSN is not set | | |"
+    if (!pg_store) print "| store/postgres | skipped: WARDEN_TEST_POSTGRES_DSN is not set | | |"
+    if (!pg_audit) print "| audit postgres | skipped: WARDEN_TEST_POSTGRES_DSN is not set | | |"
   }
 ' "$work/audit.log"
 echo
