@@ -1194,6 +1194,47 @@ func TestGatewayUpstreamFailures(t *testing.T) {
 	gwWant(t, gwCall(t, w, "mcp__fault__echo", map[string]any{"text": "after hang"}), false, "after hang")
 }
 
+// A client that cancels its call (notifications/cancelled to the gateway) has the
+// call cancelled upstream the same way: the tool sees the cancellation, the upstream
+// process lives on and serves the next call, and the audit records the call as failed.
+func TestGatewayClientCancelReachesTheUpstream(t *testing.T) {
+	e := gwStart(t, gwSetup{policy: `version: 1
+roles:
+  writer: [mcp__fault__slow, mcp__fault__pid]
+  reader: [mcp__fault__pid]
+active_role: writer
+`})
+	w := e.connect(t, gwWriterToken, nil)
+	pid := func() string {
+		t.Helper()
+		return mcptest.ResultText(gwCall(t, w, "mcp__fault__pid", map[string]any{}))
+	}
+	before := pid()
+	ctx, cancel := context.WithCancel(context.Background())
+	errs := make(chan error, 1)
+	go func() {
+		_, err := w.CallTool(ctx, &mcp.CallToolParams{Name: "mcp__fault__slow", Arguments: map[string]any{"ms": 60000}})
+		errs <- err
+	}()
+	e.log.WaitCount(t, 30*time.Second, 1, "slow: sleeping 60000ms")
+	cancel()
+	if err := <-errs; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the client's cancelled call: %v, want context.Canceled", err)
+	}
+	e.log.WaitCount(t, 30*time.Second, 1, "slow: cancelled after")
+	if after := pid(); after != before {
+		t.Errorf("the upstream's pid after a cancelled call is %s, want the same process %s", after, before)
+	}
+	var rec store.CallRecord
+	mcptest.WaitFor(t, 30*time.Second, "the cancelled call's outcome is recorded", func() bool {
+		rec = e.lastCall(t, "mcp__fault__slow", "writer-agent")
+		return !rec.Unknown
+	})
+	if !rec.Executed || rec.Status != warden.StatusFailed {
+		t.Errorf("audit of the cancelled call: %+v, want executed and failed", rec)
+	}
+}
+
 // 10. The reference server over stdio behind the gateway.
 func TestGatewayEverythingServer(t *testing.T) {
 	command, args := mcptest.EverythingServer(t)

@@ -145,7 +145,9 @@ func (u *Server) call(ctx context.Context, remote string, args json.RawMessage, 
 		u.release(c, false)
 		return nil, true, fmt.Errorf("server %q: %w", u.cfg.Name, ErrClosed)
 	case ctx.Err() != nil:
-		u.release(c, false)
+		// The caller gave up. The SDK has sent the upstream notifications/cancelled; the
+		// connection is kept if it still serves (see Options.CancelGrace).
+		u.settleCancelled(c, remote)
 		return nil, true, fmt.Errorf("server %q: tool %q: %w", u.cfg.Name, remote, ctx.Err())
 	case callCtx.Err() != nil:
 		u.release(c, false)
@@ -155,6 +157,32 @@ func (u *Server) call(ctx context.Context, remote string, args json.RawMessage, 
 		u.release(c, false)
 		return nil, true, fmt.Errorf("server %q: the call of %q failed on the connection, which is closed (a new one is started on the next call): %w", u.cfg.Name, remote, err)
 	}
+}
+
+// settleCancelled releases c, whose call the caller cancelled, off the caller's path:
+// back to the pool when the upstream answers a ping within CancelGrace, closed (its
+// process killed) when it does not. The slot stays taken until then, so the
+// connection bound holds. Close waits for it.
+func (u *Server) settleCancelled(c *upstreamConn, remote string) {
+	u.mu.Lock()
+	if u.closed {
+		u.mu.Unlock()
+		u.release(c, false)
+		return
+	}
+	u.wg.Add(1)
+	u.mu.Unlock()
+	go func() {
+		defer u.wg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), u.opts.CancelGrace)
+		defer cancel()
+		_, err := sdkGuard(func() (*mcp.CallToolResult, error) { return nil, c.cs.Ping(ctx, nil) })
+		if err != nil {
+			u.log.Warn("upstream did not answer a ping after a cancelled call; closing the connection",
+				slog.String("tool", remote), slog.Int("pid", c.pid), slog.Duration("grace", u.opts.CancelGrace), slog.String("error", err.Error()))
+		}
+		u.release(c, err == nil)
+	}()
 }
 
 // sdkTransportErrors match (by code, with errors.Is) the JSON-RPC errors the SDK makes

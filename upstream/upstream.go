@@ -37,6 +37,8 @@ const (
 
 	defaultBackoffMin = 200 * time.Millisecond
 	defaultBackoffMax = 30 * time.Second
+	// defaultCancelGrace is Options.CancelGrace's default.
+	defaultCancelGrace = 5 * time.Second
 	// startTimeout bounds starting one connection (process start and initialize).
 	startTimeout = 30 * time.Second
 	// terminateGrace is how long a gracefully closed child gets, after its stdin is
@@ -114,8 +116,16 @@ type Options struct {
 	// means time.Now. Tests set it to step past a backoff without waiting for it.
 	Now func() time.Time
 	// CallTimeout bounds one upstream tools/call once it holds a connection; 0 means
-	// no bound beyond the caller's context.
+	// no bound beyond the caller's context. A call that passes it is cancelled and its
+	// connection closed (the process killed): an upstream that does not answer in time
+	// is not trusted with the next call.
 	CallTimeout time.Duration
+	// CancelGrace is how long a connection whose call the caller cancelled (its
+	// context ended: the MCP client cancelled the request or went away) gets to show
+	// it is still serving: the upstream is sent notifications/cancelled, and the
+	// connection is kept for later calls when it answers a ping within CancelGrace,
+	// closed (the process killed) otherwise. Zero means 5s.
+	CancelGrace time.Duration
 	// HTTPClient is used for url servers; nil means a client with dial, TLS and idle
 	// timeouts (no overall timeout: MCP streams are long-lived). The Server uses a
 	// copy that refuses redirects (a redirect could lead past the host allowlist) and
@@ -265,7 +275,7 @@ type upstreamConn struct {
 //
 // Errors: an invalid cfg (see [ServerConfig.Validate]) or Policy (see
 // [TransportPolicy.Validate]), a header that is not a valid HTTP header or that the
-// MCP transport manages itself, a negative CallTimeout or backoff, or BackoffMin
+// MCP transport manages itself, a negative CallTimeout, CancelGrace or backoff, or BackoffMin
 // greater than BackoffMax.
 func New(cfg ServerConfig, o *Options) (*Server, error) {
 	var opts Options
@@ -282,8 +292,11 @@ func New(cfg ServerConfig, o *Options) (*Server, error) {
 	if err := policy.Validate(); err != nil {
 		return nil, fmt.Errorf("server %q: transport policy: %w", cfg.Name, err)
 	}
-	if opts.CallTimeout < 0 || opts.BackoffMin < 0 || opts.BackoffMax < 0 {
-		return nil, fmt.Errorf("server %q: call timeout and backoff must not be negative", cfg.Name)
+	if opts.CallTimeout < 0 || opts.CancelGrace < 0 || opts.BackoffMin < 0 || opts.BackoffMax < 0 {
+		return nil, fmt.Errorf("server %q: call timeout, cancel grace and backoff must not be negative", cfg.Name)
+	}
+	if opts.CancelGrace == 0 {
+		opts.CancelGrace = defaultCancelGrace
 	}
 	if opts.BackoffMin == 0 {
 		opts.BackoffMin = defaultBackoffMin

@@ -421,37 +421,83 @@ func TestUpstreamDieOnStart(t *testing.T) {
 	}
 }
 
+// A call past CallTimeout is cancelled and its connection discarded: an upstream that
+// does not answer in time is not trusted with the next call.
 func TestUpstreamHangIsBoundedAndDiscarded(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		name        string
-		callTimeout time.Duration
-		ctxTimeout  time.Duration
-	}{
-		{"caller context", 0, 300 * time.Millisecond},
-		{"call timeout", 300 * time.Millisecond, time.Minute},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			u := newUpstream(t, faultServer("hung"), Options{Policy: faultPolicy(0), CallTimeout: tc.callTimeout})
-			discover(t, u)
-			pid1 := callPID(t, u)
-			ctx, cancel := context.WithTimeout(context.Background(), tc.ctxTimeout)
-			defer cancel()
-			start := time.Now()
-			_, err := u.Call(ctx, "hang", nil, nil)
-			if !errors.Is(err, context.DeadlineExceeded) {
-				t.Fatalf("hang: %v", err)
-			}
-			if d := time.Since(start); d > 2*time.Second {
-				t.Errorf("hang returned after %s", d)
-			}
-			waitGone(t, pid1) // the connection was discarded and its process killed
-			pid2 := callPID(t, u)
-			if pid2 == pid1 {
-				t.Fatal("the hung connection was reused")
-			}
-		})
+	u := newUpstream(t, faultServer("hung"), Options{Policy: faultPolicy(0), CallTimeout: 300 * time.Millisecond})
+	discover(t, u)
+	pid1 := callPID(t, u)
+	start := time.Now()
+	_, err := u.Call(context.Background(), "hang", nil, nil)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("hang: %v", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("hang returned after %s", d)
+	}
+	waitGone(t, pid1) // the connection was discarded and its process killed
+	if pid2 := callPID(t, u); pid2 == pid1 {
+		t.Fatal("the hung connection was reused")
+	}
+}
+
+// A call its caller cancels is cancelled upstream (notifications/cancelled, which the
+// tool sees), and the process, which still answers a ping, serves the next call.
+func TestUpstreamCancelKeepsTheProcess(t *testing.T) {
+	t.Parallel()
+	var logs mcptest.LogBuffer
+	u := newUpstream(t, faultServer("cancel"), Options{Policy: faultPolicy(1), Logger: slog.New(mcptest.KeysOnce(t, slog.NewTextHandler(&logs, nil)))})
+	discover(t, u)
+	pid1 := callPID(t, u)
+	for i := 1; i <= 2; i++ {
+		ctx, cancel := context.WithCancel(context.Background())
+		errs := make(chan error, 1)
+		go func() {
+			_, err := u.Call(ctx, "slow", json.RawMessage(`{"ms":60000}`), nil)
+			errs <- err
+		}()
+		logs.WaitCount(t, 30*time.Second, i, "slow: sleeping 60000ms")
+		cancel()
+		if err := <-errs; !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled call: %v, want context.Canceled", err)
+		}
+		logs.WaitCount(t, 30*time.Second, i, "slow: cancelled after")
+		// With one connection allowed, the next call waits for the ping and then reuses
+		// the same process.
+		if pid2 := callPID(t, u); pid2 != pid1 {
+			t.Fatalf("after cancelled call %d the pid is %d, want the same process %d", i, pid2, pid1)
+		}
+	}
+	if n := logs.Count("closing the connection"); n != 0 {
+		t.Errorf("a connection was closed after a cancel:\n%s", logs.String())
+	}
+}
+
+// An upstream that does not answer the ping after a cancelled call within CancelGrace
+// is closed, its process killed, and the next call starts another.
+func TestUpstreamCancelGraceEnds(t *testing.T) {
+	t.Parallel()
+	var logs mcptest.LogBuffer
+	u := newUpstream(t, faultServer("deaf", "-no-pong"), Options{Policy: faultPolicy(1), CancelGrace: 300 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	discover(t, u)
+	pid1 := callPID(t, u)
+	ctx, cancel := context.WithCancel(context.Background())
+	errs := make(chan error, 1)
+	go func() {
+		_, err := u.Call(ctx, "slow", json.RawMessage(`{"ms":60000}`), nil)
+		errs <- err
+	}()
+	logs.WaitCount(t, 30*time.Second, 1, "slow: sleeping 60000ms")
+	cancel()
+	if err := <-errs; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled call: %v, want context.Canceled", err)
+	}
+	logs.WaitCount(t, 30*time.Second, 1, "upstream did not answer a ping after a cancelled call; closing the connection", "grace=300ms")
+	waitGone(t, pid1)
+	if pid2 := callPID(t, u); pid2 == pid1 {
+		t.Fatal("the connection that did not answer the ping was reused")
 	}
 }
 

@@ -30,7 +30,9 @@
 //	              "ok" answers normally
 //
 // Other flags: -marker appends "<pid>\n" to a file when the process starts (before
-// anything else), -pagesize sets the tools/list page size.
+// anything else), -pagesize sets the tools/list page size, -no-pong never answers a
+// ping (an SDK-based mode only). slow logs "slow: cancelled" when its call is
+// cancelled.
 package main
 
 import (
@@ -54,6 +56,7 @@ func main() {
 	marker := flag.String("marker", "", "file to which the pid is appended at start")
 	descFile := flag.String("descfile", "", "file holding echo's description (mode changing)")
 	pageSize := flag.Int("pagesize", 0, "tools/list page size (0: the SDK default)")
+	noPong := flag.Bool("no-pong", false, "never answer a ping")
 	flag.Parse()
 
 	log.SetOutput(os.Stderr)
@@ -86,6 +89,18 @@ func main() {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "faultserver", Version: "0.0.1"}, &mcp.ServerOptions{PageSize: *pageSize})
 	tr := &injectingTransport{}
 	addOKTools(srv)
+	if *noPong {
+		srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				if method == "ping" {
+					log.Printf("not answering a ping")
+					<-ctx.Done()
+					return nil, ctx.Err()
+				}
+				return next(ctx, method, req)
+			}
+		})
+	}
 
 	switch *mode {
 	case "badschemas":
@@ -182,9 +197,13 @@ func addOKTools(srv *mcp.Server) {
 	mcp.AddTool(srv, &mcp.Tool{Name: "slow", Description: "Sleeps ms milliseconds; reports pid, start and end (unix ns)."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in slowIn) (*mcp.CallToolResult, any, error) {
 			start := time.Now()
+			if in.MS >= 1000 {
+				log.Printf("slow: sleeping %dms", in.MS) // tests wait for it before cancelling
+			}
 			select {
 			case <-time.After(time.Duration(in.MS) * time.Millisecond):
 			case <-ctx.Done():
+				log.Printf("slow: cancelled after %s", time.Since(start).Round(time.Millisecond))
 				return nil, nil, ctx.Err()
 			}
 			return text(fmt.Sprintf("%d %d %d", os.Getpid(), start.UnixNano(), time.Now().UnixNano())), nil, nil

@@ -13,7 +13,9 @@ type errorsTB struct {
 	errs []string
 }
 
-func (e *errorsTB) Errorf(format string, args ...any) { e.errs = append(e.errs, fmt.Sprintf(format, args...)) }
+func (e *errorsTB) Errorf(format string, args ...any) {
+	e.errs = append(e.errs, fmt.Sprintf(format, args...))
+}
 
 func TestKeysOnce(t *testing.T) {
 	var logs LogBuffer
