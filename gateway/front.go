@@ -267,8 +267,9 @@ func (g *Gateway) MCPHandler() http.Handler {
 }
 
 // HealthHandler answers /healthz (the process serves) and /readyz (every configured
-// server was discovered and the store can record calls: a probe write commits and the
-// last audit write did not fail; 503 with the reasons otherwise).
+// server was discovered and is not down, and the store can record calls: a probe
+// write commits and the last audit write did not fail; 503 with the reasons
+// otherwise).
 func (g *Gateway) HealthHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {

@@ -206,7 +206,9 @@ func (g *Gateway) Revision() string {
 var _ warden.Journal = sendJournal{}
 
 // Ready reports whether the gateway has finished its first discovery and every
-// configured server serves tools; the error lists what is missing.
+// configured server serves tools: it was discovered and is not down (its process
+// ended and cannot be started again; see [upstream.Server.Health]). The error lists
+// what is missing.
 func (g *Gateway) Ready() error {
 	if !g.ready.Load() {
 		return errors.New("starting")
@@ -220,8 +222,14 @@ func (g *Gateway) Ready() error {
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		if e := g.upstreams[name]; e.err != nil {
+		e := g.upstreams[name]
+		switch {
+		case e.err != nil:
 			problems = append(problems, fmt.Sprintf("server %s: %v", name, e.err))
+		case e.up != nil:
+			if err := e.up.Health(); err != nil {
+				problems = append(problems, err.Error())
+			}
 		}
 	}
 	if len(problems) > 0 {

@@ -1235,6 +1235,65 @@ active_role: writer
 	}
 }
 
+// An upstream whose process died and cannot start again is down: /readyz says so
+// (503), its tools leave tools/list and are unknown to calls; once it starts again
+// (in the background, no call needed) both come back.
+func TestGatewayUpstreamDown(t *testing.T) {
+	e := gwStart(t, gwSetup{
+		servers: "servers:\n  fault:\n    command: faultserver\n    args: [-fail-if-exists, \"@DIR@/block\"]\n",
+		policy:  "version: 1\nroles:\n  writer: [mcp__fault__echo, mcp__fault__crash]\n  reader: [mcp__fault__echo]\nactive_role: writer\n",
+	})
+	hc := &http.Client{Transport: e.tr, Timeout: time.Minute}
+	ready := func() (int, string) {
+		t.Helper()
+		resp, err := hc.Get(e.srv.URL + "/readyz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var body struct {
+			Reason string `json:"reason"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, body.Reason
+	}
+	w := e.connect(t, gwWriterToken, nil)
+	if code, why := ready(); code != http.StatusOK {
+		t.Fatalf("/readyz before: %d %s", code, why)
+	}
+	block := filepath.Join(e.dir, "block")
+	if err := os.WriteFile(block, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if res := gwCall(t, w, "mcp__fault__crash", map[string]any{}); !res.IsError {
+		t.Fatalf("crash: %q", mcptest.ResultText(res))
+	}
+	mcptest.WaitFor(t, 30*time.Second, "/readyz reports the server down", func() bool {
+		code, _ := ready()
+		return code == http.StatusServiceUnavailable
+	})
+	if _, why := ready(); !strings.Contains(why, `server "fault" is down: start failed`) {
+		t.Errorf("/readyz reason: %q", why)
+	}
+	mcptest.WaitFor(t, 30*time.Second, "the down server's tools leave tools/list", func() bool {
+		return !slices.Contains(gwTools(t, w), "mcp__fault__echo")
+	})
+	if _, err := w.CallTool(context.Background(), &mcp.CallToolParams{Name: "mcp__fault__echo", Arguments: map[string]any{"text": "x"}}); err == nil || !strings.Contains(err.Error(), `unknown tool "mcp__fault__echo"`) {
+		t.Errorf("a call of a down server's tool: %v, want the unknown-tool error", err)
+	}
+
+	if err := os.Remove(block); err != nil {
+		t.Fatal(err)
+	}
+	mcptest.WaitFor(t, 60*time.Second, "the server is back", func() bool {
+		code, _ := ready()
+		return code == http.StatusOK && slices.Contains(gwTools(t, w), "mcp__fault__echo")
+	})
+	gwWant(t, gwCall(t, w, "mcp__fault__echo", map[string]any{"text": "back"}), false, "back")
+}
+
 // 10. The reference server over stdio behind the gateway.
 func TestGatewayEverythingServer(t *testing.T) {
 	command, args := mcptest.EverythingServer(t)

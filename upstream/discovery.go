@@ -51,15 +51,23 @@ func (u *Server) Discover(ctx context.Context) (tools []Tool, problems []ToolPro
 	u.startWorker()
 	// The caller builds what it serves from the result: no OnToolsChanged.
 	tools, problems, _, err = u.discover(ctx)
+	if err == nil {
+		u.mu.Lock()
+		u.discovered = true
+		u.mu.Unlock()
+	}
 	return tools, problems, err
 }
 
 // Tools returns the tools of the last successful discovery (a copy; the Tool
-// definitions are shared and must not be modified). Quarantined tools are included,
-// flagged.
+// definitions are shared and must not be modified), none while the server is down
+// (see [Server.Health]). Quarantined tools are included, flagged.
 func (u *Server) Tools() []Tool {
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	if u.downLocked() {
+		return nil
+	}
 	return slices.Clone(u.tools)
 }
 
@@ -148,9 +156,41 @@ func (u *Server) work(ctx context.Context) {
 				u.log.Warn("tool refused", slog.String("tool", p.Tool), slog.String("problem", p.Problem))
 			}
 			u.toolsChanged(ctx)
+		case <-u.recover:
+			u.recoverNow(ctx)
 		case <-u.changed:
 			u.toolsChanged(ctx)
 		}
+	}
+}
+
+// recoverNow starts a connection to a server whose last one ended (unless another is
+// live by now) and verifies it, making its tools the served set; OnToolsChanged
+// follows when that changed the set or the server came back up. A failed start has
+// queued the next attempt (see take).
+func (u *Server) recoverNow(ctx context.Context) {
+	u.mu.Lock()
+	skip := len(u.live) > 0 || u.closed
+	wasDown := u.downLocked()
+	u.mu.Unlock()
+	if skip {
+		return
+	}
+	dctx, cancel := context.WithTimeout(ctx, rediscoverTimeout)
+	_, problems, changed, err := u.discover(dctx)
+	cancel()
+	if err != nil {
+		if ctx.Err() == nil {
+			u.log.Warn("restarting the server after its connection ended failed", slog.String("error", err.Error()))
+		}
+		return
+	}
+	for _, p := range problems {
+		u.log.Warn("tool refused", slog.String("tool", p.Tool), slog.String("problem", p.Problem))
+	}
+	u.log.Info("upstream server restarted after its connection ended")
+	if changed || wasDown {
+		u.toolsChanged(ctx)
 	}
 }
 

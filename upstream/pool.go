@@ -87,6 +87,12 @@ func (u *Server) take(ctx context.Context, unverifiedFirst bool) (*upstreamConn,
 		if ctx.Err() == nil {
 			u.mu.Lock()
 			u.noteFailureLocked("start failed: " + err.Error())
+			wasDown := u.downLocked()
+			u.startFailed = true
+			if !wasDown && u.downLocked() {
+				u.queue(u.changed) // the served set empties (see Tools)
+			}
+			u.scheduleRecoveryLocked()
 			u.mu.Unlock()
 		}
 		return nil, fmt.Errorf("server %q: starting: %w", u.cfg.Name, err)
@@ -97,6 +103,9 @@ func (u *Server) take(ctx context.Context, unverifiedFirst bool) (*upstreamConn,
 		u.shutdown(c, false)
 		return nil, fmt.Errorf("server %q: %w", u.cfg.Name, ErrClosed)
 	}
+	// Up again; what it serves is known once this connection is verified, which
+	// queues OnToolsChanged when that changes the served set.
+	u.startFailed = false
 	c.busy = true
 	u.live[c] = struct{}{}
 	u.sessions[c.cs] = c
@@ -179,6 +188,11 @@ func (u *Server) watch(c *upstreamConn) {
 		c.failCounted = true
 		u.noteFailureLocked(why)
 		u.log.Warn("upstream connection ended", slog.Int("pid", c.pid), slog.String("error", why), slog.Time("next_start", u.retryAt))
+	}
+	if c.failCounted && len(u.live) == 0 {
+		// The last connection failed: start another, so that what is served is the
+		// running process's (or nothing, if it cannot start).
+		u.scheduleRecoveryLocked()
 	}
 	discarded := c.discarded
 	u.mu.Unlock()
@@ -268,4 +282,36 @@ func (u *Server) livePIDs() []int {
 	}
 	slices.Sort(pids)
 	return pids
+}
+
+// downLocked reports whether the server is down: its last start failed and no
+// connection is live. u.mu is held.
+func (u *Server) downLocked() bool { return u.startFailed && len(u.live) == 0 }
+
+// Health reports whether the server can serve now: nil, or when it is down (its last
+// start failed and no connection is live) an error saying why and when the next
+// start is due. A down server that was discovered is started again in the
+// background.
+func (u *Server) Health() error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if !u.downLocked() || u.closed {
+		return nil
+	}
+	return fmt.Errorf("server %q is down: %s; the next start is at %s", u.cfg.Name, u.lastFailure, u.retryAt.Format(time.RFC3339))
+}
+
+// scheduleRecoveryLocked arranges a background restart of a discovered server once
+// its backoff has passed (one pending at a time). u.mu is held.
+func (u *Server) scheduleRecoveryLocked() {
+	if !u.discovered || u.closed || u.recovery != nil {
+		return
+	}
+	wait := max(u.retryAt.Sub(u.now()), 0)
+	u.recovery = time.AfterFunc(wait, func() {
+		u.mu.Lock()
+		u.recovery = nil
+		u.mu.Unlock()
+		u.queue(u.recover)
+	})
 }

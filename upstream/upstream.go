@@ -185,9 +185,17 @@ func (p ToolProblem) String() string {
 // definition of the tool is not the one served, approved and not quarantined.
 //
 // A connection that failed (process crashed, stream ended, answer unreadable) or
-// whose call timed out or was cancelled is closed and its process killed, never
-// reused. New connections after consecutive failures wait out an exponential
-// backoff; meanwhile calls that need one fail fast with [ErrServerRestarting].
+// whose call timed out is closed and its process killed, never reused; one whose
+// call its caller cancelled is kept when it still answers (see
+// [Options.CancelGrace]). New connections after consecutive failures wait out an
+// exponential backoff; meanwhile calls that need one fail fast with
+// [ErrServerRestarting].
+//
+// Once discovered, a server whose last connection ended or failed is started again
+// in the background (after the backoff), and its tools listed and checked anew, so
+// what is served follows the process now running (OnToolsChanged is called when
+// that changes anything). While its last start failed and no connection is live,
+// the server is down: [Server.Health] says why, and [Server.Tools] is empty.
 // Nothing the upstream sends can crash the gateway: panics of the SDK on upstream
 // data are turned into errors.
 //
@@ -214,6 +222,9 @@ type Server struct {
 	failures    int
 	retryAt     time.Time
 	lastFailure string
+	startFailed bool        // the last start failed (down while no connection is live)
+	discovered  bool        // a Discover succeeded: lost connections are restarted
+	recovery    *time.Timer // the pending background restart, if any
 	tools       []Tool
 	problems    []ToolProblem
 
@@ -222,6 +233,7 @@ type Server struct {
 	workerOnce   sync.Once
 	workerCancel context.CancelFunc
 	rediscover   chan struct{} // a queued rediscovery (capacity 1)
+	recover      chan struct{} // a queued background restart (capacity 1)
 	changed      chan struct{} // a queued OnToolsChanged (capacity 1)
 
 	wg sync.WaitGroup // connection watchers and the worker
@@ -331,6 +343,7 @@ func New(cfg ServerConfig, o *Options) (*Server, error) {
 		live:       make(map[*upstreamConn]struct{}),
 		sessions:   make(map[*mcp.ClientSession]*upstreamConn),
 		rediscover: make(chan struct{}, 1),
+		recover:    make(chan struct{}, 1),
 		changed:    make(chan struct{}, 1),
 	}
 	if cfg.Transport() == "url" {
@@ -412,6 +425,9 @@ func (u *Server) close() {
 		busy[c] = c.busy
 	}
 	u.idle = nil
+	if u.recovery != nil {
+		u.recovery.Stop()
+	}
 	stopWorker := u.workerCancel
 	u.mu.Unlock()
 	if stopWorker != nil {

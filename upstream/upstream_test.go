@@ -1019,3 +1019,95 @@ func TestUpstreamSurvivesGarbage(t *testing.T) {
 		}
 	}
 }
+
+// A discovered server whose process dies is started again in the background. While it
+// cannot start it is down: Health says why and Tools is empty, and OnToolsChanged
+// tells of it; once it starts again its tools are served again, without a call.
+func TestUpstreamDownAndBack(t *testing.T) {
+	t.Parallel()
+	block := filepath.Join(t.TempDir(), "block")
+	changed := make(chan struct{}, 100)
+	u := newUpstream(t, faultServer("flaky", "-fail-if-exists", block), Options{
+		Policy: faultPolicy(1), BackoffMin: 20 * time.Millisecond, BackoffMax: 100 * time.Millisecond,
+		OnToolsChanged: func(string) { changed <- struct{}{} },
+	})
+	discover(t, u)
+	if err := u.Health(); err != nil || len(u.Tools()) == 0 {
+		t.Fatalf("after discovery: health %v, %d tools", err, len(u.Tools()))
+	}
+	pid1 := callPID(t, u)
+	if err := os.WriteFile(block, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := u.Call(context.Background(), "crash", nil, nil); err == nil {
+		t.Fatal("crash answered")
+	}
+	waitGone(t, pid1)
+	mcptest.WaitFor(t, 30*time.Second, "the server is down", func() bool { return u.Health() != nil })
+	if err := u.Health(); !strings.Contains(err.Error(), `server "flaky" is down: start failed`) {
+		t.Errorf("health while down: %v", err)
+	}
+	if tools := u.Tools(); len(tools) != 0 {
+		t.Errorf("a down server lists %d tools", len(tools))
+	}
+	waitSignal(t, changed, "OnToolsChanged when the server went down")
+
+	if err := os.Remove(block); err != nil {
+		t.Fatal(err)
+	}
+	mcptest.WaitFor(t, 30*time.Second, "the server is back", func() bool { return u.Health() == nil && len(u.Tools()) > 0 })
+	waitSignal(t, changed, "OnToolsChanged when the server came back")
+	if pid2 := callPID(t, u); pid2 == pid1 {
+		t.Errorf("served by the dead process %d", pid1)
+	}
+}
+
+// The process that replaces a dead one is listed as soon as it runs: a definition it
+// changed is quarantined (and OnToolsChanged called) before any call reaches it.
+func TestUpstreamReplacedProcessIsListed(t *testing.T) {
+	t.Parallel()
+	descFile := filepath.Join(t.TempDir(), "desc")
+	if err := os.WriteFile(descFile, []byte("Version one."), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	changed := make(chan struct{}, 100)
+	u := newUpstream(t, faultServer("replaced", "-mode", "changing", "-descfile", descFile), Options{
+		Policy: faultPolicy(1), BackoffMin: 20 * time.Millisecond,
+		OnToolsChanged: func(string) { changed <- struct{}{} },
+	})
+	tools, _ := discover(t, u)
+	hash := func(tools []Tool) string {
+		for _, tool := range tools {
+			if tool.Remote == "echo" {
+				return tool.Hash
+			}
+		}
+		return ""
+	}
+	before := hash(tools)
+	if err := os.WriteFile(descFile, []byte("Version two."), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := u.Call(context.Background(), "crash", nil, nil); err == nil {
+		t.Fatal("crash answered")
+	}
+	waitSignal(t, changed, "OnToolsChanged after the replacement process listed its tools")
+	var echo Tool
+	for _, tool := range u.Tools() {
+		if tool.Remote == "echo" {
+			echo = tool
+		}
+	}
+	if echo.Hash == before || !echo.Quarantined {
+		t.Errorf("echo after the replacement: hash %s (before %s), quarantined %t; want the new definition, quarantined", echo.Hash, before, echo.Quarantined)
+	}
+}
+
+func waitSignal(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no %s within 30s", what)
+	}
+}

@@ -31,7 +31,8 @@
 //
 // Other flags: -marker appends "<pid>\n" to a file when the process starts (before
 // anything else), -pagesize sets the tools/list page size, -no-pong never answers a
-// ping (an SDK-based mode only). slow logs "slow: cancelled" when its call is
+// ping (an SDK-based mode only), -fail-if-exists FILE exits with code 2 at start while
+// FILE exists. slow logs "slow: cancelled" when its call is
 // cancelled.
 package main
 
@@ -57,6 +58,7 @@ func main() {
 	descFile := flag.String("descfile", "", "file holding echo's description (mode changing)")
 	pageSize := flag.Int("pagesize", 0, "tools/list page size (0: the SDK default)")
 	noPong := flag.Bool("no-pong", false, "never answer a ping")
+	failIfExists := flag.String("fail-if-exists", "", "exit with code 2 at start while this file exists")
 	flag.Parse()
 
 	log.SetOutput(os.Stderr)
@@ -72,6 +74,12 @@ func main() {
 		f.Close()
 	}
 	log.Printf("starting mode=%s pid=%d", *mode, os.Getpid())
+	if *failIfExists != "" {
+		if _, err := os.Stat(*failIfExists); err == nil {
+			log.Printf("%s exists: failing to start", *failIfExists)
+			os.Exit(2)
+		}
+	}
 
 	switch *mode {
 	case "ok", "badschemas", "changing":
