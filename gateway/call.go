@@ -43,6 +43,9 @@ func slotHook(ctx context.Context) (*upstream.CallOptions, func(*mcp.CallToolRes
 	if slot.progress != nil {
 		opts.Progress = slot.progress.forward
 	}
+	if slot.logs != nil {
+		opts.Log = slot.logs.forward
+	}
 	return opts, func(res *mcp.CallToolResult, text string) { slot.res, slot.text = res, text }
 }
 
@@ -53,6 +56,7 @@ type slotKey struct{}
 // model may see unchanged (images, structured content) is passed through as is.
 type resultSlot struct {
 	progress *progressForwarder // nil: the client asked for no progress
+	logs     *logForwarder      // nil: no client session to send log messages to
 	res      *mcp.CallToolResult
 	text     string
 
@@ -194,6 +198,9 @@ func (g *Gateway) callTool(ctx context.Context, f *front, name string, req *mcp.
 	slot := &resultSlot{}
 	if token := req.Params.GetProgressToken(); token != nil && req.Session != nil {
 		slot.progress = &progressForwarder{log: g.log, tool: name, session: req.Session, token: token}
+	}
+	if req.Session != nil {
+		slot.logs = &logForwarder{log: g.log, tool: name, session: req.Session}
 	}
 	ctx = context.WithValue(ctx, slotKey{}, slot)
 	call := warden.Call{ID: newID("call"), Tool: name, Args: args, Identity: id, Session: session}

@@ -1198,7 +1198,9 @@ func TestGatewayUpstreamFailures(t *testing.T) {
 // call cancelled upstream the same way: the tool sees the cancellation, the upstream
 // process lives on and serves the next call, and the audit records the call as failed.
 func TestGatewayClientCancelReachesTheUpstream(t *testing.T) {
-	e := gwStart(t, gwSetup{policy: `version: 1
+	// One connection per server: the call after the cancel waits for the cancelled
+	// call's connection to pass its ping, so it shows whether that process was kept.
+	e := gwStart(t, gwSetup{transport: gwDefaultTransport + "  max_connections_per_server: 1\n", policy: `version: 1
 roles:
   writer: [mcp__fault__slow, mcp__fault__pid]
   reader: [mcp__fault__pid]

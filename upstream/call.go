@@ -35,6 +35,15 @@ type CallOptions struct {
 	// (on the call's own stream, for a url server) or ctx has ended. Nil means no
 	// progress is asked for.
 	Progress func(ctx context.Context, p *mcp.ProgressNotificationParams)
+	// Log, when set, receives every notifications/message (a log message) the
+	// upstream sends on the call's connection while the call is in flight, in order;
+	// p must not be modified. ctx is the call's context. It runs on the connection's
+	// read loop, so it must return promptly (it is given the call's context, which
+	// ends with the call). Log messages without a call in flight, or when Log is nil,
+	// go to the Server's Logger at debug level. The Server asks every upstream that
+	// offers logging for all levels (logging/setLevel debug) when it connects: the
+	// caller filters by the level its own client asked for.
+	Log LogHook
 	// BeforeSend, when set, is called once the call holds a verified connection, right
 	// before the request is sent; an error aborts the call unsent (the error returned
 	// wraps it and [ErrNotSent]). The gateway writes the call's audit intent here.
@@ -120,6 +129,9 @@ func (u *Server) call(ctx context.Context, remote string, args json.RawMessage, 
 	u.mu.Lock()
 	c.cancel = cancel
 	c.progress = route
+	if opts != nil && opts.Log != nil {
+		c.log = &logRoute{ctx: callCtx, hook: opts.Log}
+	}
 	u.mu.Unlock()
 
 	res, err := sdkGuard(func() (*mcp.CallToolResult, error) {

@@ -119,7 +119,7 @@ func (u *Server) take(ctx context.Context, unverifiedFirst bool) (*upstreamConn,
 // closing it otherwise.
 func (u *Server) release(c *upstreamConn, healthy bool) {
 	u.mu.Lock()
-	c.busy, c.cancel, c.progress = false, nil, nil
+	c.busy, c.cancel, c.progress, c.log = false, nil, nil, nil
 	closed := u.closed
 	switch {
 	case healthy && !c.dead && !c.discarded && !closed:
@@ -267,6 +267,7 @@ func (u *Server) start(ctx context.Context) (*upstreamConn, error) {
 		c.proc, c.pid = cmd.Process, cmd.Process.Pid
 		u.log.Debug("upstream started", slog.Int("pid", c.pid))
 	}
+	u.askForLogs(ctx, c)
 	return c, nil
 }
 

@@ -274,6 +274,7 @@ type upstreamConn struct {
 	busy             bool
 	cancel           context.CancelFunc // of the call in flight
 	progress         *progressRoute     // of the call in flight, when it asked for progress
+	log              *logRoute          // of the call in flight, when it takes log messages
 	discarded        bool               // closed on purpose; its end is not a failure
 	failCounted      bool
 	dead             bool
@@ -350,7 +351,7 @@ func New(cfg ServerConfig, o *Options) (*Server, error) {
 		u.httpClient = upstreamHTTPClient(opts.HTTPClient, headers, policy.MaxConns())
 		u.ownsHTTP = opts.HTTPClient == nil
 	}
-	u.client = mcp.NewClient(&mcp.Implementation{Name: gatewayClientName, Version: gatewayClientVersion}, &mcp.ClientOptions{
+	clientOpts := &mcp.ClientOptions{
 		Logger: log,
 		// Nothing the gateway cannot route: no roots, no sampling, no elicitation.
 		Capabilities: &mcp.ClientCapabilities{},
@@ -361,7 +362,9 @@ func New(cfg ServerConfig, o *Options) (*Server, error) {
 			u.queue(u.rediscover)
 		},
 		ProgressNotificationHandler: u.onProgress,
-	})
+	}
+	u.routeLogs(clientOpts)
+	u.client = mcp.NewClient(&mcp.Implementation{Name: gatewayClientName, Version: gatewayClientVersion}, clientOpts)
 	return u, nil
 }
 

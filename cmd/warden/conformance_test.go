@@ -33,12 +33,10 @@ import (
 // conformanceGaps are the scenarios of the suite that pass against the fixture
 // directly and not yet through the gateway, with the reason. The gateway governs
 // tools; the rest of the MCP surface is the work of the issue "The whole MCP
-// surface, governed". (resources-list, prompts-list and logging-set-level pass
-// through the gateway only because its own SDK server answers them: empty lists,
-// and a level it accepts without forwarding it.)
+// surface, governed". (resources-list and prompts-list pass through the gateway
+// only because its own SDK server answers them with empty lists.)
 var conformanceGaps = map[string]string{
 	"completion-complete":           "completion/complete is not forwarded",
-	"tools-call-with-logging":       "an upstream's notifications/message during a call is not forwarded",
 	"tools-call-sampling":           "an upstream's sampling request is not routed to the client",
 	"tools-call-elicitation":        "an upstream's elicitation request is not routed to the client",
 	"elicitation-sep1034-defaults":  "an upstream's elicitation request is not routed to the client",

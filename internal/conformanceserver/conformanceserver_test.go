@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 the fixture's sampling and logging, deprecated from protocol 2026-07-28 on
+
 package main
 
 import (

@@ -33,6 +33,8 @@
 // out).
 package main
 
+//lint:file-ignore SA1019 the conformance scenarios of the 2025 protocol line exercise logging and sampling, deprecated from 2026-07-28 on
+
 import (
 	"bytes"
 	"context"

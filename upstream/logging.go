@@ -1,0 +1,65 @@
+// Log messages (notifications/message) of upstreams, routed to the call in flight on
+// their connection.
+
+//lint:file-ignore SA1019 logging is deprecated from protocol 2026-07-28 on, but the 2025 protocol line the gateway serves has it, and its clients expect an upstream's log messages
+
+package upstream
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// LogHook receives an upstream's log message during a call (see [CallOptions.Log]).
+type LogHook = func(ctx context.Context, p *mcp.LoggingMessageParams)
+
+// routeLogs has the Server's MCP client pass every log message to onLog.
+func (u *Server) routeLogs(o *mcp.ClientOptions) {
+	o.LoggingMessageHandler = u.onLog
+}
+
+// askForLogs asks a new connection's upstream, when it offers logging, for every
+// level: each call's client filters by the level it asked for. A refusal is logged;
+// the connection serves on.
+func (u *Server) askForLogs(ctx context.Context, c *upstreamConn) {
+	init := c.cs.InitializeResult()
+	if init == nil || init.Capabilities == nil || init.Capabilities.Logging == nil {
+		return
+	}
+	if err := c.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "debug"}); err != nil {
+		u.log.Warn("the upstream refused logging/setLevel; its log messages may not reach clients", slog.Int("pid", c.pid), slog.String("error", err.Error()))
+	}
+}
+
+// logRoute is where the log messages of a connection's call in flight go.
+type logRoute struct {
+	ctx  context.Context
+	hook LogHook
+}
+
+// onLog passes an upstream's log message to the call in flight on its connection,
+// or to the Server's log.
+func (u *Server) onLog(_ context.Context, req *mcp.LoggingMessageRequest) {
+	if req == nil || req.Params == nil {
+		return
+	}
+	u.mu.Lock()
+	var route *logRoute
+	if c := u.sessions[req.Session]; c != nil {
+		route = c.log
+	}
+	u.mu.Unlock()
+	if route == nil {
+		u.log.Debug("upstream log message", slog.String("level", string(req.Params.Level)), slog.String("logger", req.Params.Logger), slog.Any("data", req.Params.Data))
+		return
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			u.log.Error("a call's log hook panicked", slog.String("panic", fmt.Sprint(r)))
+		}
+	}()
+	route.hook(route.ctx, req.Params)
+}
