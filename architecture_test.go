@@ -33,6 +33,7 @@ var importRules = []struct {
 	{"internal/errlines", nil},
 	{"internal/mcptest", nil},
 	{"internal/faultserver", nil},
+	{"internal/conformanceserver", nil},
 	{"internal/spectext", []string{"internal/jsontext"}},
 	{"internal/fanout", []string{"."}},
 	{"internal/yamlstrict", []string{"."}},
@@ -80,7 +81,7 @@ var importRules = []struct {
 
 // sdkImporters are the only packages that may import the MCP SDK: the protocol stays
 // in the MCP packages, and everything else speaks the vocabulary.
-var sdkImporters = []string{"pin", "upstream", "gateway", "internal/mcptest", "internal/faultserver", "cmd/...", "examples/..."}
+var sdkImporters = []string{"pin", "upstream", "gateway", "internal/mcptest", "internal/faultserver", "internal/conformanceserver", "cmd/...", "examples/..."}
 
 const sdkModule = "github.com/modelcontextprotocol/go-sdk"
 
