@@ -37,10 +37,11 @@ type CallOptions struct {
 	Progress func(ctx context.Context, p *mcp.ProgressNotificationParams)
 	// Log, when set, receives every notifications/message (a log message) the
 	// upstream sends on the call's connection while the call is in flight, in order;
-	// p must not be modified. ctx is the call's context. It runs on the connection's
-	// read loop, so it must return promptly (it is given the call's context, which
-	// ends with the call). Log messages without a call in flight, or when Log is nil,
-	// go to the Server's Logger at debug level. The Server asks every upstream that
+	// p must not be modified. ctx is the call's context. It runs on the SDK's
+	// goroutine for notifications, one at a time, so it must return promptly; Call
+	// returns only after Log has seen every log message the upstream sent before its
+	// answer (as for Progress). Log messages without a call in flight, or when Log
+	// is nil, go to the Server's Logger at debug level. The Server asks every upstream that
 	// offers logging for all levels (logging/setLevel debug) when it connects: the
 	// caller filters by the level its own client asked for.
 	Log LogHook
@@ -129,16 +130,23 @@ func (u *Server) call(ctx context.Context, remote string, args json.RawMessage, 
 	u.mu.Lock()
 	c.cancel = cancel
 	c.progress = route
+	var logs *logRoute
 	if opts != nil && opts.Log != nil {
-		c.log = &logRoute{ctx: callCtx, hook: opts.Log}
+		logs = u.openLogs(callCtx, c, opts.Log)
+		c.log = logs
 	}
 	u.mu.Unlock()
 
 	res, err := sdkGuard(func() (*mcp.CallToolResult, error) {
 		return c.cs.CallTool(callCtx, params)
 	})
+	answered := err == nil || upstreamAnswered(err)
+	if logs != nil && answered {
+		// The log messages sent ahead of the answer reach the hook before Call returns.
+		u.settleRouted(c, logs.readBase, logs.handledBase, logs.handled)
+	}
 	if route != nil {
-		u.closeProgress(ctx, c, route, err == nil || upstreamAnswered(err))
+		u.closeProgress(ctx, c, route, answered)
 	}
 	if err == nil && res == nil {
 		err = errors.New("the upstream returned no result")

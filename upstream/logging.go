@@ -34,10 +34,24 @@ func (u *Server) askForLogs(ctx context.Context, c *upstreamConn) {
 	}
 }
 
-// logRoute is where the log messages of a connection's call in flight go.
+// logRoute is where the log messages of a connection's call in flight go. Like
+// progress notifications, log messages are counted as read and as handed over (the
+// SDK hands them to onLog on a goroutine of its own), so that a call waits for the
+// ones its upstream sent ahead of the answer (see Server.settleRouted).
 type logRoute struct {
-	ctx  context.Context
-	hook LogHook
+	ctx                   context.Context
+	hook                  LogHook
+	readBase, handledBase int64
+	handled               chan struct{} // signalled (capacity 1) by each one handed over
+}
+
+// openLogs makes the log route of a call on c (which the caller holds).
+func (u *Server) openLogs(ctx context.Context, c *upstreamConn, hook LogHook) *logRoute {
+	r := &logRoute{ctx: ctx, hook: hook, handledBase: c.progressHandled.Load(), handled: make(chan struct{}, 1)}
+	if c.progressRead != nil {
+		r.readBase = c.progressRead.Load()
+	}
+	return r
 }
 
 // onLog passes an upstream's log message to the call in flight on its connection,
@@ -48,10 +62,26 @@ func (u *Server) onLog(_ context.Context, req *mcp.LoggingMessageRequest) {
 	}
 	u.mu.Lock()
 	var route *logRoute
-	if c := u.sessions[req.Session]; c != nil {
-		route = c.log
+	var progress *progressRoute
+	c := u.sessions[req.Session]
+	if c != nil {
+		route, progress = c.log, c.progress
 	}
 	u.mu.Unlock()
+	if c != nil {
+		// Counted once handed over, whoever took it: the call's settle waits for this.
+		defer func() {
+			c.progressHandled.Add(1)
+			for _, ch := range []chan struct{}{logWake(route), progressWake(progress)} {
+				if ch != nil {
+					select {
+					case ch <- struct{}{}:
+					default: // a wake-up is pending already
+					}
+				}
+			}
+		}()
+	}
 	if route == nil {
 		u.log.Debug("upstream log message", slog.String("level", string(req.Params.Level)), slog.String("logger", req.Params.Logger), slog.Any("data", req.Params.Data))
 		return
@@ -62,4 +92,18 @@ func (u *Server) onLog(_ context.Context, req *mcp.LoggingMessageRequest) {
 		}
 	}()
 	route.hook(route.ctx, req.Params)
+}
+
+func logWake(r *logRoute) chan struct{} {
+	if r == nil {
+		return nil
+	}
+	return r.handled
+}
+
+func progressWake(r *progressRoute) chan struct{} {
+	if r == nil {
+		return nil
+	}
+	return r.handled
 }

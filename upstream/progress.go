@@ -115,6 +115,13 @@ func (u *Server) closeProgress(ctx context.Context, c *upstreamConn, r *progress
 	}
 }
 
+// routedNotification reports whether notifications of method are routed to the call
+// in flight, and so counted as read (progressRead) and as handed over
+// (progressHandled): progress notifications and log messages.
+func routedNotification(method string) bool {
+	return method == "notifications/progress" || method == "notifications/message"
+}
+
 // settleProgress waits, at most progressSettleMax, until the SDK has handled the
 // progress notifications the upstream sent before answering. The SDK delivers an
 // answer as soon as it is read, but hands notifications to the handler on a goroutine
@@ -124,11 +131,18 @@ func (u *Server) closeProgress(ctx context.Context, c *upstreamConn, r *progress
 // notification handled wakes the wait (no polling); the bound is for a notification
 // that was read but that the SDK refuses to hand over (invalid params).
 func (u *Server) settleProgress(c *upstreamConn, r *progressRoute) {
+	u.settleRouted(c, r.readBase, r.handledBase, r.handled)
+}
+
+// settleRouted is settleProgress for any routed notification (see
+// routedNotification): it waits until as many have been handed over since
+// handledBase as had been read since readBase when the answer came, woken by wake.
+func (u *Server) settleRouted(c *upstreamConn, readBase, handledBase int64, wake <-chan struct{}) {
 	if c.progressRead == nil {
 		return
 	}
-	want := c.progressRead.Load() - r.readBase
-	handled := func() int64 { return c.progressHandled.Load() - r.handledBase }
+	want := c.progressRead.Load() - readBase
+	handled := func() int64 { return c.progressHandled.Load() - handledBase }
 	if handled() >= want {
 		return
 	}
@@ -136,7 +150,7 @@ func (u *Server) settleProgress(c *upstreamConn, r *progressRoute) {
 	defer limit.Stop()
 	for handled() < want {
 		select {
-		case <-r.handled:
+		case <-wake:
 		case <-limit.C:
 			u.log.Debug("progress notifications not handled in time after the answer", slog.Int("pid", c.pid), slog.Int64("read", want), slog.Int64("handled", handled()))
 			return
@@ -154,20 +168,23 @@ func (u *Server) onProgress(_ context.Context, req *mcp.ProgressNotificationClie
 	u.mu.Lock()
 	c := u.sessions[req.Session]
 	var r *progressRoute
+	var logs *logRoute
 	if c != nil {
-		r = c.progress
+		r, logs = c.progress, c.log
 	}
 	u.mu.Unlock()
 	pid := 0
 	if c != nil {
 		pid = c.pid
-		// Counted once handed over: settleProgress waits for this.
+		// Counted once handed over: settleRouted waits for this.
 		defer func() {
 			c.progressHandled.Add(1)
-			if r != nil {
-				select {
-				case r.handled <- struct{}{}:
-				default: // a wake-up is pending already
+			for _, ch := range []chan struct{}{progressWake(r), logWake(logs)} {
+				if ch != nil {
+					select {
+					case ch <- struct{}{}:
+					default: // a wake-up is pending already
+					}
 				}
 			}
 		}()
@@ -210,10 +227,10 @@ type progressCountingConn struct {
 func (c *progressCountingConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	msg, err := c.Connection.Read(ctx)
 	if req, ok := msg.(*jsonrpc.Request); ok && !req.IsCall() {
-		switch req.Method {
-		case "notifications/progress":
+		switch {
+		case routedNotification(req.Method):
 			c.read.Add(1)
-		case "notifications/tools/list_changed":
+		case req.Method == "notifications/tools/list_changed":
 			c.changed.Add(1)
 		}
 	}
@@ -353,14 +370,14 @@ func (c *sseProgressCounter) endLine() {
 func (c *sseProgressCounter) endEvent() {
 	data, count := c.data, c.hasData && !c.longEvent && (c.name == "" || c.name == "message")
 	c.data, c.hasData, c.name, c.longEvent = c.data[:0], false, "", false
-	if !count || !bytes.Contains(data, []byte("notifications/progress")) {
+	if !count || !bytes.Contains(data, []byte("notifications/")) {
 		return
 	}
 	var m struct {
 		Method string          `json:"method"`
 		ID     json.RawMessage `json:"id"`
 	}
-	if json.Unmarshal(data, &m) == nil && m.Method == "notifications/progress" && len(m.ID) == 0 {
+	if json.Unmarshal(data, &m) == nil && routedNotification(m.Method) && len(m.ID) == 0 {
 		c.read.Add(1)
 	}
 }
