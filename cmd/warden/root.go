@@ -67,6 +67,7 @@ Exit codes: 0 allow (or success), 1 internal error or failing tests,
 		newServeCommand(stdout, stderr, proc),
 		newPinsCommand(stdout),
 		newVersionCommand(stdout),
+		newCompletionCommand(stdout),
 	)
 	return root
 }
