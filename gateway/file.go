@@ -296,7 +296,7 @@ func (d *configDecoder) size(n *yaml.Node, where string, min int64) int64 {
 }
 
 func (d *configDecoder) projectFile(n *yaml.Node, c *File) []upstream.ServerConfig {
-	for _, kv := range d.Known(n, "project_file", []string{"path", "trust"}) {
+	for _, kv := range d.Known(n, "project_file", projectFileKeys) {
 		switch kv.Key {
 		case "path":
 			c.ProjectFile = d.Path(kv.Value, "project_file.path")
@@ -317,6 +317,16 @@ func (d *configDecoder) projectFile(n *yaml.Node, c *File) []upstream.ServerConf
 }
 
 var clientKeys = []string{"principal", "tenant", "role", "token_env", "token_sha256", "self_approve"}
+
+// The keys of the other sections (see [KeyPaths]).
+var (
+	projectFileKeys = []string{"path", "trust"}
+	operatorKeys    = []string{"name", "token_env", "token_sha256"}
+	uiKeys          = []string{"path"}
+	approvalsKeys   = []string{"wait", "expires", "elicitation"}
+	limitsKeys      = []string{"max_request_bytes", "call_timeout", "session_idle"}
+	auditKeys       = []string{"redact_args"}
+)
 
 func (d *configDecoder) client(n *yaml.Node, where string, needToken bool) Client {
 	var c Client
@@ -422,7 +432,7 @@ func (d *configDecoder) operators(n *yaml.Node) []inbox.Operator {
 		where := fmt.Sprintf("operators[%d]", i)
 		var o inbox.Operator
 		var tokenNode *yaml.Node
-		for _, kv := range d.Known(item, where, []string{"name", "token_env", "token_sha256"}) {
+		for _, kv := range d.Known(item, where, operatorKeys) {
 			w := where + "." + kv.Key
 			if kv.Key == "name" {
 				o.Name, _ = d.NonEmpty(kv.Value, w)
@@ -451,7 +461,7 @@ func (d *configDecoder) operators(n *yaml.Node) []inbox.Operator {
 }
 
 func (d *configDecoder) ui(n *yaml.Node, c *File) {
-	for _, kv := range d.Known(n, "ui", []string{"path"}) {
+	for _, kv := range d.Known(n, "ui", uiKeys) {
 		s, ok := d.NonEmpty(kv.Value, "ui.path")
 		if ok && (!strings.HasPrefix(s, "/") || !strings.HasSuffix(s, "/") || len(s) < 3) {
 			d.Fail(kv.Value, "write a path that starts and ends with /, e.g. /ui/", "ui.path %q must start and end with /", s)
@@ -461,7 +471,7 @@ func (d *configDecoder) ui(n *yaml.Node, c *File) {
 }
 
 func (d *configDecoder) approvals(n *yaml.Node, c *File) {
-	for _, kv := range d.Known(n, "approvals", []string{"wait", "expires", "elicitation"}) {
+	for _, kv := range d.Known(n, "approvals", approvalsKeys) {
 		switch kv.Key {
 		case "wait":
 			c.ApprovalWait = d.duration(kv.Value, "approvals.wait")
@@ -482,7 +492,7 @@ func (d *configDecoder) approvals(n *yaml.Node, c *File) {
 }
 
 func (d *configDecoder) limits(n *yaml.Node, c *File) {
-	for _, kv := range d.Known(n, "limits", []string{"max_request_bytes", "call_timeout", "session_idle"}) {
+	for _, kv := range d.Known(n, "limits", limitsKeys) {
 		switch kv.Key {
 		case "max_request_bytes":
 			c.MaxRequestBytes = d.size(kv.Value, "limits.max_request_bytes", 1024)
@@ -495,7 +505,7 @@ func (d *configDecoder) limits(n *yaml.Node, c *File) {
 }
 
 func (d *configDecoder) audit(n *yaml.Node, c *File) {
-	for _, kv := range d.Known(n, "audit", []string{"redact_args"}) {
+	for _, kv := range d.Known(n, "audit", auditKeys) {
 		c.RedactArgs, _ = d.Bool(kv.Value, "audit.redact_args")
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -109,6 +110,10 @@ type policyFile struct {
 }
 
 var topKeys = []string{"version", "description", "mode", "preset", "aliases", "match", "rules", "roles", "active_role", "capabilities", "skills", "conditions", "condition_cost_limit", "shell"}
+
+// TopLevelKeys returns the keys a policy file may have at its top level (a new slice
+// each call). warden validate uses it to tell a policy file from a gateway config.
+func TopLevelKeys() []string { return slices.Clone(topKeys) }
 
 func (d *fileDecoder) decodeFile(root *yaml.Node) *policyFile {
 	f := &policyFile{ruleNodes: map[string]map[string]*yaml.Node{}, ruleListNodes: map[string]*yaml.Node{}}

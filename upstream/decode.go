@@ -6,6 +6,7 @@ package upstream
 
 import (
 	"path/filepath"
+	"slices"
 	"sort"
 
 	"go.yaml.in/yaml/v3"
@@ -70,6 +71,14 @@ func (d *SectionDecoder) Transport(n *yaml.Node, t *TransportPolicy) {
 }
 
 var serverKeys = []string{"command", "args", "env", "dir", "url", "headers", "prefix"}
+
+// ServerKeys returns the keys a server's entry in a servers mapping may have, and
+// TransportKeys those of a transport section (new slices each call), for the
+// configuration reference's drift test.
+func ServerKeys() []string { return slices.Clone(serverKeys) }
+
+// TransportKeys: see [ServerKeys].
+func TransportKeys() []string { return slices.Clone(transportKeys) }
 
 // Servers decodes a servers mapping, each server checked ([ServerConfig.Validate]),
 // sorted by name. An invalid server is reported and left out.

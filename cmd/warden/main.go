@@ -6,6 +6,8 @@
 //	warden check --policy FILE --tool NAME [--args JSON] [--role R] [--capability CAP]... [--json] [--explain]
 //	warden test FILE...
 //	warden validate FILE...
+//	warden version | warden --version
+//	warden completion bash|zsh|fish
 //	warden approvals list|show|approve|decline [--store DSN]
 //	warden audit [filters] [--json] | warden audit verify [--store DSN]
 //	warden hook claude-code --policy FILE [--role R] [--store DSN] [--event post]

@@ -47,6 +47,9 @@ Exit codes: 0 allow (or success), 1 internal error or failing tests,
 		SilenceUsage:  true, // a wrong flag gets a pointer to --help, not the whole usage text
 	}
 	root.CompletionOptions.DisableDefaultCmd = true
+	// --version prints what `warden version` prints.
+	root.Version = versionText()
+	root.SetVersionTemplate("{{.Version}}")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
@@ -63,6 +66,8 @@ Exit codes: 0 allow (or success), 1 internal error or failing tests,
 		newRunCommand(stdout, stderr),
 		newServeCommand(stdout, stderr, proc),
 		newPinsCommand(stdout),
+		newVersionCommand(stdout),
+		newCompletionCommand(stdout),
 	)
 	return root
 }

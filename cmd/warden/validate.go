@@ -19,10 +19,19 @@ func newValidateCommand(stdout, stderr io.Writer) *cobra.Command {
 	var role string
 	cmd := &cobra.Command{
 		Use:   "validate FILE...",
-		Short: "Validate policy files",
+		Short: "Validate policy files and gateway configs",
 		Long: `Validate loads each policy file strictly and prints its revision, or every
 problem found, each located by file, line and column with a hint. The exit code is 2
 when any file is invalid.
+
+A file whose top level is a mapping with no version key, none of a policy file's keys
+and at least one of a gateway config's (policy, servers, listen, clients, ...) is a
+gateway config: it is checked as warden serve -c FILE checks it before starting
+anything (the config, the token_env variables it names, the policy file it names and
+the roles it gives clients), and validate prints what it checked and whether the
+transport policy admits each server. Nothing is started, no store is opened and no
+connection is made, so a server's tools are not discovered. --role applies to policy
+files only.
 
 For a valid file it also prints each condition's estimated worst-case cost against
 its cost limit (the estimate assumes every string, list and map in the arguments is
@@ -58,10 +67,18 @@ func newValidateProgram(files []string, role string, stdout, stderr io.Writer) (
 // conditions' cost estimates to stdout, and its warnings to stderr, or the file's errors
 // to stderr, one per line. It returns an exit-2 error when any file is invalid;
 // warnings alone never fail it.
-func (p *validateProgram) Run(context.Context) error {
+func (p *validateProgram) Run(ctx context.Context) error {
 	files, role, stdout, stderr := p.files, p.role, p.stdout, p.stderr
 	invalid := false
 	for _, file := range files {
+		if isGatewayConfig(file) {
+			ok, err := p.validateGateway(ctx, file)
+			if err != nil {
+				return internalError(err)
+			}
+			invalid = invalid || !ok
+			continue
+		}
 		pol, err := policy.LoadFile(file, &policy.LoadOptions{Role: role})
 		if err != nil {
 			invalid = true
@@ -71,18 +88,27 @@ func (p *validateProgram) Run(context.Context) error {
 		if _, err := fmt.Fprintf(stdout, "%s: ok (revision %s)\n", file, pol.Revision()); err != nil {
 			return internalError(err)
 		}
-		if err := writeCostEstimates(stdout, pol.Conditions()); err != nil {
+		if err := writePolicyNotes(stdout, stderr, pol); err != nil {
 			return internalError(err)
-		}
-		for _, w := range pol.Warnings() {
-			w.Msg = "warning: " + w.Msg
-			if _, err := fmt.Fprintln(stderr, w.Error()); err != nil {
-				return internalError(err)
-			}
 		}
 	}
 	if invalid {
 		return silentExit(exitUsage)
+	}
+	return nil
+}
+
+// writePolicyNotes prints a valid policy's condition cost estimates to stdout and its
+// warnings to stderr.
+func writePolicyNotes(stdout, stderr io.Writer, pol *policy.Policy) error {
+	if err := writeCostEstimates(stdout, pol.Conditions()); err != nil {
+		return err
+	}
+	for _, w := range pol.Warnings() {
+		w.Msg = "warning: " + w.Msg
+		if _, err := fmt.Fprintln(stderr, w.Error()); err != nil {
+			return err
+		}
 	}
 	return nil
 }
