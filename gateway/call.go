@@ -39,14 +39,20 @@ func slotHook(ctx context.Context) (*upstream.CallOptions, func(*mcp.CallToolRes
 	if slot == nil {
 		return nil, nil
 	}
-	opts := &upstream.CallOptions{BeforeSend: slot.beginIntent}
-	if slot.progress != nil {
-		opts.Progress = slot.progress.forward
+	return slot.options(), func(res *mcp.CallToolResult, text string) { slot.res, slot.text = res, text }
+}
+
+// options are the upstream request options of the slot's call: its audit intent
+// written right before sending, progress and log messages forwarded.
+func (s *resultSlot) options() *upstream.CallOptions {
+	opts := &upstream.CallOptions{BeforeSend: s.beginIntent}
+	if s.progress != nil {
+		opts.Progress = s.progress.forward
 	}
-	if slot.logs != nil {
-		opts.Log = slot.logs.forward
+	if s.logs != nil {
+		opts.Log = s.logs.forward
 	}
-	return opts, func(res *mcp.CallToolResult, text string) { slot.res, slot.text = res, text }
+	return opts
 }
 
 type slotKey struct{}
@@ -58,6 +64,7 @@ type resultSlot struct {
 	progress *progressForwarder // nil: the client asked for no progress
 	logs     *logForwarder      // nil: no client session to send log messages to
 	res      *mcp.CallToolResult
+	other    mcp.Result // a prompts/get or resources/read result
 	text     string
 
 	// The audit intent the pipeline began (see [sendJournal]), written only once the
@@ -155,15 +162,26 @@ func (f *progressForwarder) forward(ctx context.Context, p *mcp.ProgressNotifica
 	}
 }
 
-// callTool serves one tools/call through the pipeline.
-func (g *Gateway) callTool(ctx context.Context, f *front, name string, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+// shuttingDownText answers a request that arrives once the gateway is shutting down.
+const shuttingDownText = "The gateway is shutting down; nothing ran. Call again once it is back."
+
+// enter counts a request in flight, unless the gateway is draining (then it reports
+// false and counts nothing). A true answer must be matched by g.inflight.Done.
+func (g *Gateway) enter() bool {
 	g.flightMu.Lock()
+	defer g.flightMu.Unlock()
 	if g.draining {
-		g.flightMu.Unlock()
-		return textResult("The gateway is shutting down; nothing ran. Call again once it is back.", true), nil
+		return false
 	}
 	g.inflight.Add(1)
-	g.flightMu.Unlock()
+	return true
+}
+
+// callTool serves one tools/call through the pipeline.
+func (g *Gateway) callTool(ctx context.Context, f *front, name string, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	if !g.enter() {
+		return textResult(shuttingDownText, true), nil
+	}
 	defer g.inflight.Done()
 	st := g.state.Load()
 	cl, err := f.identify(st, req)
@@ -175,18 +193,17 @@ func (g *Gateway) callTool(ctx context.Context, f *front, name string, req *mcp.
 	if text, ok := g.halted.Load(session); ok {
 		// Refused like every other refusal: the audit log shows each call the halted
 		// session still tried.
-		g.refuse(ctx, st, name, id, session, req, warden.StageGate, haltedReason)
+		g.refuse(ctx, st, name, id, session, req.Params.Arguments, warden.StageGate, haltedReason)
 		return textResult(text.(string), true), nil
 	}
 	// hideCalls checked visibility against the revision it loaded; a reload since
 	// may have hidden the tool. Refused the same way (fail closed).
 	if ok, why := visible(st, cl, name); !ok {
 		if why != "" {
-			g.refuse(ctx, st, name, id, session, req, warden.StageLookup, why)
+			g.refuse(ctx, st, name, id, session, req.Params.Arguments, warden.StageLookup, why)
 		}
 		return nil, unknownTool(name)
 	}
-	view := st.views[cl.Role]
 	raw := json.RawMessage(req.Params.Arguments)
 	if len(raw) == 0 || string(raw) == "null" {
 		raw = json.RawMessage("{}")
@@ -195,24 +212,52 @@ func (g *Gateway) callTool(ctx context.Context, f *front, name string, req *mcp.
 	if err != nil {
 		return textResult(fmt.Sprintf("Invalid arguments for %s: %v. Send the arguments as one JSON object.", name, err), true), nil
 	}
+	slot := newSlot(g, name, req.Session, req.Params.GetProgressToken())
+	out, text, ok := g.govern(ctx, f, st, cl, req.Session, slot, name, args)
+	if !ok {
+		return textResult(text, true), nil
+	}
+	if out.Executed && slot.res != nil && out.ModelText == slot.text && !slot.res.IsError {
+		return slot.res, nil
+	}
+	return textResult(out.ModelText, out.IsError), nil
+}
+
+// newSlot makes the per-call slot of a request of session ss (nil: none) for the
+// governed name: progress is forwarded when the client sent a progress token, log
+// messages when there is a session to send them to.
+func newSlot(g *Gateway, name string, ss *mcp.ServerSession, token any) *resultSlot {
 	slot := &resultSlot{}
-	if token := req.Params.GetProgressToken(); token != nil && req.Session != nil {
-		slot.progress = &progressForwarder{log: g.log, tool: name, session: req.Session, token: token}
+	if token != nil && ss != nil {
+		slot.progress = &progressForwarder{log: g.log, tool: name, session: ss, token: token}
 	}
-	if req.Session != nil {
-		slot.logs = &logForwarder{log: g.log, tool: name, session: req.Session}
+	if ss != nil {
+		slot.logs = &logForwarder{log: g.log, tool: name, session: ss}
 	}
+	return slot
+}
+
+// govern runs one governed call (a tools/call, a prompts/get or a resources/read)
+// through the caller's role guard with the slot in its context: the pipeline, a
+// human decision when it asks one, the halt of the session and the fault memory.
+// When ok is false the call ended without an outcome the client may use (halted,
+// nobody decided, cancelled, refused by the resume): text is what the client reads.
+// Otherwise out is the pipeline's outcome, a refusal included.
+func (g *Gateway) govern(ctx context.Context, f *front, st *gatewayState, cl Client, ss *mcp.ServerSession, slot *resultSlot, name string, args warden.Args) (out warden.Outcome, text string, ok bool) {
+	session := f.sessionOf(ss)
+	id := warden.Identity{Tenant: cl.Tenant, Principal: cl.Principal}
+	view := st.views[cl.Role]
 	ctx = context.WithValue(ctx, slotKey{}, slot)
 	call := warden.Call{ID: newID("call"), Tool: name, Args: args, Identity: id, Session: session}
 	if list, ok := g.faulted.Load(session); ok {
 		call.Unauthorized = list.([]string)
 	}
 	out, err := view.guard.Call(ctx, call)
-	defer g.noteFault(session, req, &out)
+	defer g.noteFault(session, ss, &out)
 	if err == nil && out.Status == warden.StatusPending && out.Pending != nil {
-		answer, text := g.decide(ctx, f, st, cl, session, out.Pending, req)
+		answer, text := g.decide(ctx, f, st, cl, session, out.Pending, ss)
 		if answer == nil {
-			return textResult(text, true), nil
+			return out, text, false
 		}
 		out, err = view.guard.Resume(ctx, *out.Pending, answer, warden.Caller{Identity: id, Session: session, Unauthorized: call.Unauthorized})
 	}
@@ -222,14 +267,14 @@ func (g *Gateway) callTool(ctx context.Context, f *front, name string, req *mcp.
 		if text == "" {
 			text = halt.TellLLM
 		}
-		if _, already := g.halted.LoadOrStore(session, text); !already && req.Session != nil {
+		if _, already := g.halted.LoadOrStore(session, text); !already && ss != nil {
 			// The halt lasts as long as the session; forget it once the session ends.
 			go func(ss *mcp.ServerSession) {
 				ss.Wait()
 				g.halted.Delete(session)
-			}(req.Session)
+			}(ss)
 		}
-		return textResult(text, true), nil
+		return out, text, false
 	}
 	if err != nil || out.Status == warden.StatusPending {
 		// Cancelled, refused by the resume, or a second question on one call (which
@@ -238,12 +283,9 @@ func (g *Gateway) callTool(ctx context.Context, f *front, name string, req *mcp.
 		if text == "" && err != nil {
 			text = "The call did not run: " + err.Error()
 		}
-		return textResult(text, true), nil
+		return out, text, false
 	}
-	if out.Executed && slot.res != nil && out.ModelText == slot.text && !slot.res.IsError {
-		return slot.res, nil
-	}
-	return textResult(out.ModelText, out.IsError), nil
+	return out, "", true
 }
 
 // Reasons of the refusals the gateway records itself, before the pipeline.
@@ -256,7 +298,7 @@ const (
 // (a checker errored, panicked or timed out): later calls to it are refused without
 // asking the checker again, as the fault text says. Calls without a session are not
 // tracked: there is no run to remember it for.
-func (g *Gateway) noteFault(session string, req *mcp.CallToolRequest, out *warden.Outcome) {
+func (g *Gateway) noteFault(session string, ss *mcp.ServerSession, out *warden.Outcome) {
 	name, ok := warden.UnauthorizedTarget(*out)
 	if session == "" || !ok {
 		return
@@ -272,12 +314,12 @@ func (g *Gateway) noteFault(session string, req *mcp.CallToolRequest, out *warde
 		return
 	}
 	g.faulted.Store(session, append(slices.Clip(list), name))
-	if !known && req.Session != nil {
+	if !known && ss != nil {
 		// Forget the session's faults once it ends.
 		go func(ss *mcp.ServerSession) {
 			ss.Wait()
 			g.faulted.Delete(session)
-		}(req.Session)
+		}(ss)
 	}
 }
 
@@ -286,13 +328,13 @@ func (g *Gateway) noteFault(session string, req *mcp.CallToolRequest, out *warde
 // recorded in the audit log as refused and never executed, and a
 // [warden.EventToolEnd] with its stage, status and reason goes to every sink. A
 // failure to record is logged; the call is refused either way.
-func (g *Gateway) refuse(ctx context.Context, st *gatewayState, name string, id warden.Identity, session string, req *mcp.CallToolRequest, stage warden.Stage, reason string) {
+func (g *Gateway) refuse(ctx context.Context, st *gatewayState, name string, id warden.Identity, session string, arguments json.RawMessage, stage warden.Stage, reason string) {
 	rec := store.CallRecord{
 		CallID: newID("call"), Session: session, Tool: name, Identity: id,
 		Stage: stage, Reason: reason,
 		Revision: st.pol.Revision(), Status: warden.StatusRefused,
 	}
-	if args, err := warden.ParseArgs(req.Params.Arguments); err == nil {
+	if args, err := warden.ParseArgs(arguments); err == nil {
 		rec.ArgsDigest = args.Digest()
 		if !st.cfg.RedactArgs {
 			rec.Args = args.AppendJSON(nil)

@@ -45,7 +45,7 @@ func WaitingText(id, tool string) string {
 // this call, the client's user by elicitation (only when approvals.elicitation is
 // allow and the caller's identity sets self_approve), or an operator within the wait. A nil
 // answer means nobody decided; the text says what the model reads.
-func (g *Gateway) decide(ctx context.Context, f *front, st *gatewayState, cl Client, session string, p *warden.PendingDecision, req *mcp.CallToolRequest) (warden.Answer, string) {
+func (g *Gateway) decide(ctx context.Context, f *front, st *gatewayState, cl Client, session string, p *warden.PendingDecision, ss *mcp.ServerSession) (warden.Answer, string) {
 	binding := ApprovalBinding(cl.Principal, p)
 	s := g.opts.Store
 	if got, ok, err := s.ConsumeApproval(ctx, binding, session); err != nil {
@@ -61,8 +61,8 @@ func (g *Gateway) decide(ctx context.Context, f *front, st *gatewayState, cl Cli
 	defer cancel()
 	// Only an identity configured to approve its own asks is asked (fail closed: by
 	// default every ask goes to an operator).
-	if st.cfg.Elicitation && cl.SelfApprove && f.canElicit(req) {
-		res, err := req.Session.Elicit(wctx, &mcp.ElicitParams{
+	if st.cfg.Elicitation && cl.SelfApprove && canElicit(ss) {
+		res, err := ss.Elicit(wctx, &mcp.ElicitParams{
 			Message:         ElicitationMessage(p),
 			RequestedSchema: json.RawMessage(`{"type":"object","properties":{}}`),
 		})

@@ -40,13 +40,17 @@ var frontProtocolVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "
 func (g *Gateway) newFront(kind, version string) *front {
 	f := &front{g: g, kind: kind}
 	f.server = mcp.NewServer(&mcp.Implementation{Name: "warden-gateway", Title: "Warden gateway", Version: version}, &mcp.ServerOptions{
-		Instructions:              "Tools served through Warden. Every call is checked against a policy; a refused call returns a tool error that says why. Some calls wait for a person to approve them.",
-		PageSize:                  1000,
-		Capabilities:              &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+		Instructions: "Tools served through Warden. Every call is checked against a policy; a refused call returns a tool error that says why. Some calls wait for a person to approve them.",
+		PageSize:     1000,
+		Capabilities: &mcp.ServerCapabilities{
+			Tools:     &mcp.ToolCapabilities{ListChanged: true},
+			Prompts:   &mcp.PromptCapabilities{ListChanged: true},
+			Resources: &mcp.ResourceCapabilities{ListChanged: true},
+		},
 		SupportedProtocolVersions: frontProtocolVersions,
 		GetSessionID:              func() string { return newID("mcp") },
 	})
-	f.server.AddReceivingMiddleware(f.filterList, f.hideCalls)
+	f.server.AddReceivingMiddleware(f.filterList, f.hideCalls, f.serveCatalog)
 	return f
 }
 
@@ -95,7 +99,7 @@ func (f *front) hideCalls(next mcp.MethodHandler) mcp.MethodHandler {
 		if ok, why := visible(st, cl, name); !ok {
 			if why != "" {
 				id := warden.Identity{Tenant: cl.Tenant, Principal: cl.Principal}
-				f.g.refuse(ctx, st, name, id, f.sessionID(call), call, warden.StageLookup, why)
+				f.g.refuse(ctx, st, name, id, f.sessionID(call), call.Params.Arguments, warden.StageLookup, why)
 			}
 			return nil, unknownTool(name)
 		}
@@ -125,7 +129,21 @@ func (f *front) install(t upstream.Tool) {
 func (f *front) filterList(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		res, err := next(ctx, method, req)
-		if method != "tools/list" || err != nil {
+		if err != nil {
+			return res, err
+		}
+		switch method {
+		case "prompts/list", "resources/list", "resources/templates/list":
+			st := f.g.state.Load()
+			cl, err := f.identifyRequest(st, req)
+			if err != nil {
+				return nil, err
+			}
+			ss, _ := req.GetSession().(*mcp.ServerSession)
+			_, halted := f.g.halted.Load(f.sessionOf(ss))
+			return filterCatalogList(ctx, st, cl, halted, res), nil
+		case "tools/list":
+		default:
 			return res, err
 		}
 		list, ok := res.(*mcp.ListToolsResult)
@@ -198,11 +216,12 @@ func (f *front) sessionOf(ss *mcp.ServerSession) string {
 	return id.(string)
 }
 
-func (f *front) canElicit(req *mcp.CallToolRequest) bool {
-	if req.Session == nil {
+// canElicit reports whether the client of session ss declared elicitation.
+func canElicit(ss *mcp.ServerSession) bool {
+	if ss == nil {
 		return false
 	}
-	p := req.Session.InitializeParams()
+	p := ss.InitializeParams()
 	return p != nil && p.Capabilities != nil && p.Capabilities.Elicitation != nil
 }
 

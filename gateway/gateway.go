@@ -51,8 +51,11 @@ type Gateway struct {
 	mu        sync.Mutex // serializes reloads and rebuilds
 	upstreams map[string]*upstreamEntry
 	installed map[string]string // tool name -> definition hash, as installed on the fronts
-	started   bool
-	closed    bool
+	// What the fronts serve of the catalog, by prompt name, resource URI and URI
+	// template (see installCatalog).
+	installedPrompts, installedResources, installedTemplates map[string]string
+	started                                                  bool
+	closed                                                   bool
 
 	state  atomic.Pointer[gatewayState]
 	fronts []*front
@@ -98,6 +101,7 @@ type gatewayState struct {
 	tools   map[string]*governedTool
 	clients map[string]Client // by token hash
 	names   []string          // served tool names, sorted
+	cat     catalogState      // prompts, resources and resource templates
 }
 
 type roleView struct {
@@ -136,6 +140,10 @@ func New(file *File, opts *Options) (*Gateway, error) {
 		events:    NewEventLog(10000),
 		upstreams: map[string]*upstreamEntry{},
 		installed: map[string]string{},
+
+		installedPrompts:   map[string]string{},
+		installedResources: map[string]string{},
+		installedTemplates: map[string]string{},
 	}
 	g.journal = audit.NewJournal(o.Store, &audit.Options{Deferred: true, Logger: log})
 	g.bg, g.bgCancel = context.WithCancel(context.Background())

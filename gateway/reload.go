@@ -225,6 +225,11 @@ func (g *Gateway) recheckPins() {
 				ups = append(ups, gt.up)
 			}
 		}
+		for _, up := range st.cat.quarantinedServers() {
+			if !slices.Contains(ups, up) {
+				ups = append(ups, up)
+			}
+		}
 		for _, up := range ups {
 			ctx, cancel := context.WithTimeout(g.bg, 30*time.Second)
 			if err := up.Refresh(ctx); err != nil && g.bg.Err() == nil {
@@ -278,6 +283,7 @@ func (g *Gateway) build(cfg *File, pol *policy.Policy, ups map[string]*upstreamE
 		}
 	}
 	sort.Strings(st.names)
+	st.cat = g.buildCatalog(ups, names)
 	views, err := policyViews(pol, cfg)
 	if err != nil {
 		return nil, err
@@ -289,6 +295,11 @@ func (g *Gateway) build(cfg *File, pol *policy.Policy, ups map[string]*upstreamE
 		var reg warden.Registry
 		for _, name := range st.names {
 			if err := reg.Register(g.executable(st.tools[name])); err != nil {
+				return nil, err
+			}
+		}
+		for _, x := range st.cat.executables() {
+			if err := reg.Register(x); err != nil {
 				return nil, err
 			}
 		}
@@ -360,4 +371,5 @@ func (g *Gateway) swap(st *gatewayState) {
 		}
 		g.installed[name] = key
 	}
+	g.installCatalog(st.cat)
 }

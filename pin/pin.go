@@ -351,3 +351,44 @@ type QuarantinedError struct {
 
 // Error returns QuarantineText(e.Tool) exactly.
 func (e *QuarantinedError) Error() string { return QuarantineText(e.Tool) }
+
+// HashPrompt returns "sha256:<hex>" of the canonical JSON of a prompt's whole
+// definition as listed upstream (name, title, description, arguments, icons and any
+// field a later protocol adds, "_meta" left out as for [Hash]), and that canonical
+// JSON. A nil prompt or one that cannot be encoded is an error, never a hash.
+func HashPrompt(p *mcp.Prompt) (hash string, canonical json.RawMessage, err error) {
+	if p == nil {
+		return "", nil, errors.New("definition hash: nil prompt")
+	}
+	return hashDefinition("prompt", p.Name, p)
+}
+
+// HashResourceTemplate is [HashPrompt] for a resource template's definition (URI
+// template, name, title, description, MIME type, annotations, icons).
+func HashResourceTemplate(t *mcp.ResourceTemplate) (hash string, canonical json.RawMessage, err error) {
+	if t == nil {
+		return "", nil, errors.New("definition hash: nil resource template")
+	}
+	return hashDefinition("resource template", t.URITemplate, t)
+}
+
+// hashDefinition hashes the canonical JSON of v without its "_meta".
+func hashDefinition(kind, name string, v any) (string, json.RawMessage, error) {
+	raw, err := marshalGuarded(v)
+	if err != nil {
+		return "", nil, fmt.Errorf("definition hash of %s %q: %w", kind, name, err)
+	}
+	var m map[string]any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&m); err != nil {
+		return "", nil, fmt.Errorf("definition hash of %s %q: %w", kind, name, err)
+	}
+	delete(m, "_meta")
+	canonical, err := canonicalJSON(m)
+	if err != nil {
+		return "", nil, fmt.Errorf("definition hash of %s %q: %w", kind, name, err)
+	}
+	sum := sha256.Sum256(canonical)
+	return "sha256:" + hex.EncodeToString(sum[:]), canonical, nil
+}

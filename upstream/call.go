@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -79,7 +80,6 @@ func (u *Server) Call(ctx context.Context, remote string, args json.RawMessage, 
 // call is Call; sent reports whether the request began to be sent.
 func (u *Server) call(ctx context.Context, remote string, args json.RawMessage, opts *CallOptions) (_ *mcp.CallToolResult, sent bool, _ error) {
 	u.mu.Lock()
-	closed, admitted := u.closed, u.admitted
 	var tool *Tool
 	for i := range u.tools {
 		if u.tools[i].Remote == remote {
@@ -89,11 +89,10 @@ func (u *Server) call(ctx context.Context, remote string, args json.RawMessage, 
 		}
 	}
 	u.mu.Unlock()
+	if err := u.usable(); err != nil {
+		return nil, false, err
+	}
 	switch {
-	case closed:
-		return nil, false, fmt.Errorf("server %q: %w", u.cfg.Name, ErrClosed)
-	case !admitted:
-		return nil, false, fmt.Errorf("server %q: not discovered: call Discover first", u.cfg.Name)
 	case tool == nil:
 		return nil, false, fmt.Errorf("server %q offers no tool %q", u.cfg.Name, remote)
 	case tool.Quarantined:
@@ -103,15 +102,56 @@ func (u *Server) call(ctx context.Context, remote string, args json.RawMessage, 
 	if err != nil {
 		return nil, false, fmt.Errorf("tool %q: %w", tool.Name, err)
 	}
+	params := &mcp.CallToolParams{Name: remote, Arguments: arguments}
+	x := exchange{key: remote, what: fmt.Sprintf("tool %q", remote), params: params, opts: opts}
+	return roundTrip(ctx, u, x, func(ctx context.Context, cs *mcp.ClientSession) (*mcp.CallToolResult, error) {
+		return cs.CallTool(ctx, params)
+	})
+}
 
-	c, err := u.acquireVerified(ctx, remote)
+// usable refuses a request to a Server that is closed or was never discovered.
+func (u *Server) usable() error {
+	u.mu.Lock()
+	closed, admitted := u.closed, u.admitted
+	u.mu.Unlock()
+	switch {
+	case closed:
+		return fmt.Errorf("server %q: %w", u.cfg.Name, ErrClosed)
+	case !admitted:
+		return fmt.Errorf("server %q: not discovered: call Discover first", u.cfg.Name)
+	}
+	return nil
+}
+
+// exchange describes one request [roundTrip] sends.
+type exchange struct {
+	// key names the definition the connection must have listed as served (see
+	// [Server.acquireVerified]): a tool's upstream name, a prompt's or a resource
+	// template's definition key (promptKey, templateKey), or "" when the request
+	// needs only a verified connection.
+	key string
+	// what names the request in errors, e.g. `tool "echo"`.
+	what string
+	// params gets the Server's progress token when opts asks for progress.
+	params mcp.RequestParams
+	opts   *CallOptions
+}
+
+// roundTrip sends one request over a verified pooled connection held for the whole
+// exchange and tells an answer apart from a transport failure, as [Server.Call]
+// documents: the BeforeSend hook, CallTimeout, progress and log routing, and the
+// connection's fate (kept, settled after a cancel, or closed) are the same for every
+// kind of request. sent reports whether the request began to be sent.
+func roundTrip[T any](ctx context.Context, u *Server, x exchange, send func(context.Context, *mcp.ClientSession) (*T, error)) (_ *T, sent bool, _ error) {
+	c, err := u.acquireVerified(ctx, x.key)
 	if err != nil {
 		return nil, false, err
 	}
+	opts := x.opts
 	if opts != nil && opts.BeforeSend != nil {
 		if err := opts.BeforeSend(ctx); err != nil {
 			u.release(c, true)
-			return nil, false, fmt.Errorf("server %q: tool %q not sent: %w", u.cfg.Name, remote, err)
+			return nil, false, fmt.Errorf("server %q: %s not sent: %w", u.cfg.Name, x.what, err)
 		}
 	}
 	callCtx, cancel := context.WithCancel(ctx)
@@ -121,11 +161,10 @@ func (u *Server) call(ctx context.Context, remote string, args json.RawMessage, 
 		callCtx, cancelTimeout = context.WithTimeout(callCtx, u.opts.CallTimeout)
 		defer cancelTimeout()
 	}
-	params := &mcp.CallToolParams{Name: remote, Arguments: arguments}
 	var route *progressRoute
 	if opts != nil && opts.Progress != nil {
 		route = u.openProgress(callCtx, c, opts.Progress)
-		params.SetProgressToken(route.token)
+		x.params.SetProgressToken(route.token)
 	}
 	u.mu.Lock()
 	c.cancel = cancel
@@ -137,12 +176,11 @@ func (u *Server) call(ctx context.Context, remote string, args json.RawMessage, 
 	}
 	u.mu.Unlock()
 
-	res, err := sdkGuard(func() (*mcp.CallToolResult, error) {
-		return c.cs.CallTool(callCtx, params)
-	})
+	res, err := sdkGuard(func() (*T, error) { return send(callCtx, c.cs) })
 	answered := err == nil || upstreamAnswered(err)
 	if logs != nil && answered {
-		// The log messages sent ahead of the answer reach the hook before Call returns.
+		// The log messages sent ahead of the answer reach the hook before the caller
+		// gets the answer.
 		u.settleRouted(c, logs.readBase, logs.handledBase, logs.handled)
 	}
 	if route != nil {
@@ -160,22 +198,22 @@ func (u *Server) call(ctx context.Context, remote string, args json.RawMessage, 
 	case upstreamAnswered(err):
 		// The server answered with a JSON-RPC error: the connection is healthy.
 		u.release(c, true)
-		return nil, true, fmt.Errorf("server %q: tool %q: %w", u.cfg.Name, remote, err)
+		return nil, true, fmt.Errorf("server %q: %s: %w", u.cfg.Name, x.what, err)
 	case u.isClosed():
 		u.release(c, false)
 		return nil, true, fmt.Errorf("server %q: %w", u.cfg.Name, ErrClosed)
 	case ctx.Err() != nil:
 		// The caller gave up. The SDK has sent the upstream notifications/cancelled; the
 		// connection is kept if it still serves (see Options.CancelGrace).
-		u.settleCancelled(c, remote)
-		return nil, true, fmt.Errorf("server %q: tool %q: %w", u.cfg.Name, remote, ctx.Err())
+		u.settleCancelled(c, x.what)
+		return nil, true, fmt.Errorf("server %q: %s: %w", u.cfg.Name, x.what, ctx.Err())
 	case callCtx.Err() != nil:
 		u.release(c, false)
-		return nil, true, fmt.Errorf("server %q: tool %q did not answer within %s: %w", u.cfg.Name, remote, u.opts.CallTimeout, context.DeadlineExceeded)
+		return nil, true, fmt.Errorf("server %q: %s did not answer within %s: %w", u.cfg.Name, x.what, u.opts.CallTimeout, context.DeadlineExceeded)
 	default:
 		u.failed(c, err.Error())
 		u.release(c, false)
-		return nil, true, fmt.Errorf("server %q: the call of %q failed on the connection, which is closed (a new one is started on the next call): %w", u.cfg.Name, remote, err)
+		return nil, true, fmt.Errorf("server %q: the request for %s failed on the connection, which is closed (a new one is started on the next request): %w", u.cfg.Name, x.what, err)
 	}
 }
 
@@ -183,7 +221,7 @@ func (u *Server) call(ctx context.Context, remote string, args json.RawMessage, 
 // back to the pool when the upstream answers a ping within CancelGrace, closed (its
 // process killed) when it does not. The slot stays taken until then, so the
 // connection bound holds. Close waits for it.
-func (u *Server) settleCancelled(c *upstreamConn, remote string) {
+func (u *Server) settleCancelled(c *upstreamConn, what string) {
 	u.mu.Lock()
 	if u.closed {
 		u.mu.Unlock()
@@ -199,7 +237,7 @@ func (u *Server) settleCancelled(c *upstreamConn, remote string) {
 		_, err := sdkGuard(func() (*mcp.CallToolResult, error) { return nil, c.cs.Ping(ctx, nil) })
 		if err != nil {
 			u.log.Warn("upstream did not answer a ping after a cancelled call; closing the connection",
-				slog.String("tool", remote), slog.Int("pid", c.pid), slog.Duration("grace", u.opts.CancelGrace), slog.String("error", err.Error()))
+				slog.String("request", what), slog.Int("pid", c.pid), slog.Duration("grace", u.opts.CancelGrace), slog.String("error", err.Error()))
 		}
 		u.release(c, err == nil)
 	}()
@@ -234,15 +272,17 @@ func upstreamAnswered(err error) bool {
 	return true
 }
 
-// acquireVerified returns a connection for a call of remote on which the tool's
-// definition is the one served, approved and not quarantined: a connection not
-// verified since it started (or since its tools/list_changed, or a Reverify) lists
-// its tools and has every pin checked first, and one that listed a different
-// definition than the one served (its process may still run an older one) is closed
-// and another taken. Errors: those of acquire and of the listing, a
-// *[pin.QuarantinedError] when the listing quarantined the tool, an error when the
-// server no longer offers it or when MaxConns+1 connections in a row disagree.
-func (u *Server) acquireVerified(ctx context.Context, remote string) (*upstreamConn, error) {
+// acquireVerified returns a connection for a request needing the definition key
+// (see [exchange]) on which that definition is the one served, approved and not
+// quarantined: a connection not verified since it started (or since its
+// list_changed, or a Reverify) lists its tools, prompts and resource templates and
+// has every pin checked first, and one that listed a different definition than the
+// one served (its process may still run an older one) is closed and another taken.
+// An empty key needs only a verified connection. Errors: those of acquire and of the
+// listing, a *[pin.QuarantinedError] when the listing quarantined the definition, an
+// error when the server no longer offers it or when MaxConns+1 connections in a row
+// disagree.
+func (u *Server) acquireVerified(ctx context.Context, key string) (*upstreamConn, error) {
 	for attempt := 0; ; attempt++ {
 		c, err := u.acquire(ctx)
 		if err != nil {
@@ -263,38 +303,74 @@ func (u *Server) acquireVerified(ctx context.Context, remote string) (*upstreamC
 				u.queue(u.changed)
 			}
 		}
+		if key == "" {
+			return c, nil
+		}
 		u.mu.Lock()
-		var tool *Tool
-		for i := range u.tools {
-			if u.tools[i].Remote == remote {
-				tool = &u.tools[i]
-				break
-			}
-		}
-		var served, listed string
-		quarantined := false
-		if tool != nil {
-			served, quarantined = tool.Hash, tool.Quarantined
-			listed = c.defs[remote]
-		}
-		name := u.cfg.ToolPrefix() + remote
+		def, offered := u.servedLocked(key)
+		listed := c.defs[key]
 		u.mu.Unlock()
 		switch {
-		case tool == nil:
+		case !offered:
 			u.release(c, true)
-			return nil, fmt.Errorf("server %q no longer offers tool %q", u.cfg.Name, remote)
-		case quarantined:
+			return nil, fmt.Errorf("server %q no longer offers %s", u.cfg.Name, describeKey(key))
+		case def.quarantined:
 			u.release(c, true)
-			return nil, &pin.QuarantinedError{Tool: name}
-		case listed == served:
+			return nil, &pin.QuarantinedError{Tool: def.name}
+		case listed == def.hash:
 			return c, nil
 		case attempt >= cap(u.slots):
 			u.release(c, false)
-			return nil, fmt.Errorf("server %q: %d connections in a row listed another definition of %q than the one served", u.cfg.Name, attempt+1, remote)
+			return nil, fmt.Errorf("server %q: %d connections in a row listed another definition of %s than the one served", u.cfg.Name, attempt+1, describeKey(key))
 		}
-		u.log.Info("closing a connection that listed another definition of the tool than the one served", slog.Int("pid", c.pid), slog.String("tool", name))
+		u.log.Info("closing a connection that listed another definition than the one served", slog.Int("pid", c.pid), slog.String("definition", def.name))
 		u.release(c, false)
 	}
+}
+
+// servedDef is what the served set holds of one definition.
+type servedDef struct {
+	name        string // the governed (or pin) name
+	hash        string
+	quarantined bool
+}
+
+// servedLocked returns the served definition of key. u.mu is held.
+func (u *Server) servedLocked(key string) (servedDef, bool) {
+	switch {
+	case strings.HasPrefix(key, promptKeyPrefix):
+		remote := key[len(promptKeyPrefix):]
+		for _, p := range u.prompts {
+			if p.Remote == remote {
+				return servedDef{p.Name, p.Hash, p.Quarantined}, true
+			}
+		}
+	case strings.HasPrefix(key, templateKeyPrefix):
+		uriTemplate := key[len(templateKeyPrefix):]
+		for _, t := range u.templates {
+			if t.URITemplate == uriTemplate {
+				return servedDef{t.PinName(), t.Hash, t.Quarantined}, true
+			}
+		}
+	default:
+		for _, t := range u.tools {
+			if t.Remote == key {
+				return servedDef{t.Name, t.Hash, t.Quarantined}, true
+			}
+		}
+	}
+	return servedDef{}, false
+}
+
+// describeKey names the definition of key in errors.
+func describeKey(key string) string {
+	switch {
+	case strings.HasPrefix(key, promptKeyPrefix):
+		return fmt.Sprintf("prompt %q", key[len(promptKeyPrefix):])
+	case strings.HasPrefix(key, templateKeyPrefix):
+		return fmt.Sprintf("resource template %q", key[len(templateKeyPrefix):])
+	}
+	return fmt.Sprintf("tool %q", key)
 }
 
 // callArguments checks that args is one JSON object and returns it for sending

@@ -107,9 +107,12 @@ func (u *Server) Refresh(ctx context.Context) error {
 		u.mu.Lock()
 		u.tools = tools
 		u.mu.Unlock()
+	}
+	catChanged, catErrs := u.refreshCatalogPins(ctx)
+	if changed || catChanged {
 		u.queue(u.changed)
 	}
-	return errors.Join(errs...)
+	return errors.Join(append(errs, catErrs...)...)
 }
 
 // queue sends a non-blocking signal on ch (capacity 1): at most one is pending.
@@ -244,19 +247,30 @@ func (u *Server) verify(ctx context.Context, c *upstreamConn) ([]Tool, []ToolPro
 	if err != nil {
 		return nil, nil, false, err
 	}
+	cat, err := u.listCatalog(ctx, c)
+	if err != nil {
+		return nil, nil, false, err
+	}
 	tools, problems := u.checkTools(ctx, listed)
-	defs := make(map[string]string, len(tools))
+	defs := make(map[string]string, len(tools)+len(cat.prompts)+len(cat.templates))
 	for _, t := range tools {
 		defs[t.Remote] = t.Hash
 	}
+	cat.addDefs(defs)
 	u.mu.Lock()
 	if u.closed {
 		u.mu.Unlock()
 		u.release(c, false)
 		return nil, nil, false, fmt.Errorf("server %q: %w", u.cfg.Name, ErrClosed)
 	}
-	changed := !sameTools(u.tools, tools)
+	changed := !sameTools(u.tools, tools) || !u.sameCatalogLocked(cat)
+	if !slices.EqualFunc(u.catalogProblems, cat.problems, func(a, b CatalogProblem) bool { return a == b }) {
+		for _, p := range cat.problems {
+			u.log.Warn("upstream definition refused", slog.String("kind", p.Kind), slog.String("name", p.Name), slog.String("problem", p.Problem))
+		}
+	}
 	u.tools, u.problems = tools, problems
+	u.prompts, u.resources, u.templates, u.catalogProblems = cat.prompts, cat.resources, cat.templates, cat.problems
 	c.defs, c.verifiedGen, c.verifiedRead = defs, gen, read
 	u.mu.Unlock()
 	u.verifications.Add(1)

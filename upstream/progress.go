@@ -230,7 +230,7 @@ func (c *progressCountingConn) Read(ctx context.Context) (jsonrpc.Message, error
 		switch {
 		case routedNotification(req.Method):
 			c.read.Add(1)
-		case req.Method == "notifications/tools/list_changed":
+		case listChanged(req.Method):
 			c.changed.Add(1)
 		}
 	}
@@ -380,4 +380,15 @@ func (c *sseProgressCounter) endEvent() {
 	if json.Unmarshal(data, &m) == nil && routedNotification(m.Method) && len(m.ID) == 0 {
 		c.read.Add(1)
 	}
+}
+
+// listChanged reports whether method is a notification that the upstream's tools,
+// prompts or resources changed: each makes the connection list them again before it
+// serves another request.
+func listChanged(method string) bool {
+	switch method {
+	case "notifications/tools/list_changed", "notifications/prompts/list_changed", "notifications/resources/list_changed":
+		return true
+	}
+	return false
 }

@@ -227,6 +227,11 @@ type Server struct {
 	recovery    *time.Timer // the pending background restart, if any
 	tools       []Tool
 	problems    []ToolProblem
+	// The catalog of the last successful discovery (see catalog.go).
+	prompts         []Prompt
+	resources       []Resource
+	templates       []ResourceTemplate
+	catalogProblems []CatalogProblem
 
 	discMu sync.Mutex // serializes discovery and Refresh
 
@@ -356,6 +361,20 @@ func New(cfg ServerConfig, o *Options) (*Server, error) {
 		// Nothing the gateway cannot route: no roots, no sampling, no elicitation.
 		Capabilities: &mcp.ClientCapabilities{},
 		ToolListChangedHandler: func(_ context.Context, req *mcp.ToolListChangedRequest) {
+			if req != nil {
+				u.unverify(req.Session)
+			}
+			u.queue(u.rediscover)
+		},
+		// A changed prompt or resource list is re-listed like a changed tool list: the
+		// connection serves nothing until it has listed everything again.
+		PromptListChangedHandler: func(_ context.Context, req *mcp.PromptListChangedRequest) {
+			if req != nil {
+				u.unverify(req.Session)
+			}
+			u.queue(u.rediscover)
+		},
+		ResourceListChangedHandler: func(_ context.Context, req *mcp.ResourceListChangedRequest) {
 			if req != nil {
 				u.unverify(req.Session)
 			}

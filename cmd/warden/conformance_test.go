@@ -32,24 +32,16 @@ import (
 
 // conformanceGaps are the scenarios of the suite that pass against the fixture
 // directly and not yet through the gateway, with the reason. The gateway governs
-// tools; the rest of the MCP surface is the work of the issue "The whole MCP
-// surface, governed". (resources-list and prompts-list pass through the gateway
-// only because its own SDK server answers them with empty lists.)
+// tools, prompts and resources; the rest of the MCP surface is the work of the
+// issue "The whole MCP surface, governed".
 var conformanceGaps = map[string]string{
-	"completion-complete":           "completion/complete is not forwarded",
-	"tools-call-sampling":           "an upstream's sampling request is not routed to the client",
-	"tools-call-elicitation":        "an upstream's elicitation request is not routed to the client",
-	"elicitation-sep1034-defaults":  "an upstream's elicitation request is not routed to the client",
-	"elicitation-sep1330-enums":     "an upstream's elicitation request is not routed to the client",
-	"resources-read-text":           "resources are not served",
-	"resources-read-binary":         "resources are not served",
-	"resources-templates-read":      "resource templates are not served",
-	"resources-subscribe":           "resource subscriptions are not forwarded",
-	"resources-unsubscribe":         "resource subscriptions are not forwarded",
-	"prompts-get-simple":            "prompts are not served",
-	"prompts-get-with-args":         "prompts are not served",
-	"prompts-get-embedded-resource": "prompts are not served",
-	"prompts-get-with-image":        "prompts are not served",
+	"completion-complete":          "completion/complete is not forwarded",
+	"tools-call-sampling":          "an upstream's sampling request is not routed to the client",
+	"tools-call-elicitation":       "an upstream's elicitation request is not routed to the client",
+	"elicitation-sep1034-defaults": "an upstream's elicitation request is not routed to the client",
+	"elicitation-sep1330-enums":    "an upstream's elicitation request is not routed to the client",
+	"resources-subscribe":          "resource subscriptions are not forwarded",
+	"resources-unsubscribe":        "resource subscriptions are not forwarded",
 }
 
 const conformanceToken = "conformance-token-0123456789abcdef"

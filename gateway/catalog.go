@@ -1,0 +1,526 @@
+// Prompts, resources and resource templates of the admitted upstreams, served and
+// governed like tools: bound per revision, installed on the fronts, listed per
+// caller, and got or read as calls the pipeline decides.
+
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/upstream"
+)
+
+// CodeRefused is the JSON-RPC error code of a prompts/get or resources/read the
+// gateway refused (by policy, because nobody approved it, because the session is
+// halted, or because the upstream failed): the message is the text the model reads.
+// A tools/call refusal is a tool result with isError instead.
+const CodeRefused = -32010
+
+type governedPrompt struct {
+	up     *upstream.Server
+	prompt upstream.Prompt
+}
+
+type governedResource struct {
+	up  *upstream.Server
+	res upstream.Resource
+}
+
+type governedTemplate struct {
+	up   *upstream.Server
+	tmpl upstream.ResourceTemplate
+}
+
+// catalogState is the part of a revision that serves prompts and resources.
+type catalogState struct {
+	prompts     map[string]*governedPrompt // by governed name
+	promptNames []string                   // sorted
+	resources   map[string]*governedResource
+	uris        []string           // served resource URIs, sorted
+	templates   []governedTemplate // by server name, then as listed
+	readers     map[string]*upstream.Server
+	readerNames []string // servers whose resources are read, sorted
+}
+
+// buildCatalog collects the catalog of the upstreams (names sorted). A prompt name,
+// a resource URI or a URI template that an earlier server already serves is refused
+// for the later one and logged.
+func (g *Gateway) buildCatalog(ups map[string]*upstreamEntry, names []string) catalogState {
+	cs := catalogState{
+		prompts:   map[string]*governedPrompt{},
+		resources: map[string]*governedResource{},
+		readers:   map[string]*upstream.Server{},
+	}
+	templateOwner := map[string]string{}
+	for _, name := range names {
+		e := ups[name]
+		if e.up == nil {
+			continue
+		}
+		for _, p := range e.up.Prompts() {
+			if prev, ok := cs.prompts[p.Name]; ok {
+				g.log.Error("prompt refused: its name is already served by another server", "prompt", p.Name, "server", p.Server, "served_by", prev.prompt.Server)
+				continue
+			}
+			cs.prompts[p.Name] = &governedPrompt{up: e.up, prompt: p}
+			cs.promptNames = append(cs.promptNames, p.Name)
+		}
+		reads := false
+		for _, r := range e.up.Resources() {
+			if prev, ok := cs.resources[r.URI]; ok {
+				g.log.Error("resource refused: its URI is already served by another server", "uri", r.URI, "server", r.Server, "served_by", prev.res.Server)
+				continue
+			}
+			cs.resources[r.URI] = &governedResource{up: e.up, res: r}
+			cs.uris = append(cs.uris, r.URI)
+			reads = true
+		}
+		for _, t := range e.up.ResourceTemplates() {
+			if owner, ok := templateOwner[t.URITemplate]; ok {
+				g.log.Error("resource template refused: it is already served by another server", "template", t.URITemplate, "server", t.Server, "served_by", owner)
+				continue
+			}
+			templateOwner[t.URITemplate] = t.Server
+			cs.templates = append(cs.templates, governedTemplate{up: e.up, tmpl: t})
+			reads = true
+		}
+		if reads {
+			cs.readers[name] = e.up
+			cs.readerNames = append(cs.readerNames, name)
+		}
+	}
+	sort.Strings(cs.promptNames)
+	sort.Strings(cs.uris)
+	return cs
+}
+
+// catalogExecutables returns the registry entries of the catalog: one per prompt,
+// one resource reader per server that has resources or templates.
+func (cs *catalogState) executables() []warden.Executable {
+	out := make([]warden.Executable, 0, len(cs.promptNames)+len(cs.readerNames))
+	for _, name := range cs.promptNames {
+		gp := cs.prompts[name]
+		out = append(out, gp.up.PromptExecutable(gp.prompt, catalogHook))
+	}
+	for _, name := range cs.readerNames {
+		out = append(out, cs.readers[name].ResourceExecutable(catalogHook))
+	}
+	return out
+}
+
+// catalogHook is the [upstream.ResultHook] of the catalog's executables: the call's
+// options from the gateway's slot, and the upstream's full result into it.
+func catalogHook(ctx context.Context) (*upstream.CallOptions, func(mcp.Result, string)) {
+	slot, _ := ctx.Value(slotKey{}).(*resultSlot)
+	if slot == nil {
+		return nil, nil
+	}
+	return slot.options(), func(res mcp.Result, text string) { slot.other, slot.text = res, text }
+}
+
+// quarantinedServers returns the upstreams holding a quarantined prompt or template.
+func (cs *catalogState) quarantinedServers() []*upstream.Server {
+	var ups []*upstream.Server
+	for _, name := range cs.promptNames {
+		if gp := cs.prompts[name]; gp.prompt.Quarantined && !slices.Contains(ups, gp.up) {
+			ups = append(ups, gp.up)
+		}
+	}
+	for _, gt := range cs.templates {
+		if gt.tmpl.Quarantined && !slices.Contains(ups, gt.up) {
+			ups = append(ups, gt.up)
+		}
+	}
+	return ups
+}
+
+// visiblePrompt reports whether cl may see the prompt name: served, not
+// quarantined, and the role's policy may allow getting it. why is for the audit log
+// ("" for a name nobody serves).
+func visiblePrompt(st *gatewayState, cl Client, name string) (ok bool, why string) {
+	gp, served := st.cat.prompts[name]
+	view := st.views[cl.Role]
+	switch {
+	case !served || view == nil:
+		return false, ""
+	case gp.prompt.Quarantined:
+		return false, "prompt definition changed since it was approved"
+	case !view.pol.IsAllowed(upstream.PromptTarget(name)):
+		return false, fmt.Sprintf("prompt hidden from the caller: not allowed to role %q", cl.Role)
+	}
+	return true, ""
+}
+
+// mayRead reports whether cl's role policy may allow reading resources of server.
+func mayRead(st *gatewayState, cl Client, server string) bool {
+	view := st.views[cl.Role]
+	return view != nil && view.pol.IsAllowed(upstream.ResourceTarget(server))
+}
+
+// resourceListed reports whether cl is shown the listed resource r: its server's
+// resources may be read by the role, and the policy does not deny reading exactly
+// this URI (an ask is shown: the read asks a person).
+func resourceListed(ctx context.Context, st *gatewayState, cl Client, r upstream.Resource) bool {
+	if !mayRead(st, cl, r.Server) {
+		return false
+	}
+	view := st.views[cl.Role]
+	args, err := warden.ParseArgs(uriArgs(r.URI))
+	if err != nil {
+		return false
+	}
+	d, err := view.pol.Check(ctx, warden.Request{
+		Capability: warden.CapToolCall,
+		Target:     upstream.ResourceTarget(r.Server),
+		Args:       args,
+		Identity:   warden.Identity{Tenant: cl.Tenant, Principal: cl.Principal},
+	})
+	return err == nil && (d.Effect == warden.Allow || d.Effect == warden.Ask)
+}
+
+// uriArgs is the arguments of reading uri: {"uri": uri}.
+func uriArgs(uri string) json.RawMessage {
+	b, _ := json.Marshal(map[string]string{"uri": uri})
+	return b
+}
+
+// routeResource returns the upstream serving uri in st: the server that listed it,
+// or else the one server with a served template matching it. A URI matching
+// templates of two servers is refused (the gateway cannot tell which server it
+// names); when only a quarantined template matches, quarantined names its server
+// (and no server serves the URI).
+func routeResource(st *gatewayState, uri string) (up *upstream.Server, quarantined string, err error) {
+	if r, ok := st.cat.resources[uri]; ok {
+		return r.up, "", nil
+	}
+	var servers []string
+	for _, gt := range st.cat.templates {
+		if !gt.tmpl.Matches(uri) {
+			continue
+		}
+		if gt.tmpl.Quarantined {
+			quarantined = gt.tmpl.Server
+			continue
+		}
+		if !slices.Contains(servers, gt.tmpl.Server) {
+			servers = append(servers, gt.tmpl.Server)
+			up = gt.up
+		}
+	}
+	switch len(servers) {
+	case 0:
+		return nil, quarantined, nil
+	case 1:
+		return up, "", nil
+	}
+	return nil, "", &jsonrpc.Error{Code: CodeRefused, Message: fmt.Sprintf(
+		"The resource %s matches resource templates of the servers %s, so the gateway cannot tell which one to read it from. Nothing was read.",
+		uri, strings.Join(servers, " and "))}
+}
+
+// refused is the JSON-RPC error of a refused prompts/get or resources/read.
+func refused(text string) error { return &jsonrpc.Error{Code: CodeRefused, Message: text} }
+
+// unknownPrompt is the SDK's own error for a prompt name it does not serve, so a
+// hidden prompt answers exactly like one that does not exist.
+func unknownPrompt(name string) error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q", name)}
+}
+
+// getPrompt serves one prompts/get through the pipeline, as callTool serves a
+// tools/call: the target is "prompt:<name>", the arguments the prompt's.
+func (g *Gateway) getPrompt(ctx context.Context, f *front, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+	if !g.enter() {
+		return nil, refused(shuttingDownText)
+	}
+	defer g.inflight.Done()
+	st := g.state.Load()
+	cl, err := f.identifyRequest(st, req)
+	if err != nil {
+		return nil, refused(err.Error())
+	}
+	name := req.Params.Name
+	target := upstream.PromptTarget(name)
+	raw, err := json.Marshal(req.Params.Arguments)
+	if err != nil || string(raw) == "null" {
+		raw = json.RawMessage("{}")
+	}
+	session := f.sessionOf(req.Session)
+	id := warden.Identity{Tenant: cl.Tenant, Principal: cl.Principal}
+	if text, ok := g.halted.Load(session); ok {
+		g.refuse(ctx, st, target, id, session, raw, warden.StageGate, haltedReason)
+		return nil, refused(text.(string))
+	}
+	if ok, why := visiblePrompt(st, cl, name); !ok {
+		if why != "" {
+			g.refuse(ctx, st, target, id, session, raw, warden.StageLookup, why)
+		}
+		return nil, unknownPrompt(name)
+	}
+	args, err := warden.ParseArgs(raw)
+	if err != nil {
+		return nil, refused(fmt.Sprintf("Invalid arguments for prompt %s: %v.", name, err))
+	}
+	slot := newSlot(g, target, req.Session, req.Params.GetProgressToken())
+	out, text, ok := g.govern(ctx, f, st, cl, req.Session, slot, target, args)
+	switch {
+	case !ok:
+		return nil, refused(text)
+	case out.Status != warden.StatusRan || out.IsError:
+		return nil, refused(out.ModelText)
+	}
+	if res, ok := slot.other.(*mcp.GetPromptResult); ok && out.Executed && out.ModelText == slot.text {
+		return res, nil
+	}
+	// The pipeline changed what the model reads: it reads only that.
+	return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: out.ModelText}}}}, nil
+}
+
+// readResource serves one resources/read through the pipeline: the target is
+// "resource:<server>" of the server that serves the URI, the argument the URI. A URI
+// the caller may not read answers exactly like one that does not exist (the audit
+// log records the refusal and why), whether its server is hidden from the role or
+// the policy denies this URI.
+func (g *Gateway) readResource(ctx context.Context, f *front, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	if !g.enter() {
+		return nil, refused(shuttingDownText)
+	}
+	defer g.inflight.Done()
+	st := g.state.Load()
+	cl, err := f.identifyRequest(st, req)
+	if err != nil {
+		return nil, refused(err.Error())
+	}
+	uri := req.Params.URI
+	raw := uriArgs(uri)
+	session := f.sessionOf(req.Session)
+	id := warden.Identity{Tenant: cl.Tenant, Principal: cl.Principal}
+	up, quarantined, err := routeResource(st, uri)
+	if err != nil {
+		return nil, err
+	}
+	if up == nil {
+		if quarantined != "" {
+			g.refuse(ctx, st, upstream.ResourceTarget(quarantined), id, session, raw, warden.StageLookup, "resource template definition changed since it was approved")
+		}
+		return nil, mcp.ResourceNotFoundError(uri)
+	}
+	target := upstream.ResourceTarget(up.Name())
+	if text, ok := g.halted.Load(session); ok {
+		g.refuse(ctx, st, target, id, session, raw, warden.StageGate, haltedReason)
+		return nil, refused(text.(string))
+	}
+	if !mayRead(st, cl, up.Name()) {
+		g.refuse(ctx, st, target, id, session, raw, warden.StageLookup, fmt.Sprintf("resources hidden from the caller: not allowed to role %q", cl.Role))
+		return nil, mcp.ResourceNotFoundError(uri)
+	}
+	args, err := warden.ParseArgs(raw)
+	if err != nil {
+		return nil, refused(err.Error())
+	}
+	slot := newSlot(g, target, req.Session, req.Params.GetProgressToken())
+	out, text, ok := g.govern(ctx, f, st, cl, req.Session, slot, target, args)
+	switch {
+	case !ok:
+		return nil, refused(text)
+	case out.Status == warden.StatusRefused && out.Stage == warden.StagePermission && out.Decision.Effect == warden.Deny && !out.Decision.Fault:
+		// Denied by policy: nothing confirms the resource exists.
+		return nil, mcp.ResourceNotFoundError(uri)
+	case out.Status != warden.StatusRan || out.IsError:
+		return nil, refused(out.ModelText)
+	}
+	if res, ok := slot.other.(*mcp.ReadResourceResult); ok && out.Executed && out.ModelText == slot.text {
+		return res, nil
+	}
+	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: out.ModelText}}}, nil
+}
+
+// serveCatalog answers prompts/get and resources/read itself (routing, visibility
+// and the pipeline), before the SDK's own handlers, which never run for them.
+func (f *front) serveCatalog(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		switch r := req.(type) {
+		case *mcp.GetPromptRequest:
+			if method == "prompts/get" && r.Params != nil {
+				return f.g.getPrompt(ctx, f, r)
+			}
+		case *mcp.ReadResourceRequest:
+			if method == "resources/read" && r.Params != nil {
+				return f.g.readResource(ctx, f, r)
+			}
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// notRouted is the handler the fronts register for prompts, resources and
+// templates: serveCatalog answers every request for them first, so reaching it means
+// a request took a path the gateway does not govern, and it is refused.
+func notRouted(context.Context, mcp.Request) error {
+	return refused("This request was not routed through the gateway's policy, so it is refused. Nothing ran.")
+}
+
+// installCatalog brings the front's prompts, resources and templates in line with
+// cs. installed remembers what is on the fronts (by kind and key) and is updated.
+func (g *Gateway) installCatalog(cs catalogState) {
+	wantPrompts := map[string]string{}
+	for _, name := range cs.promptNames {
+		p := cs.prompts[name].prompt
+		wantPrompts[name] = p.Hash + fmt.Sprint(p.Quarantined)
+	}
+	wantResources := map[string]string{}
+	for _, uri := range cs.uris {
+		r := cs.resources[uri].res.Resource
+		wantResources[uri] = fmt.Sprint(r.Name, "\x00", r.Title, "\x00", r.Description, "\x00", r.MIMEType, "\x00", r.Size)
+	}
+	wantTemplates := map[string]string{}
+	for _, gt := range cs.templates {
+		wantTemplates[gt.tmpl.URITemplate] = gt.tmpl.Hash + fmt.Sprint(gt.tmpl.Quarantined)
+	}
+	var gonePrompts, goneResources, goneTemplates []string
+	for k := range g.installedPrompts {
+		if _, ok := wantPrompts[k]; !ok {
+			gonePrompts = append(gonePrompts, k)
+		}
+	}
+	for k := range g.installedResources {
+		if _, ok := wantResources[k]; !ok {
+			goneResources = append(goneResources, k)
+		}
+	}
+	for k := range g.installedTemplates {
+		if _, ok := wantTemplates[k]; !ok {
+			goneTemplates = append(goneTemplates, k)
+		}
+	}
+	for _, f := range g.fronts {
+		if len(gonePrompts) > 0 {
+			f.server.RemovePrompts(gonePrompts...)
+		}
+		if len(goneResources) > 0 {
+			f.server.RemoveResources(goneResources...)
+		}
+		if len(goneTemplates) > 0 {
+			f.server.RemoveResourceTemplates(goneTemplates...)
+		}
+	}
+	for _, k := range gonePrompts {
+		delete(g.installedPrompts, k)
+	}
+	for _, k := range goneResources {
+		delete(g.installedResources, k)
+	}
+	for _, k := range goneTemplates {
+		delete(g.installedTemplates, k)
+	}
+	for _, name := range cs.promptNames {
+		if g.installedPrompts[name] == wantPrompts[name] {
+			continue
+		}
+		p := cs.prompts[name].prompt.Prompt
+		def := &mcp.Prompt{Name: name, Title: p.Title, Description: p.Description, Arguments: p.Arguments, Icons: p.Icons}
+		if g.installSafely("prompt", name, func(f *front) {
+			f.server.AddPrompt(def, func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+				return nil, notRouted(ctx, req)
+			})
+		}) {
+			g.installedPrompts[name] = wantPrompts[name]
+		}
+	}
+	for _, uri := range cs.uris {
+		if g.installedResources[uri] == wantResources[uri] {
+			continue
+		}
+		r := cs.resources[uri].res.Resource
+		def := &mcp.Resource{URI: uri, Name: r.Name, Title: r.Title, Description: r.Description, MIMEType: r.MIMEType, Size: r.Size, Annotations: r.Annotations, Icons: r.Icons}
+		if g.installSafely("resource", uri, func(f *front) {
+			f.server.AddResource(def, func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+				return nil, notRouted(ctx, req)
+			})
+		}) {
+			g.installedResources[uri] = wantResources[uri]
+		}
+	}
+	for _, gt := range cs.templates {
+		key := gt.tmpl.URITemplate
+		if g.installedTemplates[key] == wantTemplates[key] {
+			continue
+		}
+		t := gt.tmpl.Template
+		def := &mcp.ResourceTemplate{URITemplate: key, Name: t.Name, Title: t.Title, Description: t.Description, MIMEType: t.MIMEType, Annotations: t.Annotations, Icons: t.Icons}
+		if g.installSafely("resource template", key, func(f *front) {
+			f.server.AddResourceTemplate(def, func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+				return nil, notRouted(ctx, req)
+			})
+		}) {
+			g.installedTemplates[key] = wantTemplates[key]
+		}
+	}
+}
+
+// installSafely runs install on every front, turning a panic of the SDK (on a URI
+// or template it cannot take) into a logged refusal of that one definition.
+func (g *Gateway) installSafely(kind, name string, install func(*front)) (ok bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			g.log.Error("definition refused: the MCP SDK cannot serve it", slog.String("kind", kind), slog.String("name", name), slog.String("error", fmt.Sprint(r)))
+			ok = false
+		}
+	}()
+	for _, f := range g.fronts {
+		install(f)
+	}
+	return true
+}
+
+// filterCatalogList keeps, in a prompts/list, resources/list or
+// resources/templates/list result, only what cl may see (none in a halted session).
+func filterCatalogList(ctx context.Context, st *gatewayState, cl Client, halted bool, res mcp.Result) mcp.Result {
+	switch list := res.(type) {
+	case *mcp.ListPromptsResult:
+		out := *list
+		out.Prompts = []*mcp.Prompt{}
+		for _, p := range list.Prompts {
+			if ok, _ := visiblePrompt(st, cl, p.Name); ok && !halted {
+				out.Prompts = append(out.Prompts, p)
+			}
+		}
+		return &out
+	case *mcp.ListResourcesResult:
+		out := *list
+		out.Resources = []*mcp.Resource{}
+		for _, r := range list.Resources {
+			gr, ok := st.cat.resources[r.URI]
+			if ok && !halted && resourceListed(ctx, st, cl, gr.res) {
+				out.Resources = append(out.Resources, r)
+			}
+		}
+		return &out
+	case *mcp.ListResourceTemplatesResult:
+		out := *list
+		out.ResourceTemplates = []*mcp.ResourceTemplate{}
+		for _, t := range list.ResourceTemplates {
+			if halted {
+				break
+			}
+			for _, gt := range st.cat.templates {
+				if gt.tmpl.URITemplate == t.URITemplate && !gt.tmpl.Quarantined && mayRead(st, cl, gt.tmpl.Server) {
+					out.ResourceTemplates = append(out.ResourceTemplates, t)
+					break
+				}
+			}
+		}
+		return &out
+	}
+	return res
+}
