@@ -12,6 +12,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -523,4 +525,175 @@ func filterCatalogList(ctx context.Context, st *gatewayState, cl Client, halted 
 		return &out
 	}
 	return res
+}
+
+// complete forwards a completion/complete for a prompt or a resource template the
+// caller may see to the server that serves it (with the prompt's upstream name). A
+// reference the caller cannot see answers like one that does not exist.
+func (g *Gateway) complete(ctx context.Context, f *front, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+	st := g.state.Load()
+	cl, err := f.identifyRequest(st, req)
+	if err != nil {
+		return nil, refused(err.Error())
+	}
+	ref := req.Params.Ref
+	params := *req.Params
+	var up *upstream.Server
+	switch ref.Type {
+	case "ref/prompt":
+		if ok, _ := visiblePrompt(st, cl, ref.Name); !ok {
+			return nil, unknownPrompt(ref.Name)
+		}
+		gp := st.cat.prompts[ref.Name]
+		up = gp.up
+		r := *ref
+		r.Name = gp.prompt.Remote
+		params.Ref = &r
+	case "ref/resource":
+		for _, gt := range st.cat.templates {
+			if gt.tmpl.URITemplate == ref.URI && !gt.tmpl.Quarantined && mayRead(st, cl, gt.tmpl.Server) {
+				up = gt.up
+				break
+			}
+		}
+		if r, ok := st.cat.resources[ref.URI]; up == nil && ok && resourceListed(ctx, st, cl, r.res) {
+			up = r.up
+		}
+		if up == nil {
+			return nil, mcp.ResourceNotFoundError(ref.URI)
+		}
+	default:
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown completion reference type %q: use ref/prompt or ref/resource", ref.Type)}
+	}
+	if _, halted := g.halted.Load(f.sessionOf(req.Session)); halted {
+		return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{}}}, nil
+	}
+	res, err := up.Complete(ctx, &params)
+	if err != nil {
+		return nil, refused("Completion failed: " + err.Error())
+	}
+	return res, nil
+}
+
+// subscriptions tracks which MCP sessions of a front subscribed to which resource
+// URIs, so the gateway holds one upstream subscription per URI while any session
+// wants it and ends it with the last one (an unsubscribe, or the session's end).
+type subscriptions struct {
+	mu       sync.Mutex
+	sessions map[string]map[*mcp.ServerSession]bool // by URI
+	watched  map[*mcp.ServerSession]bool            // sessions whose end is awaited
+}
+
+// subscribe serves a resources/subscribe: the caller must be shown the resource (a
+// listed one) or may read its server's resources (a template URI).
+func (g *Gateway) subscribe(ctx context.Context, f *front, req *mcp.SubscribeRequest) error {
+	st := g.state.Load()
+	cl, err := f.identifyRequest(st, req)
+	if err != nil {
+		return refused(err.Error())
+	}
+	uri := req.Params.URI
+	up, _, err := routeResource(st, uri)
+	if err != nil {
+		return err
+	}
+	if up == nil || !mayRead(st, cl, up.Name()) {
+		return mcp.ResourceNotFoundError(uri)
+	}
+	if r, ok := st.cat.resources[uri]; ok && !resourceListed(ctx, st, cl, r.res) {
+		return mcp.ResourceNotFoundError(uri)
+	}
+	if _, halted := g.halted.Load(f.sessionOf(req.Session)); halted {
+		return refused("This session is halted; nothing more is served in it.")
+	}
+	s := &g.subs
+	s.mu.Lock()
+	first := len(s.sessions[uri]) == 0
+	s.mu.Unlock()
+	if first {
+		if err := up.Subscribe(ctx, uri); err != nil {
+			return refused("Subscribing failed: " + err.Error())
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sessions[uri] == nil {
+		s.sessions[uri] = map[*mcp.ServerSession]bool{}
+	}
+	s.sessions[uri][req.Session] = true
+	if ss := req.Session; ss != nil && !s.watched[ss] {
+		s.watched[ss] = true
+		go func() {
+			ss.Wait()
+			g.dropSession(ss)
+		}()
+	}
+	return nil
+}
+
+// unsubscribe serves a resources/unsubscribe.
+func (g *Gateway) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) error {
+	g.releaseSubscription(ctx, req.Params.URI, req.Session)
+	return nil
+}
+
+// releaseSubscription removes ss's subscription to uri, ending the upstream one
+// when no session wants it any more.
+func (g *Gateway) releaseSubscription(ctx context.Context, uri string, ss *mcp.ServerSession) {
+	s := &g.subs
+	s.mu.Lock()
+	set := s.sessions[uri]
+	if !set[ss] {
+		s.mu.Unlock()
+		return
+	}
+	delete(set, ss)
+	last := len(set) == 0
+	if last {
+		delete(s.sessions, uri)
+	}
+	s.mu.Unlock()
+	if !last {
+		return
+	}
+	if up, _, _ := routeResource(g.state.Load(), uri); up != nil {
+		if err := up.Unsubscribe(ctx, uri); err != nil {
+			g.log.Warn("cannot end an upstream resource subscription", "uri", uri, "error", err)
+		}
+	}
+}
+
+// dropSession releases every subscription of an MCP session that ended.
+func (g *Gateway) dropSession(ss *mcp.ServerSession) {
+	s := &g.subs
+	s.mu.Lock()
+	delete(s.watched, ss)
+	var uris []string
+	for uri, set := range s.sessions {
+		if set[ss] {
+			uris = append(uris, uri)
+		}
+	}
+	s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(g.bg, 10*time.Second)
+	defer cancel()
+	for _, uri := range uris {
+		g.releaseSubscription(ctx, uri, ss)
+	}
+}
+
+// resourceUpdated passes an upstream's update of uri to the sessions that
+// subscribed to it, when that server is the one serving uri (a server cannot
+// announce updates of another server's resources).
+func (g *Gateway) resourceUpdated(server, uri string) {
+	up, _, err := routeResource(g.state.Load(), uri)
+	if err != nil || up == nil || up.Name() != server {
+		g.log.Debug("resource update from a server that does not serve the URI; dropped", "server", server, "uri", uri)
+		return
+	}
+	ctx, cancel := context.WithTimeout(g.bg, progressSendTimeout)
+	defer cancel()
+	for _, f := range g.fronts {
+		_ = f.server.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: uri})
+	}
 }

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/wardenhq/warden"
 	"github.com/wardenhq/warden/audit"
 	"github.com/wardenhq/warden/internal/fanout"
@@ -56,6 +58,8 @@ type Gateway struct {
 	installedPrompts, installedResources, installedTemplates map[string]string
 	started                                                  bool
 	closed                                                   bool
+
+	subs subscriptions // resource subscriptions of the fronts' sessions
 
 	state  atomic.Pointer[gatewayState]
 	fronts []*front
@@ -144,6 +148,7 @@ func New(file *File, opts *Options) (*Gateway, error) {
 		installedPrompts:   map[string]string{},
 		installedResources: map[string]string{},
 		installedTemplates: map[string]string{},
+		subs:               subscriptions{sessions: map[string]map[*mcp.ServerSession]bool{}, watched: map[*mcp.ServerSession]bool{}},
 	}
 	g.journal = audit.NewJournal(o.Store, &audit.Options{Deferred: true, Logger: log})
 	g.bg, g.bgCancel = context.WithCancel(context.Background())

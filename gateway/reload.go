@@ -72,12 +72,13 @@ func (g *Gateway) Reload(ctx context.Context, cfg *File) error {
 		e := &upstreamEntry{cfg: sc, tp: cfg.Transport}
 		tp := cfg.Transport
 		up, err := upstream.New(sc, &upstream.Options{
-			Policy:         &tp,
-			Pins:           g.opts.Store,
-			Sink:           g.sink,
-			Logger:         g.log, // the server adds its name to every line
-			OnToolsChanged: func(string) { g.rebuild() },
-			CallTimeout:    cfg.CallTimeout,
+			Policy:            &tp,
+			Pins:              g.opts.Store,
+			Sink:              g.sink,
+			Logger:            g.log, // the server adds its name to every line
+			OnToolsChanged:    func(string) { g.rebuild() },
+			OnResourceUpdated: g.resourceUpdated,
+			CallTimeout:       cfg.CallTimeout,
 		})
 		if err != nil {
 			e.err, e.done = err, true

@@ -616,3 +616,142 @@ func (u *Server) readResource(ctx context.Context, uri string, opts *CallOptions
 		return cs.ReadResource(ctx, params)
 	})
 }
+
+// Complete asks the server for completion values of a prompt argument or a resource
+// template variable (params as the client sent them, with the prompt's upstream
+// name in Ref.Name), over a verified pooled connection. A server that does not
+// offer completions gives no values (an empty result, not an error).
+func (u *Server) Complete(ctx context.Context, params *mcp.CompleteParams) (*mcp.CompleteResult, error) {
+	if err := u.usable(); err != nil {
+		return nil, notSent(err)
+	}
+	if !u.offers(func(c *mcp.ServerCapabilities) bool { return c.Completions != nil }) {
+		return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{}}}, nil
+	}
+	x := exchange{what: "completion", opts: nil}
+	res, sent, err := roundTrip(ctx, u, x, func(ctx context.Context, cs *mcp.ClientSession) (*mcp.CompleteResult, error) {
+		return cs.Complete(ctx, params)
+	})
+	if err != nil && !sent {
+		err = notSent(err)
+	}
+	return res, err
+}
+
+// offers reports whether a live connection's initialize result declares what has
+// (false when no connection is live).
+func (u *Server) offers(has func(*mcp.ServerCapabilities) bool) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for c := range u.live {
+		if init := c.cs.InitializeResult(); init != nil && init.Capabilities != nil {
+			return has(init.Capabilities)
+		}
+	}
+	return false
+}
+
+// ErrNoSubscriptions is wrapped by the error of a [Server.Subscribe] to a server
+// that does not offer resource subscriptions.
+var ErrNoSubscriptions = errors.New("the server does not offer resource subscriptions")
+
+// Subscribe subscribes the gateway to updates of uri on the server: resources/subscribe
+// is sent on one connection, which then carries the server's
+// notifications/resources/updated for it to [Options.OnResourceUpdated]. When that
+// connection ends, the subscription is sent again on the next connection that is
+// verified. Subscribing to a URI already subscribed sends nothing.
+func (u *Server) Subscribe(ctx context.Context, uri string) error {
+	if err := u.usable(); err != nil {
+		return err
+	}
+	if !u.offers(func(c *mcp.ServerCapabilities) bool { return c.Resources != nil && c.Resources.Subscribe }) {
+		return fmt.Errorf("server %q: %w", u.cfg.Name, ErrNoSubscriptions)
+	}
+	u.mu.Lock()
+	if holder, ok := u.subs[uri]; ok && holder != nil && !holder.dead {
+		u.mu.Unlock()
+		return nil
+	}
+	u.mu.Unlock()
+	c, err := u.acquireVerified(ctx, "")
+	if err != nil {
+		return err
+	}
+	_, err = sdkGuard(func() (struct{}, error) { return struct{}{}, c.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}) })
+	if err != nil {
+		u.release(c, upstreamAnswered(err))
+		return fmt.Errorf("server %q: resources/subscribe %q: %w", u.cfg.Name, uri, err)
+	}
+	u.mu.Lock()
+	u.subs[uri] = c
+	u.mu.Unlock()
+	u.release(c, true)
+	return nil
+}
+
+// Unsubscribe ends the gateway's subscription to uri (resources/unsubscribe on the
+// connection that holds it, when it is still live). Unsubscribing a URI not
+// subscribed does nothing.
+func (u *Server) Unsubscribe(ctx context.Context, uri string) error {
+	u.mu.Lock()
+	holder, ok := u.subs[uri]
+	delete(u.subs, uri)
+	live := ok && holder != nil && !holder.dead
+	u.mu.Unlock()
+	if !live {
+		return nil
+	}
+	_, err := sdkGuard(func() (struct{}, error) {
+		return struct{}{}, holder.cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
+	})
+	if err != nil {
+		return fmt.Errorf("server %q: resources/unsubscribe %q: %w", u.cfg.Name, uri, err)
+	}
+	return nil
+}
+
+// resubscribe sends, on c (held by the caller, just verified), the subscriptions
+// whose connection has ended.
+func (u *Server) resubscribe(ctx context.Context, c *upstreamConn) {
+	u.mu.Lock()
+	var lost []string
+	for uri, holder := range u.subs {
+		if holder == nil || holder.dead {
+			lost = append(lost, uri)
+		}
+	}
+	u.mu.Unlock()
+	for _, uri := range lost {
+		_, err := sdkGuard(func() (struct{}, error) { return struct{}{}, c.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}) })
+		if err != nil {
+			u.log.Warn("cannot renew a resource subscription on a new connection", slog.String("uri", uri), slog.String("error", err.Error()))
+			continue
+		}
+		u.mu.Lock()
+		if _, still := u.subs[uri]; still {
+			u.subs[uri] = c
+		}
+		u.mu.Unlock()
+	}
+}
+
+// onResourceUpdated passes an upstream's notifications/resources/updated to
+// OnResourceUpdated, for a URI the gateway subscribed to.
+func (u *Server) onResourceUpdated(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+	if req == nil || req.Params == nil || u.opts.OnResourceUpdated == nil {
+		return
+	}
+	u.mu.Lock()
+	_, subscribed := u.subs[req.Params.URI]
+	u.mu.Unlock()
+	if !subscribed {
+		u.log.Debug("resource update for a URI the gateway did not subscribe to; dropped", slog.String("uri", req.Params.URI))
+		return
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			u.log.Error("OnResourceUpdated panicked", slog.String("panic", fmt.Sprint(r)))
+		}
+	}()
+	u.opts.OnResourceUpdated(u.cfg.Name, req.Params.URI)
+}

@@ -274,6 +274,7 @@ func (u *Server) verify(ctx context.Context, c *upstreamConn) ([]Tool, []ToolPro
 	c.defs, c.verifiedGen, c.verifiedRead = defs, gen, read
 	u.mu.Unlock()
 	u.verifications.Add(1)
+	u.resubscribe(ctx, c)
 	return slices.Clone(tools), slices.Clone(problems), changed, nil
 }
 

@@ -112,6 +112,10 @@ type Options struct {
 	// runs on the Server's own goroutine: never concurrently for one Server, and
 	// coalesced (a burst of notifications gives few calls). It must not call Close.
 	OnToolsChanged func(server string)
+	// OnResourceUpdated is called with the server's name and the URI for every
+	// notifications/resources/updated of a URI subscribed with [Server.Subscribe]. It
+	// runs on the SDK's goroutine for notifications and must return promptly.
+	OnResourceUpdated func(server, uri string)
 	// Now is the clock of the restart backoff (when the next start may be); nil
 	// means time.Now. Tests set it to step past a backoff without waiting for it.
 	Now func() time.Time
@@ -232,6 +236,9 @@ type Server struct {
 	resources       []Resource
 	templates       []ResourceTemplate
 	catalogProblems []CatalogProblem
+	// subs holds the resource subscriptions, by URI: the connection that sent
+	// resources/subscribe (nil or dead: to send again on the next verified one).
+	subs map[string]*upstreamConn
 
 	discMu sync.Mutex // serializes discovery and Refresh
 
@@ -348,6 +355,7 @@ func New(cfg ServerConfig, o *Options) (*Server, error) {
 		done:       make(chan struct{}),
 		live:       make(map[*upstreamConn]struct{}),
 		sessions:   make(map[*mcp.ClientSession]*upstreamConn),
+		subs:       make(map[string]*upstreamConn),
 		rediscover: make(chan struct{}, 1),
 		recover:    make(chan struct{}, 1),
 		changed:    make(chan struct{}, 1),
@@ -381,6 +389,7 @@ func New(cfg ServerConfig, o *Options) (*Server, error) {
 			u.queue(u.rediscover)
 		},
 		ProgressNotificationHandler: u.onProgress,
+		ResourceUpdatedHandler:      u.onResourceUpdated,
 	}
 	u.routeLogs(clientOpts)
 	u.client = mcp.NewClient(&mcp.Implementation{Name: gatewayClientName, Version: gatewayClientVersion}, clientOpts)

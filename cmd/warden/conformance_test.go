@@ -35,13 +35,10 @@ import (
 // tools, prompts and resources; the rest of the MCP surface is the work of the
 // issue "The whole MCP surface, governed".
 var conformanceGaps = map[string]string{
-	"completion-complete":          "completion/complete is not forwarded",
 	"tools-call-sampling":          "an upstream's sampling request is not routed to the client",
 	"tools-call-elicitation":       "an upstream's elicitation request is not routed to the client",
 	"elicitation-sep1034-defaults": "an upstream's elicitation request is not routed to the client",
 	"elicitation-sep1330-enums":    "an upstream's elicitation request is not routed to the client",
-	"resources-subscribe":          "resource subscriptions are not forwarded",
-	"resources-unsubscribe":        "resource subscriptions are not forwarded",
 }
 
 const conformanceToken = "conformance-token-0123456789abcdef"
