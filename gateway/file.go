@@ -59,9 +59,12 @@ type File struct {
 	Elicitation    bool
 
 	// MaxRequestBytes bounds an HTTP request body; CallTimeout one upstream call;
+	// CancelGrace is how long an upstream whose call a client cancelled gets to answer
+	// a ping before its process is killed (see [upstream.Options.CancelGrace]);
 	// SessionIdle closes HTTP sessions idle this long.
 	MaxRequestBytes int64
 	CallTimeout     time.Duration
+	CancelGrace     time.Duration
 	SessionIdle     time.Duration
 	// RedactArgs leaves arguments out of the audit log (their digest is kept).
 	RedactArgs bool
@@ -89,6 +92,7 @@ const (
 	DefaultApprovalExpiry  = 24 * time.Hour
 	DefaultMaxRequestBytes = 4 << 20
 	DefaultCallTimeout     = upstream.DefaultCallTimeout
+	DefaultCancelGrace     = 5 * time.Second
 	DefaultSessionIdle     = 30 * time.Minute
 	DefaultPath            = "/mcp"
 	DefaultUIPath          = "/ui/"
@@ -147,7 +151,7 @@ func parseFile(file string, data []byte, getenv func(string) string, stdioOnly b
 	c := &File{
 		File: abs, Path: DefaultPath, UIPath: DefaultUIPath,
 		ApprovalWait: DefaultApprovalWait, ApprovalExpiry: DefaultApprovalExpiry,
-		MaxRequestBytes: DefaultMaxRequestBytes, CallTimeout: DefaultCallTimeout, SessionIdle: DefaultSessionIdle,
+		MaxRequestBytes: DefaultMaxRequestBytes, CallTimeout: DefaultCallTimeout, CancelGrace: DefaultCancelGrace, SessionIdle: DefaultSessionIdle,
 	}
 	d.top(root, c)
 	if len(d.Errs) > 0 {
@@ -324,7 +328,7 @@ var (
 	operatorKeys    = []string{"name", "token_env", "token_sha256"}
 	uiKeys          = []string{"path"}
 	approvalsKeys   = []string{"wait", "expires", "elicitation"}
-	limitsKeys      = []string{"max_request_bytes", "call_timeout", "session_idle"}
+	limitsKeys      = []string{"max_request_bytes", "call_timeout", "cancel_grace", "session_idle"}
 	auditKeys       = []string{"redact_args"}
 )
 
@@ -498,6 +502,8 @@ func (d *configDecoder) limits(n *yaml.Node, c *File) {
 			c.MaxRequestBytes = d.size(kv.Value, "limits.max_request_bytes", 1024)
 		case "call_timeout":
 			c.CallTimeout = d.duration(kv.Value, "limits.call_timeout")
+		case "cancel_grace":
+			c.CancelGrace = d.duration(kv.Value, "limits.cancel_grace")
 		case "session_idle":
 			c.SessionIdle = d.duration(kv.Value, "limits.session_idle")
 		}

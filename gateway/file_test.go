@@ -82,6 +82,7 @@ approvals:
 limits:
   max_request_bytes: 2MiB
   call_timeout: 90s
+  cancel_grace: 750ms
   session_idle: 10m
 audit:
   redact_args: true
@@ -118,6 +119,7 @@ audit:
 		Elicitation:     false,
 		MaxRequestBytes: 2 << 20,
 		CallTimeout:     90 * time.Second,
+		CancelGrace:     750 * time.Millisecond,
 		SessionIdle:     10 * time.Minute,
 		RedactArgs:      true,
 	}
@@ -140,7 +142,7 @@ func TestParseConfigDefaults(t *testing.T) {
 		File: file, Policy: "/etc/warden/policy.yaml", Store: "sqlite://" + filepath.Join(dir, "warden.db"),
 		Path: gateway.DefaultPath, UIPath: gateway.DefaultUIPath, Stdio: gateway.Client{Principal: "stdio"},
 		ApprovalWait: gateway.DefaultApprovalWait, ApprovalExpiry: gateway.DefaultApprovalExpiry,
-		MaxRequestBytes: gateway.DefaultMaxRequestBytes, CallTimeout: gateway.DefaultCallTimeout, SessionIdle: gateway.DefaultSessionIdle,
+		MaxRequestBytes: gateway.DefaultMaxRequestBytes, CallTimeout: gateway.DefaultCallTimeout, CancelGrace: gateway.DefaultCancelGrace, SessionIdle: gateway.DefaultSessionIdle,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)
@@ -268,6 +270,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"bad duration", "policy: p.yaml\napprovals:\n  wait: 30 seconds\n", 3, `approvals.wait "30 seconds" is not a positive duration`},
 		{"negative duration", "policy: p.yaml\napprovals:\n  expires: -1h\n", 3, `approvals.expires "-1h" is not a positive duration`},
 		{"zero duration", "policy: p.yaml\nlimits:\n  call_timeout: 0s\n", 3, `limits.call_timeout "0s" is not a positive duration`},
+		{"negative cancel grace", "policy: p.yaml\nlimits:\n  cancel_grace: -1s\n", 3, `limits.cancel_grace "-1s" is not a positive duration`},
 		{"duration a number", "policy: p.yaml\nlimits:\n  session_idle: 30\n", 3, "limits.session_idle must be a string, got a number"},
 		{"elicitation value", "policy: p.yaml\napprovals:\n  elicitation: maybe\n", 3, `approvals.elicitation "maybe" must be allow or never`},
 		{"self_approve not a boolean", "policy: p.yaml\nstdio:\n  self_approve: sure\n", 3, "stdio.self_approve must be true or false"},

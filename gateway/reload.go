@@ -79,6 +79,7 @@ func (g *Gateway) Reload(ctx context.Context, cfg *File) error {
 			OnToolsChanged:    func(string) { g.rebuild() },
 			OnResourceUpdated: g.resourceUpdated,
 			CallTimeout:       cfg.CallTimeout,
+			CancelGrace:       cfg.CancelGrace,
 		})
 		if err != nil {
 			e.err, e.done = err, true
