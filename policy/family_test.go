@@ -1,6 +1,7 @@
 package policy_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -171,6 +172,55 @@ func TestResourceGlobs(t *testing.T) {
 	}
 }
 
+// read_only and safe read any resource and get any prompt, and still deny what they
+// denied.
+func TestPresetFamilies(t *testing.T) {
+	for _, name := range []string{policy.PresetReadOnly, policy.PresetSafe} {
+		cfg, err := policy.PresetRules(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, fam := range []string{"resource:*", "prompt:*"} {
+			if got := cfg.Allow[fam]; len(got) != 1 || got[0] != "*" {
+				t.Errorf("%s allow %s = %v, want [*]", name, fam, got)
+			}
+		}
+		p := mustRules(t, cfg)
+		tests := []struct {
+			tool, args string
+			effect     warden.Effect
+		}{
+			{"resource:notes", uri("notes://secret/x"), warden.Allow},
+			{"resource:files", `{}`, warden.Allow},
+			{"prompt:mcp__notes__summarize", `{"topic":"q3"}`, warden.Allow},
+			{"bash", bash("rm -rf /"), warden.Deny},
+			{"mcp__notes__delete", `{"id":"1"}`, warden.Deny},
+			{"deploy", `{"env":"prod"}`, warden.Deny},
+		}
+		for _, tt := range tests {
+			if d := check(t, p, tt.tool, tt.args); d.Effect != tt.effect {
+				t.Errorf("%s %s: %s (%s), want %s", name, tt.tool, d.Effect, d.Rationale, tt.effect)
+			}
+		}
+		for _, tool := range []string{"resource:notes", "prompt:p"} {
+			if !p.MayAllow(tool) {
+				t.Errorf("%s hides %s", name, tool)
+			}
+		}
+	}
+	if d := check(t, policy.ReadOnly(), "editor", `{"file_path":"/x"}`); d.Effect != warden.Deny {
+		t.Errorf("read_only editor: %s", d.Effect)
+	}
+	if d := check(t, policy.Safe(), "bash", bash("cargo build")); d.Effect != warden.Ask {
+		t.Errorf("safe cargo: %s", d.Effect)
+	}
+	for _, p := range []*policy.RulePolicy{policy.AllowAll(), policy.DenyAll()} {
+		if c := p.Config(); c.Allow != nil || c.Deny != nil || c.Escalate != nil {
+			t.Errorf("%s gained rules: %+v", p.Mode(), c)
+		}
+	}
+}
+
 // MayAllow reads the same combined lists as a call: a deny "*" in the member's own,
 // its family's or the "*" list hides it; an allow or escalate anywhere shows it.
 func TestFamilyMayAllow(t *testing.T) {
@@ -230,6 +280,62 @@ func TestFamilyRevision(t *testing.T) {
 			t.Errorf("changing the %s kept the revision", name)
 		}
 	}
+	// The presets' revisions include the families they now allow.
+	old := parse(t, "version: 1\nrules:\n  allow: {reader: ['*'], search: ['*'], context: ['*']}\n  deny: {editor: ['*'], bash: ['*']}\n")
+	if parse(t, "version: 1\npreset: read_only\n").Revision() == old.Revision() {
+		t.Error("read_only's revision does not include its family rules")
+	}
+}
+
+// A policy file takes the family keys in every rule list and in match, unquoted or
+// quoted, appends them to a preset's, and validate does not warn about them.
+func TestFamilyKeysInFiles(t *testing.T) {
+	p := parse(t, `version: 1
+preset: read_only
+match:
+  prompt:*: "{topic}"
+rules:
+  deny:
+    resource:*: ["*://secret/*"]
+    "prompt:*": ["*password*"]
+  allow:
+    resource:notes: ["notes://*"]
+  escalate:
+    "resource:*": ["*"]
+`)
+	if w := p.Warnings(); len(w) != 0 {
+		t.Fatalf("warnings for family keys: %v", w)
+	}
+	cfg := p.Rules().Config()
+	if got := cfg.Allow["resource:*"]; len(got) != 1 || got[0] != "*" {
+		t.Errorf("preset's resource family lost: %v", got)
+	}
+	if got := cfg.Deny["prompt:*"]; len(got) != 1 || got[0] != "*password*" {
+		t.Errorf("prompt family deny: %v", got)
+	}
+	ctx := context.Background()
+	tests := []struct {
+		tool, args string
+		effect     warden.Effect
+		rationale  string
+	}{
+		{"resource:notes", uri("notes://secret/x"), warden.Deny, "denied by rule: *://secret/*"},
+		{"resource:files", uri("files://secret/x"), warden.Deny, "denied by rule: *://secret/*"},
+		{"resource:notes", uri("notes://x"), warden.Allow, "allowed by rule: notes://*"},
+		{"resource:files", uri("files://x"), warden.Allow, "allowed by rule: *"},
+		{"prompt:mcp__notes__summarize", `{"topic":"my password"}`, warden.Deny, "denied by rule: *password*"},
+		{"prompt:mcp__notes__summarize", `{"topic":"q3","x":"password"}`, warden.Allow, "allowed by rule: *"},
+	}
+	for _, tt := range tests {
+		d, _ := p.Check(ctx, warden.Request{Capability: warden.CapToolCall, Target: tt.tool, Args: warden.MustParseArgs(tt.args)})
+		if d.Effect != tt.effect || d.Rationale != tt.rationale {
+			t.Errorf("%s %s: %s %q, want %s %q", tt.tool, tt.args, d.Effect, d.Rationale, tt.effect, tt.rationale)
+		}
+	}
+	_, tr := p.Explain(ctx, warden.Request{Capability: warden.CapToolCall, Target: "Resource:Notes", Args: warden.MustParseArgs(uri("notes://x"))})
+	if tr.Rules == nil || tr.Rules.Tool != "resource:notes" || tr.Rules.MatchString != "notes://x" {
+		t.Errorf("explanation %+v", tr.Rules)
+	}
 }
 
 func TestFamilyConstructionErrors(t *testing.T) {
@@ -249,6 +355,34 @@ func TestFamilyConstructionErrors(t *testing.T) {
 		_, err := policy.NewRules(tt.cfg)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("NewRules(%+v) = %v, want an error containing %q", tt.cfg, err, tt.want)
+		}
+	}
+}
+
+// Conditions see the target name and the arguments as they come, so a condition can
+// single out a server's resources by uri.
+func TestConditionOnResource(t *testing.T) {
+	p := parse(t, `version: 1
+preset: read_only
+conditions:
+  - id: secret-notes
+    when: 'tool == "resource:notes" && args.uri.startsWith("notes://secret/")'
+    effect: deny
+    rationale: secret notes are not read by agents
+`)
+	ctx := context.Background()
+	for _, tt := range []struct {
+		tool, uri string
+		effect    warden.Effect
+		ruleID    string
+	}{
+		{"resource:notes", "notes://secret/plan", warden.Deny, "secret-notes"},
+		{"resource:notes", "notes://public/plan", warden.Allow, "*"},
+		{"resource:files", "notes://secret/plan", warden.Allow, "*"},
+	} {
+		d, _ := p.Check(ctx, warden.Request{Capability: warden.CapToolCall, Target: tt.tool, Args: warden.MustParseArgs(uri(tt.uri))})
+		if d.Effect != tt.effect || d.RuleID != tt.ruleID {
+			t.Errorf("%s %s: %s %q (%s), want %s %q", tt.tool, tt.uri, d.Effect, d.RuleID, d.Rationale, tt.effect, tt.ruleID)
 		}
 	}
 }

@@ -178,7 +178,7 @@ version: 1
 	}
 	// Writing a preset out in full is the same meaning.
 	pre := parse(t, "version: 1\npreset: read_only\n")
-	full := parse(t, "version: 1\nrules:\n  allow: {reader: ['*'], search: ['*'], context: ['*']}\n  deny: {editor: ['*'], bash: ['*']}\n")
+	full := parse(t, "version: 1\nrules:\n  allow: {reader: ['*'], search: ['*'], context: ['*'], 'resource:*': ['*'], 'prompt:*': ['*']}\n  deny: {editor: ['*'], bash: ['*']}\n")
 	if pre.Revision() != full.Revision() {
 		t.Fatal("preset and its expansion differ")
 	}
