@@ -10,7 +10,8 @@ import (
 )
 
 // The benchmarks in this file measure what one permission check costs on the hot path:
-// the rule policy's worst case (no pattern matches, so every pattern is tried), the role
+// the rule policy's worst case (no pattern matches, so every pattern is tried; for a
+// resource across its own, its family's and the "*" lists), the role
 // policy, the bash check (parse, normalize, wrappers, rules) and one CEL condition.
 
 func fiftyRules(tool string) policy.RuleConfig {
@@ -26,6 +27,17 @@ func fiftyRules(tool string) policy.RuleConfig {
 		}
 	}
 	return policy.RuleConfig{Deny: map[string][]string{tool: deny}, Allow: map[string][]string{tool: allow}, Escalate: map[string][]string{tool: esc}}
+}
+
+// familyRules is fiftyRules under both family keys, with a deny of the resource's own
+// and a "*" list, so that a member is judged by three lists and none matches.
+func familyRules() policy.RuleConfig {
+	cfg := fiftyRules("resource:*")
+	p := fiftyRules("prompt:*")
+	cfg.Deny["prompt:*"], cfg.Allow["prompt:*"], cfg.Escalate["prompt:*"] = p.Deny["prompt:*"], p.Allow["prompt:*"], p.Escalate["prompt:*"]
+	cfg.Deny["resource:notes"] = []string{"*://secret/*"}
+	cfg.Deny["*"] = []string{"*passwd*"}
+	return cfg
 }
 
 func benchCheck(b *testing.B, c warden.Checker, req warden.Request, want warden.Effect) {
@@ -49,6 +61,11 @@ func BenchmarkRulePolicy(b *testing.B) {
 	b.Run("reader-50-rules-no-match", func(b *testing.B) {
 		p := mustRules(b, fiftyRules("reader"))
 		req := warden.Request{Capability: warden.CapToolCall, Target: "reader", Args: warden.MustParseArgs(`{"path":"/srv/app/config/production.yaml"}`)}
+		benchCheck(b, p, req, warden.Deny)
+	})
+	b.Run("resource-family-50-rules-no-match", func(b *testing.B) {
+		p := mustRules(b, familyRules())
+		req := warden.Request{Capability: warden.CapToolCall, Target: "resource:notes", Args: warden.MustParseArgs(`{"uri":"notes://team/q3/plan.md"}`)}
 		benchCheck(b, p, req, warden.Deny)
 	})
 	b.Run("bash-10-rules", func(b *testing.B) {
@@ -124,6 +141,9 @@ func TestCheckAllocations(t *testing.T) {
 		{"reader", mustRules(t, fiftyRules("reader")), warden.Request{Capability: warden.CapToolCall, Target: "reader", Args: warden.MustParseArgs(`{"path":"/srv/x"}`)}, 0},
 		{"editor", mustRules(t, fiftyRules("editor")), warden.Request{Capability: warden.CapToolCall, Target: "editor", Args: warden.MustParseArgs(`{"file_path":"/srv/x","action":"write"}`)}, 0},
 		{"generic", mustRules(t, fiftyRules("deploy")), warden.Request{Capability: warden.CapToolCall, Target: "deploy", Args: warden.MustParseArgs(`{"action":"rollout","service":"api","replicas":3}`)}, 0},
+		{"resource own, family and star", mustRules(t, familyRules()), warden.Request{Capability: warden.CapToolCall, Target: "resource:notes", Args: warden.MustParseArgs(`{"uri":"notes://team/q3/plan.md"}`)}, 0},
+		{"resource own", mustRules(t, fiftyRules("resource:notes")), warden.Request{Capability: warden.CapToolCall, Target: "resource:notes", Args: warden.MustParseArgs(`{"uri":"notes://team/q3/plan.md"}`)}, 0},
+		{"prompt family", mustRules(t, familyRules()), warden.Request{Capability: warden.CapToolCall, Target: "prompt:mcp__notes__summarize", Args: warden.MustParseArgs(`{"topic":"q3","length":"short"}`)}, 0},
 		{"role", mustRoles(t, supportRoles, "support", nil), warden.Request{Capability: warden.CapToolCall, Target: "update_ticket"}, 0},
 	}
 	for _, tt := range tests {

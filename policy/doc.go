@@ -13,7 +13,21 @@
 //	no match                     => deny     "no matching rule, default deny"
 //
 // Each list is the tool's own patterns followed by the "*" patterns. The decision's
-// RuleID is the pattern. Tool names are lower-cased and mapped through aliases
+// RuleID is the pattern.
+//
+// # Resources and prompts
+//
+// MCP resources and prompts are judged as tool calls to named targets: a resources/read
+// as "resource:<server>" (the upstream server's configured name) with the arguments
+// {"uri": <the uri>}, a prompts/get as "prompt:<governed prompt name>" (such as
+// "prompt:mcp__notes__summarize") with the prompt's arguments. Two family keys apply to
+// a whole family: "resource:*" to every target whose canonical name starts with
+// "resource:", "prompt:*" to every one starting with "prompt:". For such a target each
+// list is its own patterns, then its family's, then the "*" patterns, and the first
+// match in the deny list, then the allow list, then the escalate list decides, as for
+// any tool. A deny "*" anywhere in the combined deny list therefore denies every call,
+// and [RulePolicy.MayAllow] hides the target. A key that is a prefix alone
+// ("resource:", "prompt:") is an error; no other key holding "*" is a family. Tool names are lower-cased and mapped through aliases
 // (bash_tool => bash, reader_tool => reader, editor_tool => editor, search_tool =>
 // search, context_tool => context, plus any the configuration adds).
 //
@@ -28,7 +42,10 @@
 // and its path. Every other tool (MCP tools included) matches its action argument, a
 // space, and all argument values in the order of the call's JSON object joined by single
 // spaces: strings verbatim, numbers as written, true/false, null, objects and arrays as
-// compact JSON. A match template ("{env} {service}") replaces that rule for one tool.
+// compact JSON. A resource ("resource:<server>") matches its uri argument when it is a
+// string, else the empty string; a prompt uses the generic rule. A match template
+// ("{env} {service}") replaces that rule for one tool; a template on a family key, for
+// every member of the family that has no template of its own.
 //
 // # The shell check
 //
@@ -93,7 +110,8 @@
 // [Policy.Warnings] lists what a file holds that is valid but can never do what it
 // says: a bash pattern whose command word has a directory ("/bin/rm *": commands are
 // judged by the base name), a pattern with a '[' that no ']' closes ("rm [*" matches a
-// literal bracket), a tool key with an invisible or non-ASCII character, and a
+// literal bracket), a tool key with an invisible or non-ASCII character, a role
+// allowlist item that is a family key (role allowlists name targets exactly), and a
 // condition that compares tool with a name an alias renames (conditions see the name
 // as called, rules the canonical name). Warnings never change a decision.
 //

@@ -43,10 +43,7 @@ func (p *RulePolicy) evaluate(tool string, args warden.Args, explain *Explanatio
 	case ModeDenyAll:
 		return decDenyAll
 	}
-	rules := p.tools[canonical]
-	if rules == nil {
-		rules = p.star
-	}
+	rules := p.rulesFor(canonical)
 	if canonical == "bash" {
 		return p.evaluateBash(rules, args, explain)
 	}
@@ -161,14 +158,24 @@ func (p *RulePolicy) MatchString(tool string, args warden.Args) string {
 }
 
 // matchStringInto builds the match string into buf. Single-argument tools return the
-// argument string itself.
+// argument string itself. A template of the tool's own wins, then its family's; a
+// resource without one matches its uri argument (a string, else "").
 //
 // The string may share memory with the returned buffer (it is built without copying),
 // so callers that keep it past the buffer's reuse must clone it.
 func (p *RulePolicy) matchStringInto(canonical string, args warden.Args, buf []byte) (string, []byte) {
-	if t, ok := p.templates[canonical]; ok {
+	t, ok := p.templates[canonical]
+	fam := familyOf(canonical)
+	if !ok && fam != "" {
+		t, ok = p.templates[fam]
+	}
+	if ok {
 		buf = t.render(args, buf)
 		return bytesString(buf), buf
+	}
+	if fam == resourceFamily {
+		uri, _ := args.String("uri")
+		return uri, buf
 	}
 	switch canonical {
 	case "editor":

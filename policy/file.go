@@ -150,6 +150,7 @@ func (d *fileDecoder) decodeFile(root *yaml.Node) *policyFile {
 			f.aliases, f.aliasesNode = d.StrMap(e.Value, "aliases"), e.Value
 		case "match":
 			f.match, f.matchNode = d.StrMap(e.Value, "match"), e.Value
+			d.checkFamilyKeys(e.Value, "match")
 		case "rules":
 			f.rulesNode = e.Value
 			d.decodeRules(e.Value, f)
@@ -228,10 +229,26 @@ func (d *fileDecoder) decodeRules(n *yaml.Node, f *policyFile) {
 		}
 		f.ruleNodes[e.Key] = nodes
 		f.ruleListNodes[e.Key] = e.Value
+		d.checkFamilyKeys(e.Value, "rules."+e.Key)
 		for tool, pats := range lists {
 			for i, p := range pats {
 				d.checkPattern(nodes[tool].Content[i], tool, p)
 			}
+		}
+	}
+}
+
+// checkFamilyKeys refuses, at the key, a rule or match key that is a family prefix with
+// nothing after the colon ("resource:", "prompt:"): it would name no target, and the
+// family itself is "resource:*" or "prompt:*".
+func (d *fileDecoder) checkFamilyKeys(m *yaml.Node, where string) {
+	if m == nil || m.Kind != yaml.MappingNode {
+		return
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k := m.Content[i]
+		if what, fix, bad := emptyFamilyName(strings.ToLower(strings.TrimSpace(k.Value))); bad {
+			d.Fail(k, fix, "key %q in %s names %s", k.Value, where, what)
 		}
 	}
 }

@@ -178,7 +178,7 @@ version: 1
 	}
 	// Writing a preset out in full is the same meaning.
 	pre := parse(t, "version: 1\npreset: read_only\n")
-	full := parse(t, "version: 1\nrules:\n  allow: {reader: ['*'], search: ['*'], context: ['*']}\n  deny: {editor: ['*'], bash: ['*']}\n")
+	full := parse(t, "version: 1\nrules:\n  allow: {reader: ['*'], search: ['*'], context: ['*'], 'resource:*': ['*'], 'prompt:*': ['*']}\n  deny: {editor: ['*'], bash: ['*']}\n")
 	if pre.Revision() != full.Revision() {
 		t.Fatal("preset and its expansion differ")
 	}
@@ -245,6 +245,11 @@ func TestBadFiles(t *testing.T) {
 		{"mode conflicts with preset", "version: 1\nmode: deny_all\npreset: safe\n", 2, 7, "conflicts with preset"},
 		{"top level list", "- a\n- b\n", 1, 1, "must be a mapping"},
 		{"bad template", "version: 1\npreset: safe\nmatch: {deploy: \"{env\"}\n", 3, 8, "unclosed '{'"},
+		{"resource key without server", "version: 1\nrules:\n  allow: {reader: ['*'], 'resource:': ['*']}\n", 3, 26, `key "resource:" in rules.allow names no server`},
+		{"prompt key without name", "version: 1\nrules:\n  deny:\n    'Prompt:': ['*']\n", 4, 5, `key "Prompt:" in rules.deny names no prompt`},
+		{"escalate resource key", "version: 1\nrules:\n  escalate: {\"resource: \": ['*']}\n", 3, 14, `key "resource: " in rules.escalate names no server`},
+		{"match resource key", "version: 1\npreset: safe\nmatch: {'resource:': '{uri}'}\n", 3, 9, `key "resource:" in match names no server`},
+		{"family key aliased", "version: 1\npreset: safe\naliases: {notes: 'resource:*'}\n", 3, 10, "cannot be aliased"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -24,6 +24,7 @@ func FuzzParse(f *testing.F) {
 		"version: 1\npreset: safe\n---\nversion: 1\n",
 		"version: 1\nrules:\n  allow: &a {bash: [ls]}\n  escalate: *a\n",
 		"version: 1\nmatch: {deploy: '{env} {service}'}\npreset: safe\n",
+		"version: 1\nmatch: {'resource:*': '{uri}'}\nrules:\n  deny: {'resource:*': ['*secret*'], 'prompt:': ['*']}\n  allow: {resource:notes: ['*']}\n",
 		"",
 		"- a\n",
 		"version: 1\nrules: [\n",

@@ -83,6 +83,11 @@ func (d *fileDecoder) lint(f *policyFile, p *Policy) []*warden.ConfigError {
 		for i := 1; i < len(f.rolesNode.Content); i += 2 {
 			for _, item := range f.rolesNode.Content[i].Content {
 				toolKey(item, "tool", item.Value)
+				if fam := strings.ToLower(strings.TrimSpace(item.Value)); isFamilyKey(fam) {
+					prefix := strings.TrimSuffix(fam, "*")
+					warn(item, fmt.Sprintf("list each target by its exact name, e.g. %q", prefix+"<name>"),
+						"role %q lists %q: a role allowlist names targets exactly, so it allows only a target named %q, not every %s target (family keys apply in rules and match)", f.rolesNode.Content[i-1].Value, item.Value, item.Value, strings.TrimSuffix(prefix, ":"))
+				}
 			}
 		}
 	}

@@ -12,23 +12,29 @@ const (
 
 // PresetRules returns a fresh copy of a preset's rule configuration:
 //
-//   - read_only: allow reader, search, context "*"; deny editor, bash "*".
-//   - safe: allow reader, editor, search, context "*"; deny bash "rm *", "sudo *",
-//     "chmod *", "kill *", "mkfs *"; escalate every other bash command. Deny is checked
-//     before escalate, so a destructive command never reaches a person.
+//   - read_only: allow reader, search, context "*", and the families "resource:*" and
+//     "prompt:*" "*" (reading any MCP resource, getting any MCP prompt); deny editor,
+//     bash "*".
+//   - safe: allow reader, editor, search, context "*", and "resource:*", "prompt:*" "*";
+//     deny bash "rm *", "sudo *", "chmod *", "kill *", "mkfs *"; escalate every other
+//     bash command. Deny is checked before escalate, so a destructive command never
+//     reaches a person.
 //   - allow_all, deny_all: the modes of the same names.
+//
+// Every other tool (an MCP tool included) has no rule in read_only or safe, so it is
+// denied unless rules are added.
 func PresetRules(name string) (RuleConfig, error) {
 	switch name {
 	case PresetReadOnly:
 		return RuleConfig{
 			Mode:  ModeRules,
-			Allow: map[string][]string{"reader": {"*"}, "search": {"*"}, "context": {"*"}},
+			Allow: map[string][]string{"reader": {"*"}, "search": {"*"}, "context": {"*"}, resourceFamily: {"*"}, promptFamily: {"*"}},
 			Deny:  map[string][]string{"editor": {"*"}, "bash": {"*"}},
 		}, nil
 	case PresetSafe:
 		return RuleConfig{
 			Mode:     ModeRules,
-			Allow:    map[string][]string{"reader": {"*"}, "editor": {"*"}, "search": {"*"}, "context": {"*"}},
+			Allow:    map[string][]string{"reader": {"*"}, "editor": {"*"}, "search": {"*"}, "context": {"*"}, resourceFamily: {"*"}, promptFamily: {"*"}},
 			Deny:     map[string][]string{"bash": {"rm *", "sudo *", "chmod *", "kill *", "mkfs *"}},
 			Escalate: map[string][]string{"bash": {"*"}},
 		}, nil

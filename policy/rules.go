@@ -24,19 +24,66 @@ const (
 	ModeRules    Mode = "rules"     // evaluate the rules (the default)
 )
 
+// The target families. The gateway judges an MCP resources/read as a call to
+// "resource:<server>" (the configured upstream server's name) with the arguments
+// {"uri": <the uri>}, and a prompts/get as a call to "prompt:<governed prompt name>" with
+// the prompt's arguments. A rule or match key made of a family prefix and "*"
+// ("resource:*", "prompt:*") is that family's key: it applies to every target whose
+// canonical name starts with the prefix. No other key holding "*" is a family: "deploy*"
+// names the tool "deploy*" exactly.
+const (
+	ResourcePrefix = "resource:"
+	PromptPrefix   = "prompt:"
+)
+
+// The two family keys.
+const (
+	resourceFamily = ResourcePrefix + "*"
+	promptFamily   = PromptPrefix + "*"
+)
+
+// familyOf returns the family key of a canonical target name, or "" when it belongs to
+// no family. It does not allocate.
+func familyOf(canonical string) string {
+	switch {
+	case strings.HasPrefix(canonical, ResourcePrefix):
+		return resourceFamily
+	case strings.HasPrefix(canonical, PromptPrefix):
+		return promptFamily
+	}
+	return ""
+}
+
+// emptyFamilyName reports, for a canonical key that is a family prefix with nothing
+// after the colon ("resource:", "prompt:"), what it fails to name and how to write it.
+func emptyFamilyName(key string) (what, fix string, bad bool) {
+	switch key {
+	case ResourcePrefix:
+		return "no server", `write "resource:<server>" for one server's resources, or "resource:*" for every resource`, true
+	case PromptPrefix:
+		return "no prompt", `write "prompt:<name>" for one prompt, or "prompt:*" for every prompt`, true
+	}
+	return "", "", false
+}
+
 // RuleConfig configures a rule policy. Rule maps are keyed by tool name (aliases and case
-// are normalized, "*" applies to every tool) and hold glob patterns. The zero value is a
-// rules-mode policy with no rules: it denies everything.
+// are normalized), by "*" for every tool, or by a family key ("resource:*", "prompt:*",
+// see [ResourcePrefix]) for every target of that family, and hold glob patterns. The zero
+// value is a rules-mode policy with no rules: it denies everything.
 type RuleConfig struct {
 	// Mode is ModeRules when empty.
 	Mode Mode
 	// Deny, Allow and Escalate are evaluated in that order; the first matching pattern in
-	// each list decides. Each list is the tool's own patterns, then the "*" patterns.
+	// each list decides. Each list is the tool's own patterns, then (for a target in a
+	// family) the family key's patterns, then the "*" patterns. A key that is a family
+	// prefix alone ("resource:", "prompt:") is a construction error.
 	Deny, Allow, Escalate map[string][]string
-	// Aliases adds tool-key aliases (key => canonical name) to the built-in ones.
+	// Aliases adds tool-key aliases (key => canonical name) to the built-in ones. Neither
+	// side may be "*" or a family key.
 	Aliases map[string]string
 	// Match gives a tool an explicit match template such as "{env} {service}": each
-	// {name} is replaced by that argument's value (missing => empty).
+	// {name} is replaced by that argument's value (missing => empty). A family key gives
+	// every member of the family without a template of its own that template.
 	Match map[string]string
 	// OnEscalate, when set, answers escalations inline. When nil, an escalation is an
 	// [warden.Ask] decision that a front end puts to a person, or refuses with
@@ -84,8 +131,10 @@ var builtinAliases = map[string]string{
 type RulePolicy struct {
 	mode       Mode
 	aliases    map[string]string
-	tools      map[string]*toolRules // canonical tool => its rules followed by "*" rules
-	star       *toolRules            // rules for tools with none of their own
+	tools      map[string]*toolRules // canonical tool => its rules, its family's, then "*" rules
+	star       *toolRules            // rules for tools with none of their own and no family
+	resources  *toolRules            // "resource:*" then "*" rules, for resources with none of their own
+	prompts    *toolRules            // "prompt:*" then "*" rules, for prompts with none of their own
 	templates  map[string]template
 	onEscalate EscalationHandler
 	cfg        RuleConfig // canonical copy, for revision hashing and explain
@@ -102,8 +151,9 @@ type toolRules struct {
 }
 
 // NewRules validates and compiles cfg. The maps in cfg are copied; later changes to them
-// do not affect the policy. It returns an error for an unknown mode, an empty tool key, an
-// alias that maps to nothing, or a bad match template.
+// do not affect the policy. It returns an error for an unknown mode, an empty tool key, a
+// key that is a family prefix alone ("resource:", "prompt:"), an alias that maps to
+// nothing or involves "*" or a family key, or a bad match template.
 func NewRules(cfg RuleConfig) (*RulePolicy, error) {
 	mode := cfg.Mode
 	if mode == "" {
@@ -129,6 +179,9 @@ func NewRules(cfg RuleConfig) (*RulePolicy, error) {
 		if k == "*" || v == "*" {
 			return nil, errors.New(`alias: "*" cannot be aliased`)
 		}
+		if isFamilyKey(k) || isFamilyKey(v) {
+			return nil, fmt.Errorf("alias %q => %q: the family keys %q and %q cannot be aliased", k, v, resourceFamily, promptFamily)
+		}
 		p.aliases[k] = v
 	}
 	canon := RuleConfig{Mode: mode, Aliases: maps.Clone(cfg.Aliases), OnEscalate: cfg.OnEscalate, Shell: cfg.Shell}
@@ -150,6 +203,9 @@ func NewRules(cfg RuleConfig) (*RulePolicy, error) {
 		if key == "" || key == "*" {
 			return nil, fmt.Errorf("match template for %q: name a tool", tool)
 		}
+		if what, fix, bad := emptyFamilyName(key); bad {
+			return nil, fmt.Errorf("match template for %q: the key names %s: %s", tool, what, fix)
+		}
 		t, err := parseTemplate(tmpl)
 		if err != nil {
 			return nil, fmt.Errorf("match template for %q: %w", tool, err)
@@ -159,27 +215,64 @@ func NewRules(cfg RuleConfig) (*RulePolicy, error) {
 	}
 	p.cfg = canon
 
-	p.star = &toolRules{
-		deny:     compileRules("denied", canon.Deny["*"]),
-		allow:    compileRules("allowed", canon.Allow["*"]),
-		escalate: compileRules("escalate", canon.Escalate["*"]),
-	}
+	p.star = canon.combined("")
+	p.resources = canon.combined(resourceFamily)
+	p.prompts = canon.combined(promptFamily)
 	names := map[string]bool{}
 	for _, m := range []map[string][]string{canon.Deny, canon.Allow, canon.Escalate} {
 		for k := range m {
-			if k != "*" {
+			if k != "*" && !isFamilyKey(k) {
 				names[k] = true
 			}
 		}
 	}
 	for name := range names {
-		p.tools[name] = &toolRules{
-			deny:     compileRules("denied", append(slices.Clip(canon.Deny[name]), canon.Deny["*"]...)),
-			allow:    compileRules("allowed", append(slices.Clip(canon.Allow[name]), canon.Allow["*"]...)),
-			escalate: compileRules("escalate", append(slices.Clip(canon.Escalate[name]), canon.Escalate["*"]...)),
-		}
+		p.tools[name] = canon.combined(name)
 	}
 	return p, nil
+}
+
+// isFamilyKey reports whether a canonical key is "resource:*" or "prompt:*".
+func isFamilyKey(key string) bool { return key == resourceFamily || key == promptFamily }
+
+// combined compiles the lists a target with the canonical key name is judged by: its own
+// patterns, then its family's (when it is in one), then the "*" patterns. A name of ""
+// gives the "*" patterns alone; a family key gives the family's then the "*" patterns.
+func (c *RuleConfig) combined(name string) *toolRules {
+	var keys []string
+	if name != "" && !isFamilyKey(name) {
+		keys = append(keys, name)
+	}
+	if fam := familyOf(name); fam != "" {
+		keys = append(keys, fam)
+	}
+	keys = append(keys, "*")
+	list := func(m map[string][]string) []string {
+		var out []string
+		for _, k := range keys {
+			out = append(out, m[k]...)
+		}
+		return out
+	}
+	return &toolRules{
+		deny:     compileRules("denied", list(c.Deny)),
+		allow:    compileRules("allowed", list(c.Allow)),
+		escalate: compileRules("escalate", list(c.Escalate)),
+	}
+}
+
+// rulesFor returns the compiled lists for a canonical target name.
+func (p *RulePolicy) rulesFor(canonical string) *toolRules {
+	if r := p.tools[canonical]; r != nil {
+		return r
+	}
+	switch familyOf(canonical) {
+	case resourceFamily:
+		return p.resources
+	case promptFamily:
+		return p.prompts
+	}
+	return p.star
 }
 
 func compileRules(verb string, patterns []string) []rule {
@@ -216,6 +309,9 @@ func (p *RulePolicy) canonicalRules(list string, in map[string][]string) (map[st
 		key := p.Canonical(k)
 		if key == "" {
 			return nil, fmt.Errorf("%s rules: empty tool name (use \"*\" for every tool)", list)
+		}
+		if what, fix, bad := emptyFamilyName(key); bad {
+			return nil, fmt.Errorf("%s rules: key %q names %s: %s", list, k, what, fix)
 		}
 		out[key] = append(out[key], in[k]...)
 	}
@@ -322,9 +418,13 @@ func escalationError(d warden.Decision, err error) warden.Decision {
 	}
 }
 
-// MayAllow reports whether some call to tool could be allowed or escalated: false under
-// deny_all and for a tool whose own deny list holds "*" or that has no allow or escalate
-// pattern at all. Front ends use it to hide tools the model could never call.
+// MayAllow reports whether some call to tool could be allowed or escalated. It reads the
+// same combined lists a call is judged by (the tool's own, its family's, then "*"): it is
+// false under deny_all, when the combined deny list holds the pattern "*" (deny is
+// checked before allow, so every call would be denied, whichever list the "*" is in: a
+// family deny "*" hides every member of the family, even one with an allow of its own),
+// and when the combined allow and escalate lists are empty. Front ends use it to hide
+// tools the model could never call.
 func (p *RulePolicy) MayAllow(tool string) bool {
 	switch p.mode {
 	case ModeAllowAll:
@@ -332,10 +432,7 @@ func (p *RulePolicy) MayAllow(tool string) bool {
 	case ModeDenyAll:
 		return false
 	}
-	r := p.tools[p.Canonical(tool)]
-	if r == nil {
-		r = p.star
-	}
+	r := p.rulesFor(p.Canonical(tool))
 	for _, d := range r.deny {
 		if d.pattern == "*" {
 			return false
