@@ -175,8 +175,9 @@ func (u *Server) CatalogProblems() []CatalogProblem {
 
 // listCatalog lists, over c (which the caller holds), the prompts and the resources
 // and resource templates the server declared in its initialize result, following
-// cursors. A server that declared neither gives an empty catalog. On error c has
-// been released (kept when the upstream answered, closed otherwise).
+// cursors. A server that declared neither gives an empty catalog; a listing the
+// upstream refused serves none of its kind (logged). On error (the connection
+// failed) c has been released and closed.
 func (u *Server) listCatalog(ctx context.Context, c *upstreamConn) (catalog, error) {
 	var caps *mcp.ServerCapabilities
 	if init := c.cs.InitializeResult(); init != nil {
@@ -198,7 +199,7 @@ func (u *Server) listCatalog(ctx context.Context, c *upstreamConn) (catalog, err
 			}
 			return res.Prompts, res.NextCursor, nil
 		})
-		if err != nil {
+		if err = u.servedAnyway(err); err != nil {
 			return cat, err
 		}
 	}
@@ -210,7 +211,7 @@ func (u *Server) listCatalog(ctx context.Context, c *upstreamConn) (catalog, err
 			}
 			return res.Resources, res.NextCursor, nil
 		})
-		if err != nil {
+		if err = u.servedAnyway(err); err != nil {
 			return cat, err
 		}
 		templates, err = listPages(ctx, u, c, "resources/templates/list", func(ctx context.Context, cursor string) ([]*mcp.ResourceTemplate, string, error) {
@@ -220,7 +221,7 @@ func (u *Server) listCatalog(ctx context.Context, c *upstreamConn) (catalog, err
 			}
 			return res.ResourceTemplates, res.NextCursor, nil
 		})
-		if err != nil {
+		if err = u.servedAnyway(err); err != nil {
 			return cat, err
 		}
 	}
@@ -228,6 +229,25 @@ func (u *Server) listCatalog(ctx context.Context, c *upstreamConn) (catalog, err
 	u.checkResources(resources, &cat)
 	u.checkTemplates(ctx, templates, &cat)
 	return cat, nil
+}
+
+// answeredError is a listing the upstream refused with a JSON-RPC error over a
+// healthy connection, which listPages does not release.
+type answeredError struct{ err error }
+
+func (e answeredError) Error() string { return e.err.Error() }
+func (e answeredError) Unwrap() error { return e.err }
+
+// servedAnyway turns a listing the upstream refused into an empty one, logged: a
+// server that declares prompts or resources but fails to list them still serves its
+// tools, and none of what it could not list. Any other error is returned.
+func (u *Server) servedAnyway(err error) error {
+	var answered answeredError
+	if errors.As(err, &answered) {
+		u.log.Warn("the upstream refused a listing; none of it is served", slog.String("error", err.Error()))
+		return nil
+	}
+	return err
 }
 
 // orEmpty returns err, or an error saying that method gave no result.
@@ -238,8 +258,10 @@ func orEmpty(err error, method string) error {
 	return fmt.Errorf("empty %s result", method)
 }
 
-// listPages follows one list method's cursors over c (bounded like tools/list). On
-// error c is released: kept when the upstream answered, closed otherwise.
+// listPages follows one list method's cursors over c (bounded like tools/list). When
+// the upstream refused the listing over a healthy connection (a JSON-RPC error, a
+// repeated cursor, too many pages) the error is an answeredError and c stays held;
+// on any other error c has been released (closed).
 func listPages[T any](ctx context.Context, u *Server, c *upstreamConn, method string, page func(context.Context, string) ([]T, string, error)) ([]T, error) {
 	var (
 		items  []T
@@ -248,8 +270,7 @@ func listPages[T any](ctx context.Context, u *Server, c *upstreamConn, method st
 	)
 	for n := 0; ; n++ {
 		if n == maxListPages {
-			u.release(c, true)
-			return nil, fmt.Errorf("server %q: %s did not end after %d pages", u.cfg.Name, method, maxListPages)
+			return nil, answeredError{fmt.Errorf("server %q: %s did not end after %d pages", u.cfg.Name, method, maxListPages)}
 		}
 		var next string
 		got, err := sdkGuard(func() ([]T, error) {
@@ -260,7 +281,9 @@ func listPages[T any](ctx context.Context, u *Server, c *upstreamConn, method st
 		if err != nil {
 			switch {
 			case upstreamAnswered(err):
-				u.release(c, true)
+				// The connection is healthy and stays held: the caller serves none of
+				// this kind and goes on (see listCatalog).
+				return nil, answeredError{fmt.Errorf("server %q: %s: %w", u.cfg.Name, method, err)}
 			case ctx.Err() != nil || u.isClosed():
 				u.release(c, false)
 			default:
@@ -274,8 +297,7 @@ func listPages[T any](ctx context.Context, u *Server, c *upstreamConn, method st
 			return items, nil
 		}
 		if seen[next] {
-			u.release(c, true)
-			return nil, fmt.Errorf("server %q: %s repeated the cursor %q", u.cfg.Name, method, next)
+			return nil, answeredError{fmt.Errorf("server %q: %s repeated the cursor %q", u.cfg.Name, method, next)}
 		}
 		seen[next] = true
 		cursor = next

@@ -59,6 +59,7 @@ func main() {
 	pageSize := flag.Int("pagesize", 0, "tools/list page size (0: the SDK default)")
 	noPong := flag.Bool("no-pong", false, "never answer a ping")
 	failIfExists := flag.String("fail-if-exists", "", "exit with code 2 at start while this file exists")
+	refuseListings := flag.Bool("refuse-listings", false, "serve one prompt and one resource but answer prompts/list and resources/templates/list with a JSON-RPC error")
 	flag.Parse()
 
 	log.SetOutput(os.Stderr)
@@ -97,6 +98,9 @@ func main() {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "faultserver", Version: "0.0.1"}, &mcp.ServerOptions{PageSize: *pageSize})
 	tr := &injectingTransport{}
 	addOKTools(srv)
+	if *refuseListings {
+		addRefusedListings(srv)
+	}
 	if *noPong {
 		srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
@@ -485,4 +489,27 @@ func runGarbage() {
 			send(`{"jsonrpc":"2.0","id":` + id + `,"error":{"code":-32601,"message":"method not found"}}`)
 		}
 	}
+}
+
+// addRefusedListings serves one prompt and one resource, so that the server
+// declares both, and refuses prompts/list and resources/templates/list with a
+// JSON-RPC error (a server that declares what it cannot list).
+func addRefusedListings(srv *mcp.Server) {
+	srv.AddPrompt(&mcp.Prompt{Name: "greet", Description: "A prompt that cannot be listed"},
+		func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "hello"}}}}, nil
+		})
+	srv.AddResource(&mcp.Resource{URI: "fault://listed", Name: "listed", MIMEType: "text/plain"},
+		func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "listed contents"}}}, nil
+		})
+	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "prompts/list" || method == "resources/templates/list" {
+				log.Printf("refusing %s", method)
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: method + " is broken here"}
+			}
+			return next(ctx, method, req)
+		}
+	})
 }
