@@ -45,7 +45,7 @@ func slotHook(ctx context.Context) (*upstream.CallOptions, func(*mcp.CallToolRes
 // options are the upstream request options of the slot's call: its audit intent
 // written right before sending, progress and log messages forwarded.
 func (s *resultSlot) options() *upstream.CallOptions {
-	opts := &upstream.CallOptions{BeforeSend: s.beginIntent}
+	opts := &upstream.CallOptions{BeforeSend: s.beginIntent, Client: s.asks}
 	if s.progress != nil {
 		opts.Progress = s.progress.forward
 	}
@@ -64,8 +64,14 @@ type resultSlot struct {
 	progress *progressForwarder // nil: the client asked for no progress
 	logs     *logForwarder      // nil: no client session to send log messages to
 	res      *mcp.CallToolResult
-	other    mcp.Result // a prompts/get or resources/read result
+	other    mcp.Result // a prompts/get, resources/read, sampling or elicitation result
 	text     string
+	// server names the upstream the call goes to ("" for none): its requests during
+	// the call are answered by the caller (asks).
+	server string
+	asks   *upstream.ClientRequests
+	// forward passes an upstream's request (sampling, elicitation) to the client.
+	forward func(context.Context) (mcp.Result, string, error)
 
 	// The audit intent the pipeline began (see [sendJournal]), written only once the
 	// request is about to be sent. Used by the call's own goroutine only.
@@ -213,6 +219,7 @@ func (g *Gateway) callTool(ctx context.Context, f *front, name string, req *mcp.
 		return textResult(fmt.Sprintf("Invalid arguments for %s: %v. Send the arguments as one JSON object.", name, err), true), nil
 	}
 	slot := newSlot(g, name, req.Session, req.Params.GetProgressToken())
+	slot.server = st.tools[name].tool.Server
 	out, text, ok := g.govern(ctx, f, st, cl, req.Session, slot, name, args)
 	if !ok {
 		return textResult(text, true), nil
@@ -247,6 +254,9 @@ func (g *Gateway) govern(ctx context.Context, f *front, st *gatewayState, cl Cli
 	session := f.sessionOf(ss)
 	id := warden.Identity{Tenant: cl.Tenant, Principal: cl.Principal}
 	view := st.views[cl.Role]
+	if slot.server != "" {
+		slot.asks = g.clientAsks(f, st, cl, ss, slot.server)
+	}
 	ctx = context.WithValue(ctx, slotKey{}, slot)
 	call := warden.Call{ID: newID("call"), Tool: name, Args: args, Identity: id, Session: session}
 	if list, ok := g.faulted.Load(session); ok {

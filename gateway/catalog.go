@@ -274,6 +274,7 @@ func (g *Gateway) getPrompt(ctx context.Context, f *front, req *mcp.GetPromptReq
 		return nil, refused(fmt.Sprintf("Invalid arguments for prompt %s: %v.", name, err))
 	}
 	slot := newSlot(g, target, req.Session, req.Params.GetProgressToken())
+	slot.server = st.cat.prompts[name].prompt.Server
 	out, text, ok := g.govern(ctx, f, st, cl, req.Session, slot, target, args)
 	switch {
 	case !ok:
@@ -331,6 +332,7 @@ func (g *Gateway) readResource(ctx context.Context, f *front, req *mcp.ReadResou
 		return nil, refused(err.Error())
 	}
 	slot := newSlot(g, target, req.Session, req.Params.GetProgressToken())
+	slot.server = up.Name()
 	out, text, ok := g.govern(ctx, f, st, cl, req.Session, slot, target, args)
 	switch {
 	case !ok:

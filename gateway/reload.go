@@ -286,6 +286,12 @@ func (g *Gateway) build(cfg *File, pol *policy.Policy, ups map[string]*upstreamE
 	}
 	sort.Strings(st.names)
 	st.cat = g.buildCatalog(ups, names)
+	var servers []string // the servers whose requests during a call are judged
+	for _, name := range names {
+		if ups[name].up != nil {
+			servers = append(servers, name)
+		}
+	}
 	views, err := policyViews(pol, cfg)
 	if err != nil {
 		return nil, err
@@ -300,7 +306,7 @@ func (g *Gateway) build(cfg *File, pol *policy.Policy, ups map[string]*upstreamE
 				return nil, err
 			}
 		}
-		for _, x := range st.cat.executables() {
+		for _, x := range append(st.cat.executables(), askExecutables(servers)...) {
 			if err := reg.Register(x); err != nil {
 				return nil, err
 			}

@@ -46,6 +46,10 @@ type CallOptions struct {
 	// offers logging for all levels (logging/setLevel debug) when it connects: the
 	// caller filters by the level its own client asked for.
 	Log LogHook
+	// Client, when set, answers the requests the upstream sends its client while the
+	// call is in flight (see [ClientRequests]): the call goes out on a connection
+	// that declared exactly the capabilities Client can answer. Nil declares none.
+	Client *ClientRequests
 	// BeforeSend, when set, is called once the call holds a verified connection, right
 	// before the request is sent; an error aborts the call unsent (the error returned
 	// wraps it and [ErrNotSent]). The gateway writes the call's audit intent here.
@@ -143,11 +147,15 @@ type exchange struct {
 // connection's fate (kept, settled after a cancel, or closed) are the same for every
 // kind of request. sent reports whether the request began to be sent.
 func roundTrip[T any](ctx context.Context, u *Server, x exchange, send func(context.Context, *mcp.ClientSession) (*T, error)) (_ *T, sent bool, _ error) {
-	c, err := u.acquireVerified(ctx, x.key)
+	opts := x.opts
+	var asks *ClientRequests
+	if opts != nil {
+		asks = opts.Client
+	}
+	c, err := u.acquireVerified(ctx, x.key, asks.class())
 	if err != nil {
 		return nil, false, err
 	}
-	opts := x.opts
 	if opts != nil && opts.BeforeSend != nil {
 		if err := opts.BeforeSend(ctx); err != nil {
 			u.release(c, true)
@@ -169,6 +177,7 @@ func roundTrip[T any](ctx context.Context, u *Server, x exchange, send func(cont
 	u.mu.Lock()
 	c.cancel = cancel
 	c.progress = route
+	c.asks = asks
 	var logs *logRoute
 	if opts != nil && opts.Log != nil {
 		logs = u.openLogs(callCtx, c, opts.Log)
@@ -282,9 +291,9 @@ func upstreamAnswered(err error) bool {
 // listing, a *[pin.QuarantinedError] when the listing quarantined the definition, an
 // error when the server no longer offers it or when MaxConns+1 connections in a row
 // disagree.
-func (u *Server) acquireVerified(ctx context.Context, key string) (*upstreamConn, error) {
+func (u *Server) acquireVerified(ctx context.Context, key string, class clientClass) (*upstreamConn, error) {
 	for attempt := 0; ; attempt++ {
-		c, err := u.acquire(ctx)
+		c, err := u.acquire(ctx, class)
 		if err != nil {
 			return nil, err
 		}

@@ -695,7 +695,7 @@ func (u *Server) Subscribe(ctx context.Context, uri string) error {
 		return nil
 	}
 	u.mu.Unlock()
-	c, err := u.acquireVerified(ctx, "")
+	c, err := u.acquireVerified(ctx, "", 0)
 	if err != nil {
 		return err
 	}

@@ -18,19 +18,21 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// acquire returns a connection held exclusively by the caller: an idle one, or a new
-// one when fewer than MaxConns exist. It waits for a free slot, bounded by ctx.
-func (u *Server) acquire(ctx context.Context) (*upstreamConn, error) {
-	return u.acquireFrom(ctx, false)
+// acquire returns a connection of client class class held exclusively by the
+// caller: an idle one, or a new one (when MaxConns connections exist already, an
+// idle one of another class is closed first). It waits for a free slot, bounded by
+// ctx.
+func (u *Server) acquire(ctx context.Context, class clientClass) (*upstreamConn, error) {
+	return u.acquireFrom(ctx, false, class)
 }
 
-// acquireUnverifiedFirst is acquire preferring an idle connection that needs
-// verifying.
+// acquireUnverifiedFirst is acquire of a plain connection (class 0) preferring an
+// idle one that needs verifying.
 func (u *Server) acquireUnverifiedFirst(ctx context.Context) (*upstreamConn, error) {
-	return u.acquireFrom(ctx, true)
+	return u.acquireFrom(ctx, true, 0)
 }
 
-func (u *Server) acquireFrom(ctx context.Context, unverifiedFirst bool) (*upstreamConn, error) {
+func (u *Server) acquireFrom(ctx context.Context, unverifiedFirst bool, class clientClass) (*upstreamConn, error) {
 	select {
 	case u.slots <- struct{}{}:
 	case <-u.done:
@@ -38,7 +40,7 @@ func (u *Server) acquireFrom(ctx context.Context, unverifiedFirst bool) (*upstre
 	case <-ctx.Done():
 		return nil, fmt.Errorf("server %q: waiting for a free connection (all %d in use): %w", u.cfg.Name, cap(u.slots), ctx.Err())
 	}
-	c, err := u.take(ctx, unverifiedFirst)
+	c, err := u.take(ctx, unverifiedFirst, class)
 	if err != nil {
 		<-u.slots
 		return nil, err
@@ -46,8 +48,8 @@ func (u *Server) acquireFrom(ctx context.Context, unverifiedFirst bool) (*upstre
 	return c, nil
 }
 
-// take returns an idle connection or starts one; the caller holds a slot.
-func (u *Server) take(ctx context.Context, unverifiedFirst bool) (*upstreamConn, error) {
+// take returns an idle connection of class or starts one; the caller holds a slot.
+func (u *Server) take(ctx context.Context, unverifiedFirst bool, class clientClass) (*upstreamConn, error) {
 	u.mu.Lock()
 	if u.closed {
 		u.mu.Unlock()
@@ -55,7 +57,7 @@ func (u *Server) take(ctx context.Context, unverifiedFirst bool) (*upstreamConn,
 	}
 	if unverifiedFirst {
 		for i, c := range u.idle {
-			if !c.dead && !u.verifiedLocked(c) {
+			if !c.dead && c.class == class && !u.verifiedLocked(c) {
 				u.idle = slices.Delete(u.idle, i, i+1)
 				c.busy = true
 				u.mu.Unlock()
@@ -63,16 +65,17 @@ func (u *Server) take(ctx context.Context, unverifiedFirst bool) (*upstreamConn,
 			}
 		}
 	}
-	for len(u.idle) > 0 {
-		c := u.idle[len(u.idle)-1]
-		u.idle = u.idle[:len(u.idle)-1]
-		if c.dead {
-			continue // its watcher is cleaning it up
+	for i := len(u.idle) - 1; i >= 0; i-- {
+		c := u.idle[i]
+		if c.dead || c.class != class {
+			continue // a dead one's watcher is cleaning it up
 		}
+		u.idle = slices.Delete(u.idle, i, i+1)
 		c.busy = true
 		u.mu.Unlock()
 		return c, nil
 	}
+	u.makeRoomLocked()
 	if wait := u.retryAt.Sub(u.now()); wait > 0 {
 		why, at := u.lastFailure, u.retryAt
 		u.mu.Unlock()
@@ -82,7 +85,7 @@ func (u *Server) take(ctx context.Context, unverifiedFirst bool) (*upstreamConn,
 	u.mu.Unlock()
 	defer u.wg.Done()
 
-	c, err := u.start(ctx)
+	c, err := u.start(ctx, class)
 	if err != nil {
 		if ctx.Err() == nil {
 			u.mu.Lock()
@@ -115,11 +118,39 @@ func (u *Server) take(ctx context.Context, unverifiedFirst bool) (*upstreamConn,
 	return c, nil
 }
 
+// makeRoomLocked closes an idle connection (of another client class: take found
+// none of its own) when MaxConns connections are live, so that starting one more
+// keeps the bound. u.mu is held.
+func (u *Server) makeRoomLocked() {
+	live := 0
+	for c := range u.live {
+		if !c.dead && !c.discarded {
+			live++
+		}
+	}
+	if live < cap(u.slots) {
+		return
+	}
+	for i, c := range u.idle {
+		if c.dead || c.discarded {
+			continue
+		}
+		u.idle = slices.Delete(u.idle, i, i+1)
+		c.discarded = true
+		u.wg.Add(1)
+		go func() {
+			defer u.wg.Done()
+			u.shutdown(c, true)
+		}()
+		return
+	}
+}
+
 // release gives back the caller's slot, returning c to the idle set when healthy and
 // closing it otherwise.
 func (u *Server) release(c *upstreamConn, healthy bool) {
 	u.mu.Lock()
-	c.busy, c.cancel, c.progress, c.log = false, nil, nil, nil
+	c.busy, c.cancel, c.progress, c.log, c.asks = false, nil, nil, nil, nil
 	closed := u.closed
 	switch {
 	case healthy && !c.dead && !c.discarded && !closed:
@@ -226,7 +257,7 @@ func isExitError(err error) bool {
 
 // start opens one new connection: starts the command (or connects to the URL) and
 // runs the initialize handshake.
-func (u *Server) start(ctx context.Context) (*upstreamConn, error) {
+func (u *Server) start(ctx context.Context, class clientClass) (*upstreamConn, error) {
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
 	u.starts.Add(1)
@@ -252,7 +283,7 @@ func (u *Server) start(ctx context.Context) (*upstreamConn, error) {
 		transport = &progressCounter{Transport: &commandTransport{Command: cmd, TerminateDuration: terminateGrace}, read: read, changed: changed}
 	}
 	cs, err := sdkGuard(func() (*mcp.ClientSession, error) {
-		return u.client.Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: upstreamProtocolVersion})
+		return u.clientFor(class).Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: upstreamProtocolVersion})
 	})
 	if err != nil {
 		if cmd != nil && cmd.Process != nil {
@@ -262,7 +293,7 @@ func (u *Server) start(ctx context.Context) (*upstreamConn, error) {
 		}
 		return nil, err
 	}
-	c := &upstreamConn{cs: cs, progressRead: read, changedRead: changed}
+	c := &upstreamConn{cs: cs, class: class, progressRead: read, changedRead: changed}
 	if cmd != nil {
 		c.proc, c.pid = cmd.Process, cmd.Process.Pid
 		u.log.Debug("upstream started", slog.Int("pid", c.pid))

@@ -205,12 +205,15 @@ func (p ToolProblem) String() string {
 //
 // An Server is safe for concurrent use. Close it to stop every child process.
 type Server struct {
-	cfg        ServerConfig
-	opts       Options
-	policy     *TransportPolicy
-	log        *slog.Logger
-	sink       fanout.Sinks // opts.Sink, its panics recovered and logged to log
-	client     *mcp.Client
+	cfg    ServerConfig
+	opts   Options
+	policy *TransportPolicy
+	log    *slog.Logger
+	sink   fanout.Sinks // opts.Sink, its panics recovered and logged to log
+	// clients are the MCP clients of the server's connections, one per client class
+	// (what the connection declares it can route: sampling, elicitation), made on
+	// first use under mu. See clientFor.
+	clients    [classCount]*mcp.Client
 	httpClient *http.Client
 	ownsHTTP   bool // httpClient's transport was made here: Close closes its idle connections
 
@@ -258,9 +261,10 @@ type Server struct {
 
 // upstreamConn is one client session to the server.
 type upstreamConn struct {
-	cs   *mcp.ClientSession
-	proc *os.Process // nil for url servers
-	pid  int
+	cs    *mcp.ClientSession
+	class clientClass // what the connection declared it routes (see clientFor)
+	proc  *os.Process // nil for url servers
+	pid   int
 
 	// progressRead counts the progress notifications read from the connection, as
 	// they are read (for a url server, as the SDK reads its HTTP responses).
@@ -287,6 +291,7 @@ type upstreamConn struct {
 	cancel           context.CancelFunc // of the call in flight
 	progress         *progressRoute     // of the call in flight, when it asked for progress
 	log              *logRoute          // of the call in flight, when it takes log messages
+	asks             *ClientRequests    // of the call in flight: who answers the upstream's requests
 	discarded        bool               // closed on purpose; its end is not a failure
 	failCounted      bool
 	dead             bool
@@ -364,35 +369,6 @@ func New(cfg ServerConfig, o *Options) (*Server, error) {
 		u.httpClient = upstreamHTTPClient(opts.HTTPClient, headers, policy.MaxConns())
 		u.ownsHTTP = opts.HTTPClient == nil
 	}
-	clientOpts := &mcp.ClientOptions{
-		Logger: log,
-		// Nothing the gateway cannot route: no roots, no sampling, no elicitation.
-		Capabilities: &mcp.ClientCapabilities{},
-		ToolListChangedHandler: func(_ context.Context, req *mcp.ToolListChangedRequest) {
-			if req != nil {
-				u.unverify(req.Session)
-			}
-			u.queue(u.rediscover)
-		},
-		// A changed prompt or resource list is re-listed like a changed tool list: the
-		// connection serves nothing until it has listed everything again.
-		PromptListChangedHandler: func(_ context.Context, req *mcp.PromptListChangedRequest) {
-			if req != nil {
-				u.unverify(req.Session)
-			}
-			u.queue(u.rediscover)
-		},
-		ResourceListChangedHandler: func(_ context.Context, req *mcp.ResourceListChangedRequest) {
-			if req != nil {
-				u.unverify(req.Session)
-			}
-			u.queue(u.rediscover)
-		},
-		ProgressNotificationHandler: u.onProgress,
-		ResourceUpdatedHandler:      u.onResourceUpdated,
-	}
-	u.routeLogs(clientOpts)
-	u.client = mcp.NewClient(&mcp.Implementation{Name: gatewayClientName, Version: gatewayClientVersion}, clientOpts)
 	return u, nil
 }
 

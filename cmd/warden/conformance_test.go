@@ -31,15 +31,9 @@ import (
 )
 
 // conformanceGaps are the scenarios of the suite that pass against the fixture
-// directly and not yet through the gateway, with the reason. The gateway governs
-// tools, prompts and resources; the rest of the MCP surface is the work of the
-// issue "The whole MCP surface, governed".
-var conformanceGaps = map[string]string{
-	"tools-call-sampling":          "an upstream's sampling request is not routed to the client",
-	"tools-call-elicitation":       "an upstream's elicitation request is not routed to the client",
-	"elicitation-sep1034-defaults": "an upstream's elicitation request is not routed to the client",
-	"elicitation-sep1330-enums":    "an upstream's elicitation request is not routed to the client",
-}
+// directly and not through the gateway, with the reason (none: every scenario of
+// the 0.1.x line passes through the gateway).
+var conformanceGaps = map[string]string{}
 
 const conformanceToken = "conformance-token-0123456789abcdef"
 

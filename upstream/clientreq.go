@@ -1,0 +1,160 @@
+// Requests an upstream sends its client (the gateway) during a call: sampling and
+// elicitation, answered by whoever made the call, on connections that declared
+// exactly what that caller can answer.
+
+//lint:file-ignore SA1019 sampling is deprecated from protocol 2026-07-28 on, but the session-based versions the gateway speaks still carry it, and a gateway must route what its clients and upstreams use.
+
+package upstream
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// ClientRequests answer the requests an upstream sends its client while one call is
+// in flight on the connection. A nil field means the call's client cannot answer
+// that kind: the connection the call goes out on does not declare it, so the
+// upstream should not ask (and is refused if it does). The functions run on the
+// SDK's goroutine for the request, with a context that ends with the request.
+type ClientRequests struct {
+	// Sampling answers sampling/createMessage.
+	Sampling func(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error)
+	// Elicitation answers elicitation/create.
+	Elicitation func(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error)
+}
+
+// clientClass is the set of client capabilities a connection declares.
+type clientClass uint8
+
+const (
+	classSampling clientClass = 1 << iota
+	classElicitation
+	classCount = 1 << iota // number of classes
+)
+
+// class returns the capabilities r can answer (0 for a nil r).
+func (r *ClientRequests) class() clientClass {
+	var c clientClass
+	if r == nil {
+		return c
+	}
+	if r.Sampling != nil {
+		c |= classSampling
+	}
+	if r.Elicitation != nil {
+		c |= classElicitation
+	}
+	return c
+}
+
+// clientFor returns the MCP client of class's connections, made on first use: it
+// declares sampling and elicitation only when class has them, and no roots.
+func (u *Server) clientFor(class clientClass) *mcp.Client {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if c := u.clients[class]; c != nil {
+		return c
+	}
+	opts := &mcp.ClientOptions{
+		Logger: u.log,
+		// Only what the class can route; never roots (the SDK answers roots/list from
+		// a fixed list, which cannot be the calling client's).
+		Capabilities: &mcp.ClientCapabilities{},
+		ToolListChangedHandler: func(_ context.Context, req *mcp.ToolListChangedRequest) {
+			if req != nil {
+				u.unverify(req.Session)
+			}
+			u.queue(u.rediscover)
+		},
+		// A changed prompt or resource list is re-listed like a changed tool list: the
+		// connection serves nothing until it has listed everything again.
+		PromptListChangedHandler: func(_ context.Context, req *mcp.PromptListChangedRequest) {
+			if req != nil {
+				u.unverify(req.Session)
+			}
+			u.queue(u.rediscover)
+		},
+		ResourceListChangedHandler: func(_ context.Context, req *mcp.ResourceListChangedRequest) {
+			if req != nil {
+				u.unverify(req.Session)
+			}
+			u.queue(u.rediscover)
+		},
+		ProgressNotificationHandler: u.onProgress,
+		ResourceUpdatedHandler:      u.onResourceUpdated,
+	}
+	if class&classSampling != 0 {
+		opts.Capabilities.Sampling = &mcp.SamplingCapabilities{}
+		opts.CreateMessageHandler = u.onCreateMessage
+	}
+	if class&classElicitation != 0 {
+		opts.Capabilities.Elicitation = &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}}
+		opts.ElicitationHandler = u.onElicit
+	}
+	u.routeLogs(opts)
+	c := mcp.NewClient(&mcp.Implementation{Name: gatewayClientName, Version: gatewayClientVersion}, opts)
+	u.clients[class] = c
+	return c
+}
+
+// asksOf returns the ClientRequests of the call in flight on the connection of cs.
+func (u *Server) asksOf(cs *mcp.ClientSession) *ClientRequests {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if c := u.sessions[cs]; c != nil && c.busy {
+		return c.asks
+	}
+	return nil
+}
+
+// noCallToAsk is the answer to an upstream request that no call in flight can take.
+func noCallToAsk(kind string) error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: kind + " is only answered during a call, by the client that made it"}
+}
+
+func (u *Server) onCreateMessage(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	asks := u.asksOf(req.Session)
+	if asks == nil || asks.Sampling == nil {
+		u.log.Warn("upstream asked for sampling with no call in flight that can answer it; refused")
+		return nil, noCallToAsk("sampling")
+	}
+	return guardAnswer("sampling", u.log, func() (*mcp.CreateMessageResult, error) { return asks.Sampling(ctx, req.Params) })
+}
+
+func (u *Server) onElicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+	asks := u.asksOf(req.Session)
+	if asks == nil || asks.Elicitation == nil {
+		u.log.Warn("upstream asked for elicitation with no call in flight that can answer it; refused")
+		return nil, noCallToAsk("elicitation")
+	}
+	return guardAnswer("elicitation", u.log, func() (*mcp.ElicitResult, error) { return asks.Elicitation(ctx, req.Params) })
+}
+
+// guardAnswer runs an answer function, turning a panic into an error for the
+// upstream (logged).
+func guardAnswer[T any](kind string, log *slog.Logger, f func() (*T, error)) (res *T, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			log.Error("answering an upstream request panicked", slog.String("kind", kind), slog.String("panic", fmt.Sprint(r)))
+			res, err = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: kind + " failed in the gateway"}
+		}
+	}()
+	return f()
+}
+
+// Target prefixes of the upstream's own requests as the pipeline judges them:
+// "sampling:<server>" and "elicitation:<server>", the server being the one that asks.
+const (
+	SamplingTargetPrefix    = "sampling:"
+	ElicitationTargetPrefix = "elicitation:"
+)
+
+// SamplingTarget returns the call target of a sampling request of server.
+func SamplingTarget(server string) string { return SamplingTargetPrefix + server }
+
+// ElicitationTarget returns the call target of an elicitation request of server.
+func ElicitationTarget(server string) string { return ElicitationTargetPrefix + server }
