@@ -72,6 +72,12 @@ type resultSlot struct {
 	asks   *upstream.ClientRequests
 	// forward passes an upstream's request (sampling, elicitation) to the client.
 	forward func(context.Context) (mcp.Result, string, error)
+	// def is the definition hash of what is called ("" for none); mrtr is set on the
+	// stateless front, where a person is asked by multi-round trip, and ask is the
+	// input_required answer when one was issued.
+	def  string
+	mrtr *mrtrContext
+	ask  *mrtrAsk
 
 	// The audit intent the pipeline began (see [sendJournal]), written only once the
 	// request is about to be sent. Used by the call's own goroutine only.
@@ -194,7 +200,7 @@ func (g *Gateway) callTool(ctx context.Context, f *front, name string, req *mcp.
 	if err != nil {
 		return textResult(err.Error(), true), nil
 	}
-	session := f.sessionID(req)
+	session := f.sessionOf(req.Session, cl)
 	id := warden.Identity{Tenant: cl.Tenant, Principal: cl.Principal}
 	if text, ok := g.halted.Load(session); ok {
 		// Refused like every other refusal: the audit log shows each call the halted
@@ -219,8 +225,12 @@ func (g *Gateway) callTool(ctx context.Context, f *front, name string, req *mcp.
 		return textResult(fmt.Sprintf("Invalid arguments for %s: %v. Send the arguments as one JSON object.", name, err), true), nil
 	}
 	slot := newSlot(g, name, req.Session, req.Params.GetProgressToken())
-	slot.server = st.tools[name].tool.Server
+	slot.server, slot.def = st.tools[name].tool.Server, st.tools[name].tool.Hash
+	slot.mrtr = f.mrtrOf(req.Params.RequestState, req.Params.InputResponses, req.ClientCapabilities())
 	out, text, ok := g.govern(ctx, f, st, cl, req.Session, slot, name, args)
+	if slot.ask != nil {
+		return &mcp.CallToolResult{InputRequests: slot.ask.requests, RequestState: slot.ask.state}, nil
+	}
 	if !ok {
 		return textResult(text, true), nil
 	}
@@ -251,7 +261,7 @@ func newSlot(g *Gateway, name string, ss *mcp.ServerSession, token any) *resultS
 // nobody decided, cancelled, refused by the resume): text is what the client reads.
 // Otherwise out is the pipeline's outcome, a refusal included.
 func (g *Gateway) govern(ctx context.Context, f *front, st *gatewayState, cl Client, ss *mcp.ServerSession, slot *resultSlot, name string, args warden.Args) (out warden.Outcome, text string, ok bool) {
-	session := f.sessionOf(ss)
+	session := f.sessionOf(ss, cl)
 	id := warden.Identity{Tenant: cl.Tenant, Principal: cl.Principal}
 	view := st.views[cl.Role]
 	if slot.server != "" {
@@ -263,9 +273,16 @@ func (g *Gateway) govern(ctx context.Context, f *front, st *gatewayState, cl Cli
 		call.Unauthorized = list.([]string)
 	}
 	out, err := view.guard.Call(ctx, call)
-	defer g.noteFault(session, ss, &out)
+	defer g.noteFault(session, f.lasting(ss), &out)
 	if err == nil && out.Status == warden.StatusPending && out.Pending != nil {
-		answer, text := g.decide(ctx, f, st, cl, session, out.Pending, ss)
+		var answer warden.Answer
+		var text string
+		if m := slot.mrtr; m != nil && st.cfg.Elicitation && cl.SelfApprove && (m.canElicit || m.state != "") {
+			// The client's own user is asked, by multi-round trip (see mrtr.go).
+			answer, text = g.mrtrDecide(ctx, cl, out.Pending, out.Revision, slot)
+		} else {
+			answer, text = g.decide(ctx, f, st, cl, session, out.Pending, ss)
+		}
 		if answer == nil {
 			return out, text, false
 		}
@@ -277,7 +294,7 @@ func (g *Gateway) govern(ctx context.Context, f *front, st *gatewayState, cl Cli
 		if text == "" {
 			text = halt.TellLLM
 		}
-		if _, already := g.halted.LoadOrStore(session, text); !already && ss != nil {
+		if _, already := g.halted.LoadOrStore(session, text); !already && f.lasting(ss) != nil {
 			// The halt lasts as long as the session; forget it once the session ends.
 			go func(ss *mcp.ServerSession) {
 				ss.Wait()

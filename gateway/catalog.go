@@ -257,7 +257,7 @@ func (g *Gateway) getPrompt(ctx context.Context, f *front, req *mcp.GetPromptReq
 	if err != nil || string(raw) == "null" {
 		raw = json.RawMessage("{}")
 	}
-	session := f.sessionOf(req.Session)
+	session := f.sessionOf(req.Session, cl)
 	id := warden.Identity{Tenant: cl.Tenant, Principal: cl.Principal}
 	if text, ok := g.halted.Load(session); ok {
 		g.refuse(ctx, st, target, id, session, raw, warden.StageGate, haltedReason)
@@ -274,9 +274,12 @@ func (g *Gateway) getPrompt(ctx context.Context, f *front, req *mcp.GetPromptReq
 		return nil, refused(fmt.Sprintf("Invalid arguments for prompt %s: %v.", name, err))
 	}
 	slot := newSlot(g, target, req.Session, req.Params.GetProgressToken())
-	slot.server = st.cat.prompts[name].prompt.Server
+	slot.server, slot.def = st.cat.prompts[name].prompt.Server, st.cat.prompts[name].prompt.Hash
+	slot.mrtr = f.mrtrOf(req.Params.RequestState, req.Params.InputResponses, req.ClientCapabilities())
 	out, text, ok := g.govern(ctx, f, st, cl, req.Session, slot, target, args)
 	switch {
+	case slot.ask != nil:
+		return &mcp.GetPromptResult{InputRequests: slot.ask.requests, RequestState: slot.ask.state}, nil
 	case !ok:
 		return nil, refused(text)
 	case out.Status != warden.StatusRan || out.IsError:
@@ -289,7 +292,9 @@ func (g *Gateway) getPrompt(ctx context.Context, f *front, req *mcp.GetPromptReq
 	return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: out.ModelText}}}}, nil
 }
 
-// readResource serves one resources/read through the pipeline: the target is
+// readResource serves one resources/read through the pipeline (the handler of every
+// resource and template the fronts serve: the SDK finds one for any URI the gateway
+// may route, and the gateway routes it itself): the target is
 // "resource:<server>" of the server that serves the URI, the argument the URI. A URI
 // the caller may not read answers exactly like one that does not exist (the audit
 // log records the refusal and why), whether its server is hidden from the role or
@@ -306,7 +311,7 @@ func (g *Gateway) readResource(ctx context.Context, f *front, req *mcp.ReadResou
 	}
 	uri := req.Params.URI
 	raw := uriArgs(uri)
-	session := f.sessionOf(req.Session)
+	session := f.sessionOf(req.Session, cl)
 	id := warden.Identity{Tenant: cl.Tenant, Principal: cl.Principal}
 	up, quarantined, err := routeResource(st, uri)
 	if err != nil {
@@ -333,8 +338,14 @@ func (g *Gateway) readResource(ctx context.Context, f *front, req *mcp.ReadResou
 	}
 	slot := newSlot(g, target, req.Session, req.Params.GetProgressToken())
 	slot.server = up.Name()
+	if t := up.Route(uri).Template; t != nil {
+		slot.def = t.Hash
+	}
+	slot.mrtr = f.mrtrOf(req.Params.RequestState, req.Params.InputResponses, req.ClientCapabilities())
 	out, text, ok := g.govern(ctx, f, st, cl, req.Session, slot, target, args)
 	switch {
+	case slot.ask != nil:
+		return &mcp.ReadResourceResult{InputRequests: slot.ask.requests, RequestState: slot.ask.state}, nil
 	case !ok:
 		return nil, refused(text)
 	case out.Status == warden.StatusRefused && out.Stage == warden.StagePermission && out.Decision.Effect == warden.Deny && !out.Decision.Fault:
@@ -347,31 +358,6 @@ func (g *Gateway) readResource(ctx context.Context, f *front, req *mcp.ReadResou
 		return res, nil
 	}
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: out.ModelText}}}, nil
-}
-
-// serveCatalog answers prompts/get and resources/read itself (routing, visibility
-// and the pipeline), before the SDK's own handlers, which never run for them.
-func (f *front) serveCatalog(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		switch r := req.(type) {
-		case *mcp.GetPromptRequest:
-			if method == "prompts/get" && r.Params != nil {
-				return f.g.getPrompt(ctx, f, r)
-			}
-		case *mcp.ReadResourceRequest:
-			if method == "resources/read" && r.Params != nil {
-				return f.g.readResource(ctx, f, r)
-			}
-		}
-		return next(ctx, method, req)
-	}
-}
-
-// notRouted is the handler the fronts register for prompts, resources and
-// templates: serveCatalog answers every request for them first, so reaching it means
-// a request took a path the gateway does not govern, and it is refused.
-func notRouted(context.Context, mcp.Request) error {
-	return refused("This request was not routed through the gateway's policy, so it is refused. Nothing ran.")
 }
 
 // installCatalog brings the front's prompts, resources and templates in line with
@@ -435,7 +421,7 @@ func (g *Gateway) installCatalog(cs catalogState) {
 		def := &mcp.Prompt{Name: name, Title: p.Title, Description: p.Description, Arguments: p.Arguments, Icons: p.Icons}
 		if g.installSafely("prompt", name, func(f *front) {
 			f.server.AddPrompt(def, func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-				return nil, notRouted(ctx, req)
+				return g.getPrompt(ctx, f, req)
 			})
 		}) {
 			g.installedPrompts[name] = wantPrompts[name]
@@ -449,7 +435,7 @@ func (g *Gateway) installCatalog(cs catalogState) {
 		def := &mcp.Resource{URI: uri, Name: r.Name, Title: r.Title, Description: r.Description, MIMEType: r.MIMEType, Size: r.Size, Annotations: r.Annotations, Icons: r.Icons}
 		if g.installSafely("resource", uri, func(f *front) {
 			f.server.AddResource(def, func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-				return nil, notRouted(ctx, req)
+				return g.readResource(ctx, f, req)
 			})
 		}) {
 			g.installedResources[uri] = wantResources[uri]
@@ -464,7 +450,7 @@ func (g *Gateway) installCatalog(cs catalogState) {
 		def := &mcp.ResourceTemplate{URITemplate: key, Name: t.Name, Title: t.Title, Description: t.Description, MIMEType: t.MIMEType, Annotations: t.Annotations, Icons: t.Icons}
 		if g.installSafely("resource template", key, func(f *front) {
 			f.server.AddResourceTemplate(def, func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-				return nil, notRouted(ctx, req)
+				return g.readResource(ctx, f, req)
 			})
 		}) {
 			g.installedTemplates[key] = wantTemplates[key]
@@ -567,7 +553,7 @@ func (g *Gateway) complete(ctx context.Context, f *front, req *mcp.CompleteReque
 	default:
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown completion reference type %q: use ref/prompt or ref/resource", ref.Type)}
 	}
-	if _, halted := g.halted.Load(f.sessionOf(req.Session)); halted {
+	if _, halted := g.halted.Load(f.sessionOf(req.Session, cl)); halted {
 		return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{}}}, nil
 	}
 	res, err := up.Complete(ctx, &params)
@@ -605,7 +591,7 @@ func (g *Gateway) subscribe(ctx context.Context, f *front, req *mcp.SubscribeReq
 	if r, ok := st.cat.resources[uri]; ok && !resourceListed(ctx, st, cl, r.res) {
 		return mcp.ResourceNotFoundError(uri)
 	}
-	if _, halted := g.halted.Load(f.sessionOf(req.Session)); halted {
+	if _, halted := g.halted.Load(f.sessionOf(req.Session, cl)); halted {
 		return refused("This session is halted; nothing more is served in it.")
 	}
 	s := &g.subs

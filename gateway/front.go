@@ -32,13 +32,36 @@ type front struct {
 	stdioSessions sync.Map
 }
 
-// Protocol versions the fronts speak. The gateway asks people mid-call by
-// elicitation, a server-to-client request that protocol versions from 2026-07-28 on
-// no longer allow inside a call, so it serves the session-based versions.
-var frontProtocolVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+// Protocol versions the fronts speak: the session-based versions on the stateful
+// HTTP front and on stdio, and 2026-07-28 (no sessions, no server-to-client
+// requests: a person is asked by a multi-round-trip result) on the stateless HTTP
+// front. MCPHandler routes each HTTP request by its Mcp-Protocol-Version header.
+var (
+	frontProtocolVersions     = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+	statelessProtocolVersions = []string{statelessVersion}
+)
+
+// statelessVersion is the first protocol version without sessions.
+const statelessVersion = "2026-07-28"
+
+// Front kinds: the stateful HTTP front, the stdio front and the stateless HTTP front.
+const (
+	httpFront      = "http"
+	stdioFront     = "stdio"
+	statelessFront = "http-stateless"
+)
+
+// listTTL is the cache lifetime the gateway gives 2026-07-28 clients for what it
+// lists and reads: views are per identity (cacheScope private) and follow policy
+// reloads, so they are kept short.
+const listTTL = 30 * time.Second
 
 func (g *Gateway) newFront(kind, version string) *front {
 	f := &front{g: g, kind: kind}
+	versions := frontProtocolVersions
+	if kind == statelessFront {
+		versions = statelessProtocolVersions
+	}
 	f.server = mcp.NewServer(&mcp.Implementation{Name: "warden-gateway", Title: "Warden gateway", Version: version}, &mcp.ServerOptions{
 		Instructions: "Tools served through Warden. Every call is checked against a policy; a refused call returns a tool error that says why. Some calls wait for a person to approve them.",
 		PageSize:     1000,
@@ -55,10 +78,13 @@ func (g *Gateway) newFront(kind, version string) *front {
 			return g.subscribe(ctx, f, req)
 		},
 		UnsubscribeHandler:        g.unsubscribe,
-		SupportedProtocolVersions: frontProtocolVersions,
-		GetSessionID:              func() string { return newID("mcp") },
+		SupportedProtocolVersions: versions,
+		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) {
+			c.CacheScope, c.TTLMs = "private", int(listTTL/time.Millisecond)
+		},
+		GetSessionID: func() string { return newID("mcp") },
 	})
-	f.server.AddReceivingMiddleware(f.filterList, f.hideCalls, f.serveCatalog)
+	f.server.AddReceivingMiddleware(f.filterList, f.hideCalls)
 	return f
 }
 
@@ -107,7 +133,7 @@ func (f *front) hideCalls(next mcp.MethodHandler) mcp.MethodHandler {
 		if ok, why := visible(st, cl, name); !ok {
 			if why != "" {
 				id := warden.Identity{Tenant: cl.Tenant, Principal: cl.Principal}
-				f.g.refuse(ctx, st, name, id, f.sessionID(call), call.Params.Arguments, warden.StageLookup, why)
+				f.g.refuse(ctx, st, name, id, f.sessionOf(call.Session, cl), call.Params.Arguments, warden.StageLookup, why)
 			}
 			return nil, unknownTool(name)
 		}
@@ -148,7 +174,7 @@ func (f *front) filterList(next mcp.MethodHandler) mcp.MethodHandler {
 				return nil, err
 			}
 			ss, _ := req.GetSession().(*mcp.ServerSession)
-			_, halted := f.g.halted.Load(f.sessionOf(ss))
+			_, halted := f.g.halted.Load(f.sessionOf(ss, cl))
 			return filterCatalogList(ctx, st, cl, halted, res), nil
 		case "tools/list":
 		default:
@@ -165,7 +191,7 @@ func (f *front) filterList(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		kept := make([]*mcp.Tool, 0, len(list.Tools))
 		ss, _ := req.GetSession().(*mcp.ServerSession)
-		if _, halted := f.g.halted.Load(f.sessionOf(ss)); halted {
+		if _, halted := f.g.halted.Load(f.sessionOf(ss, cl)); halted {
 			// A halted session may call nothing, so it is offered nothing.
 			list = &mcp.ListToolsResult{}
 		}
@@ -186,7 +212,7 @@ func (f *front) identify(st *gatewayState, req *mcp.CallToolRequest) (Client, er
 }
 
 func (f *front) identifyRequest(st *gatewayState, req mcp.Request) (Client, error) {
-	if f.kind == "stdio" {
+	if f.kind == stdioFront {
 		return st.cfg.Stdio, nil
 	}
 	var info *auth.TokenInfo
@@ -205,19 +231,20 @@ func (f *front) identifyRequest(st *gatewayState, req mcp.Request) (Client, erro
 	return cl, nil
 }
 
-// sessionID names the caller's MCP session: the HTTP session id, or for a stdio
-// connection an id made on its first call. A call without a session (which the SDK
-// does not produce) shares one fixed id, so a halt can never be escaped that way.
-func (f *front) sessionID(req *mcp.CallToolRequest) string {
-	return f.sessionOf(req.Session)
-}
-
-// sessionOf names the MCP session ss (nil: the fixed id of calls without one).
-func (f *front) sessionOf(ss *mcp.ServerSession) string {
+// sessionOf names the session of a request of cl in MCP session ss: the HTTP session
+// id, or for a stdio connection an id made on its first request. A request without a
+// session (which the SDK does not produce) shares one fixed id, so a halt can never
+// be escaped that way. On the stateless front (protocol 2026-07-28, no sessions) the
+// session is the principal's: "principal:<tenant>/<principal>", so a halt there stops
+// every later request of that principal on that front until the gateway restarts.
+func (f *front) sessionOf(ss *mcp.ServerSession, cl Client) string {
+	if f.kind == statelessFront {
+		return "principal:" + cl.Tenant + "/" + cl.Principal
+	}
 	if ss == nil {
 		return "mcp_nosession"
 	}
-	if f.kind == "http" && ss.ID() != "" {
+	if f.kind == httpFront && ss.ID() != "" {
 		return ss.ID()
 	}
 	id, _ := f.stdioSessions.LoadOrStore(ss, newID("stdio"))
@@ -248,11 +275,25 @@ func (g *Gateway) front(kind string) *front {
 // rebinding and cross-origin protection, and idle session expiry.
 func (g *Gateway) MCPHandler() http.Handler {
 	cfg := g.File()
-	f := g.front("http")
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return f.server }, &mcp.StreamableHTTPOptions{
+	f, sf := g.front(httpFront), g.front(statelessFront)
+	stateful := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return f.server }, &mcp.StreamableHTTPOptions{
 		SessionTimeout:      cfg.SessionIdle,
 		MaxRequestBodyBytes: cfg.MaxRequestBytes,
 		Logger:              g.log,
+	})
+	stateless := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return sf.server }, &mcp.StreamableHTTPOptions{
+		Stateless:           true,
+		MaxRequestBodyBytes: cfg.MaxRequestBytes,
+		Logger:              g.log,
+	})
+	// A request that names protocol 2026-07-28 or later goes to the stateless front;
+	// anything else (an initialize, a session's requests) to the stateful one.
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if v := r.Header.Get("Mcp-Protocol-Version"); v >= statelessVersion {
+			stateless.ServeHTTP(w, r)
+			return
+		}
+		stateful.ServeHTTP(w, r)
 	})
 	// verify takes the token's hash from the request's context, where challenge put it.
 	verify := func(_ context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
@@ -329,7 +370,7 @@ func (g *Gateway) HealthHandler() http.Handler {
 // ServeStdio serves the stdio front on one connection (for clients that start the
 // gateway as a subprocess) until the client disconnects or ctx ends.
 func (g *Gateway) ServeStdio(ctx context.Context, t mcp.Transport) error {
-	return g.front("stdio").server.Run(ctx, t)
+	return g.front(stdioFront).server.Run(ctx, t)
 }
 
 // tokenHashKey is the context key under which MCPHandler's challenge hands the hash of
@@ -339,3 +380,24 @@ type tokenHashKey struct{}
 // readyWriteTimeout bounds /readyz's probe write; the store's own write timeout may be
 // shorter.
 const readyWriteTimeout = 5 * time.Second
+
+// lasting returns ss when it is a session that outlives the request (nil on the
+// stateless front, where each request has a session of its own): what is kept per
+// session (a halt, fault memory) is forgotten when a lasting session ends, and kept
+// per principal otherwise.
+func (f *front) lasting(ss *mcp.ServerSession) *mcp.ServerSession {
+	if f.kind == statelessFront {
+		return nil
+	}
+	return ss
+}
+
+// mrtrOf returns, on the stateless front, what a request brings to a human decision
+// by multi-round trip (see mrtrContext); nil on the other fronts, which never honour
+// a requestState.
+func (f *front) mrtrOf(state string, responses mcp.InputResponseMap, caps *mcp.ClientCapabilities) *mrtrContext {
+	if f.kind != statelessFront {
+		return nil
+	}
+	return &mrtrContext{state: state, responses: responses, canElicit: caps != nil && caps.Elicitation != nil}
+}

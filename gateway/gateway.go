@@ -59,7 +59,8 @@ type Gateway struct {
 	started                                                  bool
 	closed                                                   bool
 
-	subs subscriptions // resource subscriptions of the fronts' sessions
+	subs     subscriptions // resource subscriptions of the fronts' sessions
+	mrtrKeys mrtrKeys      // the requestState MAC key, read from the store
 
 	state  atomic.Pointer[gatewayState]
 	fronts []*front
@@ -157,7 +158,7 @@ func New(file *File, opts *Options) (*Gateway, error) {
 	if version == "" {
 		version = "dev"
 	}
-	for _, kind := range []string{"http", "stdio"} {
+	for _, kind := range []string{httpFront, stdioFront, statelessFront} {
 		g.fronts = append(g.fronts, g.newFront(kind, version))
 	}
 	// Nothing is served before Start: no policy, no tool, no client.

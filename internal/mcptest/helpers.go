@@ -117,9 +117,15 @@ func (b Bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	return b.Next.RoundTrip(r)
 }
 
-// ConnectHTTP connects client to the MCP endpoint over streamable HTTP, sending token
-// as a bearer token (none when it is empty) through next, and closes the session when
-// tb ends. With a nil next the session gets an HTTP transport of its own (a clone of
+// SessionProtocolVersion is the protocol version ConnectHTTP asks for: the newest
+// one with sessions (initialize, server-to-client requests). The go-sdk client's own
+// default is newer (2026-07-28, stateless); tests of that line connect with
+// mcp.ClientSessionOptions.ProtocolVersion set to it.
+const SessionProtocolVersion = "2025-11-25"
+
+// ConnectHTTP connects client to the MCP endpoint over streamable HTTP at
+// [SessionProtocolVersion], sending token as a bearer token (none when it is empty)
+// through next, and closes the session when tb ends. With a nil next the session gets an HTTP transport of its own (a clone of
 // http.DefaultTransport) whose idle connections are closed when tb ends. Connecting
 // gives up after timeout; 0 means no limit. The error is the SDK's: callers decide
 // whether a refused connection fails the test.
@@ -136,7 +142,8 @@ func ConnectHTTP(tb testing.TB, client *mcp.Client, endpoint, token string, next
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: &http.Client{Transport: Bearer{token, next}}}, nil)
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: &http.Client{Transport: Bearer{token, next}}},
+		&mcp.ClientSessionOptions{ProtocolVersion: SessionProtocolVersion})
 	if err != nil {
 		return nil, err
 	}
