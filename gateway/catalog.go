@@ -195,15 +195,21 @@ func uriArgs(uri string) json.RawMessage {
 }
 
 // routeResource returns the upstream serving uri in st: the server that listed it,
-// or else the one server with a served template matching it. A URI matching
-// templates of two servers is refused (the gateway cannot tell which server it
-// names); when only a quarantined template matches, quarantined names its server
-// (and no server serves the URI).
-func routeResource(st *gatewayState, uri string) (up *upstream.Server, quarantined string, err error) {
+// or else the one server with a served template matching it. Templates of servers
+// the caller may not read (readable reports false) are not the caller's to see: a URI
+// matching templates of two servers is refused (the gateway cannot tell which server
+// it names) only when the caller may read at least two of them, naming only those; of
+// one it may read, it is that server's; of none, it is the first server's (which then
+// refuses it as hidden, as for one server). When only a quarantined template matches,
+// quarantined names its server (and no server serves the URI).
+func routeResource(st *gatewayState, uri string, readable func(server string) bool) (up *upstream.Server, quarantined string, err error) {
 	if r, ok := st.cat.resources[uri]; ok {
 		return r.up, "", nil
 	}
-	var servers []string
+	var (
+		servers []string
+		ups     []*upstream.Server
+	)
 	for _, gt := range st.cat.templates {
 		if !gt.tmpl.Matches(uri) {
 			continue
@@ -214,18 +220,31 @@ func routeResource(st *gatewayState, uri string) (up *upstream.Server, quarantin
 		}
 		if !slices.Contains(servers, gt.tmpl.Server) {
 			servers = append(servers, gt.tmpl.Server)
-			up = gt.up
+			ups = append(ups, gt.up)
 		}
 	}
 	switch len(servers) {
 	case 0:
 		return nil, quarantined, nil
 	case 1:
+		return ups[0], "", nil
+	}
+	var shown []string
+	for i, server := range servers {
+		if readable(server) {
+			shown = append(shown, server)
+			up = ups[i]
+		}
+	}
+	switch len(shown) {
+	case 0:
+		return ups[0], "", nil
+	case 1:
 		return up, "", nil
 	}
 	return nil, "", &jsonrpc.Error{Code: CodeRefused, Message: fmt.Sprintf(
 		"The resource %s matches resource templates of the servers %s, so the gateway cannot tell which one to read it from. Nothing was read.",
-		uri, strings.Join(servers, " and "))}
+		uri, strings.Join(shown, " and "))}
 }
 
 // refused is the JSON-RPC error of a refused prompts/get or resources/read.
@@ -305,7 +324,7 @@ func (g *Gateway) readResource(ctx context.Context, f *front, req *mcp.ReadResou
 	raw := uriArgs(uri)
 	session := f.sessionOf(req.Session)
 	id := warden.Identity{Tenant: cl.Tenant, Principal: cl.Principal}
-	up, quarantined, err := routeResource(st, uri)
+	up, quarantined, err := routeResource(st, uri, func(server string) bool { return mayRead(st, cl, server) })
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os/exec"
 	"slices"
 	"strings"
@@ -694,6 +696,84 @@ func TestCatalogPromptPinChange(t *testing.T) {
 		t.Errorf("get after approval: %#v", res.Messages[0].Content)
 	}
 	catWantRecord(t, e, pinName, "full-agent", warden.StatusRan, "", true)
+}
+
+// webTemplates is a real go-sdk server over streamable HTTP offering three resource
+// templates: the fixture's own (which the gateway refuses for it: conf serves it),
+// one that also matches the fixture's URIs, and one of its own scheme.
+func webTemplates(t *testing.T) string {
+	t.Helper()
+	srv := mcp.NewServer(&mcp.Implementation{Name: "web", Version: "1"}, nil)
+	read := func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: "web read " + req.Params.URI}}}, nil
+	}
+	for _, tmpl := range []string{catTemplate, "test://template/{id}/{kind}", "web://only/{x}"} {
+		srv.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: tmpl, Name: "web " + tmpl}, read)
+	}
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	hs := httptest.NewServer(h)
+	t.Cleanup(func() { hs.CloseClientConnections(); hs.Close() })
+	return hs.URL + "/mcp"
+}
+
+// A URI two servers' templates match is refused, naming them, to a caller who may
+// read both; to a caller who may read one it is that server's; to a caller who may
+// read neither it answers like a URI nobody serves. A template another server already
+// serves is refused for the later server.
+func TestCatalogTemplateRouting(t *testing.T) {
+	url := webTemplates(t)
+	e := catStart(t, gwSetup{
+		policy: `version: 1
+roles:
+  full: [resource:conf]
+  narrow: [mcp__conf__test_simple_text]
+  both: [resource:conf, resource:web]
+active_role: full
+`,
+		transport:  catTransport + "  allow_urls: true\n  allow_insecure_loopback: true\n  hosts: [127.0.0.1]\n",
+		servers:    catServers + "  web:\n    url: " + url + "\n",
+		identities: catIdentities + "  - principal: both-agent\n    role: both\n    token_env: GW_BOB_TOKEN\n",
+	})
+	full := e.connect(t, gwWriterToken, nil)
+	narrow := e.connect(t, gwReaderToken, nil)
+	both := e.connect(t, gwBobToken, nil)
+	if got, want := catKeys(catTemplates(t, both)), []string{catTemplate, "test://template/{id}/{kind}", "web://only/{x}"}; !slices.Equal(got, want) {
+		t.Errorf("both lists templates %q, want %q", got, want)
+	}
+	if got := catTemplates(t, both)[catTemplate]; got == nil || got.Name != "template-data" {
+		t.Errorf("the fixture's template is served as %+v, want the fixture's (conf comes first)", got)
+	}
+	if got := catKeys(catTemplates(t, full)); !slices.Equal(got, []string{catTemplate}) {
+		t.Errorf("full lists templates %q", got)
+	}
+
+	const uri = "test://template/42/data"
+	_, err := catRead(t, both, uri)
+	catWantRefused(t, "an ambiguous read", err, "The resource "+uri+" matches resource templates of the servers conf and web, so the gateway cannot tell which one to read it from. Nothing was read.")
+	if recs := e.calls(t, "resource:*", "both-agent"); len(recs) != 0 {
+		t.Errorf("the ambiguous read reached the pipeline: %+v", recs)
+	}
+	res, err := catRead(t, both, "web://only/7")
+	if err != nil || len(res.Contents) != 1 || res.Contents[0].Text != "web read web://only/7" {
+		t.Fatalf("both reads web://only/7: %+v, %v", res, err)
+	}
+	catWantRecord(t, e, "resource:web", "both-agent", warden.StatusRan, "", true)
+
+	// full sees only conf's template: the URI is conf's.
+	res, err = catRead(t, full, uri)
+	if err != nil || len(res.Contents) != 1 || !strings.Contains(res.Contents[0].Text, `"id":"42"`) {
+		t.Fatalf("full reads %s: %+v, %v; want the fixture's contents", uri, res, err)
+	}
+	catWantRecord(t, e, catReader, "full-agent", warden.StatusRan, "", true)
+	catWantNotFound(t, full, "web://only/7")
+	catWantRecord(t, e, "resource:web", "full-agent", warden.StatusRefused, warden.StageLookup, false)
+
+	// narrow reads nothing: the ambiguous URI is as missing as any other.
+	catWantNotFound(t, narrow, uri)
+	rec := catWantRecord(t, e, catReader, "narrow-agent", warden.StatusRefused, warden.StageLookup, false)
+	if rec.Reason != `resources hidden from the caller: not allowed to role "narrow"` {
+		t.Errorf("audit of narrow's read: %+v", rec)
+	}
 }
 
 // 7. A resource template whose pin holds another approved definition is hidden from
