@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/yosida95/uritemplate/v3"
 
@@ -175,8 +176,9 @@ func (u *Server) CatalogProblems() []CatalogProblem {
 
 // listCatalog lists, over c (which the caller holds), the prompts and the resources
 // and resource templates the server declared in its initialize result, following
-// cursors. A server that declared neither gives an empty catalog. On error c has
-// been released (kept when the upstream answered, closed otherwise).
+// cursors. A server that declared neither gives an empty catalog, and a list method
+// it answers with method not found gives none of its kind (see unlisted). On error
+// c has been released (kept when the upstream answered, closed otherwise).
 func (u *Server) listCatalog(ctx context.Context, c *upstreamConn) (catalog, error) {
 	var caps *mcp.ServerCapabilities
 	if init := c.cs.InitializeResult(); init != nil {
@@ -193,6 +195,9 @@ func (u *Server) listCatalog(ctx context.Context, c *upstreamConn) (catalog, err
 	if caps.Prompts != nil {
 		prompts, err = listPages(ctx, u, c, "prompts/list", func(ctx context.Context, cursor string) ([]*mcp.Prompt, string, error) {
 			res, err := c.cs.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: cursor})
+			if unlisted(err) {
+				return nil, "", nil
+			}
 			if err != nil || res == nil {
 				return nil, "", orEmpty(err, "prompts/list")
 			}
@@ -205,6 +210,9 @@ func (u *Server) listCatalog(ctx context.Context, c *upstreamConn) (catalog, err
 	if caps.Resources != nil {
 		resources, err = listPages(ctx, u, c, "resources/list", func(ctx context.Context, cursor string) ([]*mcp.Resource, string, error) {
 			res, err := c.cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cursor})
+			if unlisted(err) {
+				return nil, "", nil
+			}
 			if err != nil || res == nil {
 				return nil, "", orEmpty(err, "resources/list")
 			}
@@ -215,6 +223,9 @@ func (u *Server) listCatalog(ctx context.Context, c *upstreamConn) (catalog, err
 		}
 		templates, err = listPages(ctx, u, c, "resources/templates/list", func(ctx context.Context, cursor string) ([]*mcp.ResourceTemplate, string, error) {
 			res, err := c.cs.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Cursor: cursor})
+			if unlisted(err) {
+				return nil, "", nil
+			}
 			if err != nil || res == nil {
 				return nil, "", orEmpty(err, "resources/templates/list")
 			}
@@ -228,6 +239,16 @@ func (u *Server) listCatalog(ctx context.Context, c *upstreamConn) (catalog, err
 	u.checkResources(resources, &cat)
 	u.checkTemplates(ctx, templates, &cat)
 	return cat, nil
+}
+
+// unlisted reports whether err is the upstream's answer that it does not know the
+// list method (-32601, method not found): a server that declares resources but
+// answers resources/templates/list that way (common among servers built on the
+// low-level SDKs) has nothing of that kind to list, and its tools and other
+// definitions are served. Any other error fails the listing.
+func unlisted(err error) bool {
+	var werr *jsonrpc.Error
+	return upstreamAnswered(err) && errors.As(err, &werr) && werr.Code == jsonrpc.CodeMethodNotFound
 }
 
 // orEmpty returns err, or an error saying that method gave no result.

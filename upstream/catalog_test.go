@@ -1,9 +1,12 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
@@ -475,5 +478,64 @@ func TestCatalogProblems(t *testing.T) {
 	}
 	if res, err := u.ReadResource(ctx, "odd://t/1", nil); err != nil || res.Contents[0].Text != "ok" {
 		t.Errorf("read through the served template: %+v, %v", res, err)
+	}
+}
+
+// A server that declares resources but answers resources/templates/list (or
+// prompts/list) with "method not found", as servers built on the low-level SDKs
+// often do, has none of that kind to list: its tools and resources are served.
+func TestCatalogListMethodNotFound(t *testing.T) {
+	t.Parallel()
+	srv := mcp.NewServer(&mcp.Implementation{Name: "lowlevel", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, in struct {
+		Text string `json:"text"`
+	}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
+	})
+	srv.AddResource(&mcp.Resource{URI: "low://doc", Name: "doc"}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "the doc"}}}, nil
+	})
+	srv.AddPrompt(&mcp.Prompt{Name: "p"}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "hi"}}}}, nil
+	})
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		_ = json.Unmarshal(body, &msg)
+		if r.Method == http.MethodPost && (msg.Method == "resources/templates/list" || msg.Method == "prompts/list") {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"Method not found"}}`, msg.ID)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() { hs.CloseClientConnections(); hs.Close() })
+
+	policy := &TransportPolicy{AllowURLs: true, AllowInsecureLoopback: true, Hosts: []string{"127.0.0.1"}}
+	u := newUpstream(t, ServerConfig{Name: "low", URL: hs.URL + "/mcp"}, Options{Policy: policy})
+	tools, _, err := u.Discover(context.Background())
+	if err != nil {
+		t.Fatalf("Discover: %v", err)
+	}
+	if names := toolNames(tools); !slices.Equal(names, []string{"mcp__low__echo"}) {
+		t.Errorf("tools %q", names)
+	}
+	if r := u.Resources(); len(r) != 1 || r[0].URI != "low://doc" {
+		t.Errorf("resources %+v", r)
+	}
+	if n := len(u.ResourceTemplates()) + len(u.Prompts()); n != 0 {
+		t.Errorf("%d templates and prompts, want none", n)
+	}
+	ctx := context.Background()
+	if r, err := u.Call(ctx, "echo", json.RawMessage(`{"text":"hi"}`), nil); err != nil || textOf(t, r) != "hi" {
+		t.Errorf("echo: %v", err)
+	}
+	if res, err := u.ReadResource(ctx, "low://doc", nil); err != nil || res.Contents[0].Text != "the doc" {
+		t.Errorf("read: %+v, %v", res, err)
 	}
 }
