@@ -568,8 +568,9 @@ var ErrNoResource = errors.New("no such resource")
 type ResourceRoute struct {
 	// Listed reports that the server listed the URI as a resource.
 	Listed bool
-	// Template is the served template the URI matches when it is not listed (the
-	// first in listing order); nil otherwise.
+	// Template is the template the URI matches when it is not listed: the first in
+	// listing order that is not quarantined, or else the first quarantined one (which
+	// refuses the read); nil when none matches.
 	Template *ResourceTemplate
 }
 
@@ -593,13 +594,20 @@ func (u *Server) routeLocked(uri string) ResourceRoute {
 			return ResourceRoute{Listed: true}
 		}
 	}
+	var route ResourceRoute
 	for i := range u.templates {
-		if u.templates[i].Matches(uri) {
-			t := u.templates[i]
+		if !u.templates[i].Matches(uri) {
+			continue
+		}
+		t := u.templates[i]
+		if !t.Quarantined {
 			return ResourceRoute{Template: &t}
 		}
+		if route.Template == nil {
+			route.Template = &t
+		}
 	}
-	return ResourceRoute{}
+	return route
 }
 
 // ReadResource reads uri over a pooled connection, as [Server.Call] calls a tool

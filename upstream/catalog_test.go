@@ -539,3 +539,44 @@ func TestCatalogListMethodNotFound(t *testing.T) {
 		t.Errorf("read: %+v, %v", res, err)
 	}
 }
+
+// A URI matching a quarantined template and a served one of the same server is read
+// through the served one: only a URI that matches nothing but quarantined templates
+// is refused.
+func TestCatalogRouteSkipsQuarantinedTemplate(t *testing.T) {
+	t.Parallel()
+	srv := mcp.NewServer(&mcp.Implementation{Name: "two", Version: "1"}, nil)
+	for _, tmpl := range []string{"odd://t/{x}", "odd://{host}/x"} {
+		srv.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: tmpl, Name: tmpl}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "read " + req.Params.URI}}}, nil
+		})
+	}
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	hs := httptest.NewServer(h)
+	t.Cleanup(func() { hs.CloseClientConnections(); hs.Close() })
+	pins := openPinStore(t)
+	ctx := context.Background()
+	quarantined := "resource-template:two/odd://t/{x}"
+	if err := pins.PutPin(ctx, store.Pin{Name: quarantined, Hash: "sha256:" + strings.Repeat("0", 64), Definition: json.RawMessage(`{}`), Approved: true, ApprovedBy: "ops"}); err != nil {
+		t.Fatal(err)
+	}
+	policy := &TransportPolicy{AllowURLs: true, AllowInsecureLoopback: true, Hosts: []string{"127.0.0.1"}}
+	u := newUpstream(t, ServerConfig{Name: "two", URL: hs.URL + "/mcp"}, Options{Policy: policy, Pins: pins})
+	discover(t, u)
+	tmpls := u.ResourceTemplates()
+	if len(tmpls) != 2 || tmpls[0].URITemplate != "odd://t/{x}" || !tmpls[0].Quarantined || tmpls[1].Quarantined {
+		t.Fatalf("templates %+v, want odd://t/{x} (quarantined) listed first", tmpls)
+	}
+	if r := u.Route("odd://t/x"); r.Template == nil || r.Template.URITemplate != "odd://{host}/x" {
+		t.Errorf("route of odd://t/x: %+v, want the served template odd://{host}/x", r)
+	}
+	res, err := u.ReadResource(ctx, "odd://t/x", nil)
+	if err != nil || len(res.Contents) != 1 || res.Contents[0].Text != "read odd://t/x" {
+		t.Errorf("read of odd://t/x: %+v, %v; want it read through the served template", res, err)
+	}
+	// Matching only the quarantined template: refused.
+	var qe *pin.QuarantinedError
+	if _, err := u.ReadResource(ctx, "odd://t/y", nil); !errors.As(err, &qe) || qe.Tool != quarantined || !errors.Is(err, ErrNotSent) {
+		t.Errorf("read of odd://t/y: %v; want the quarantine refusal", err)
+	}
+}
