@@ -37,6 +37,7 @@ const (
 	catTemplate  = "test://template/{id}/data"
 	catHaltText  = "Reading that resource is not allowed. This session is stopped; a person will take over."
 	catNotWanted = "The watched resource is not for agents."
+	catNoArg     = "That value of arg1 is not allowed. Choose another."
 )
 
 // catPolicy: role full gets every prompt and reads the conf server's resources, role
@@ -63,6 +64,11 @@ conditions:
     when: 'tool == "prompt:mcp__conf__test_prompt_with_embedded_resource"'
     effect: escalate
     rationale: the embedded-resource prompt needs a person's approval
+  - id: no-forbidden-arg
+    when: 'tool == "prompt:mcp__conf__test_prompt_with_arguments" && string(args.arg1) == "forbidden"'
+    effect: deny
+    rationale: arg1 may not be forbidden
+    tell_llm: "` + catNoArg + `"
   - id: stop-halt
     when: 'tool == "resource:conf" && string(args.uri).startsWith("test://template/halt/")'
     effect: halt
@@ -418,6 +424,19 @@ func TestCatalogPromptGet(t *testing.T) {
 	if recs := e.calls(t, "prompt:"+catImage[:len(catImage)-1]+"Z", ""); len(recs) != 0 {
 		t.Errorf("a nonexistent prompt was audited: %+v", recs)
 	}
+
+	// A condition denying this get: refused with its text, nothing ran.
+	_, err = catGet(t, full, catWithArgs, map[string]string{"arg1": "forbidden", "arg2": "beta"})
+	catWantRefused(t, "a denied get", err, catNoArg)
+	if rec := catWantRecord(t, e, "prompt:"+catWithArgs, "full-agent", warden.StatusRefused, warden.StagePermission, false); rec.RuleID != "no-forbidden-arg" {
+		t.Errorf("audit of the denied get: %+v", rec)
+	}
+	// The stdio front serves the same prompts.
+	stdio := e.connectStdio(t, nil)
+	if res, err := catGet(t, stdio, catWithArgs, map[string]string{"arg1": "x", "arg2": "y"}); err != nil || len(res.Messages) != 1 {
+		t.Errorf("get over stdio: %+v, %v", res, err)
+	}
+	catWantRecord(t, e, "prompt:"+catWithArgs, "local-user", warden.StatusRan, "", true)
 
 	// Argument checks: a missing required argument, an argument the prompt does not
 	// take.
