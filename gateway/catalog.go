@@ -197,15 +197,21 @@ func uriArgs(uri string) json.RawMessage {
 }
 
 // routeResource returns the upstream serving uri in st: the server that listed it,
-// or else the one server with a served template matching it. A URI matching
-// templates of two servers is refused (the gateway cannot tell which server it
-// names); when only a quarantined template matches, quarantined names its server
-// (and no server serves the URI).
-func routeResource(st *gatewayState, uri string) (up *upstream.Server, quarantined string, err error) {
+// or else the one server with a served template matching it. Templates of servers
+// the caller may not read (readable reports false) are not the caller's to see: a URI
+// matching templates of two servers is refused (the gateway cannot tell which server
+// it names) only when the caller may read at least two of them, naming only those; of
+// one it may read, it is that server's; of none, it is the first server's (which then
+// refuses it as hidden, as for one server). When only a quarantined template matches,
+// quarantined names its server (and no server serves the URI).
+func routeResource(st *gatewayState, uri string, readable func(server string) bool) (up *upstream.Server, quarantined string, err error) {
 	if r, ok := st.cat.resources[uri]; ok {
 		return r.up, "", nil
 	}
-	var servers []string
+	var (
+		servers []string
+		ups     []*upstream.Server
+	)
 	for _, gt := range st.cat.templates {
 		if !gt.tmpl.Matches(uri) {
 			continue
@@ -216,18 +222,31 @@ func routeResource(st *gatewayState, uri string) (up *upstream.Server, quarantin
 		}
 		if !slices.Contains(servers, gt.tmpl.Server) {
 			servers = append(servers, gt.tmpl.Server)
-			up = gt.up
+			ups = append(ups, gt.up)
 		}
 	}
 	switch len(servers) {
 	case 0:
 		return nil, quarantined, nil
 	case 1:
+		return ups[0], "", nil
+	}
+	var shown []string
+	for i, server := range servers {
+		if readable(server) {
+			shown = append(shown, server)
+			up = ups[i]
+		}
+	}
+	switch len(shown) {
+	case 0:
+		return ups[0], "", nil
+	case 1:
 		return up, "", nil
 	}
 	return nil, "", &jsonrpc.Error{Code: CodeRefused, Message: fmt.Sprintf(
 		"The resource %s matches resource templates of the servers %s, so the gateway cannot tell which one to read it from. Nothing was read.",
-		uri, strings.Join(servers, " and "))}
+		uri, strings.Join(shown, " and "))}
 }
 
 // refused is the JSON-RPC error of a refused prompts/get or resources/read.
@@ -313,7 +332,7 @@ func (g *Gateway) readResource(ctx context.Context, f *front, req *mcp.ReadResou
 	raw := uriArgs(uri)
 	session := f.sessionOf(req.Session, cl)
 	id := warden.Identity{Tenant: cl.Tenant, Principal: cl.Principal}
-	up, quarantined, err := routeResource(st, uri)
+	up, quarantined, err := routeResource(st, uri, func(server string) bool { return mayRead(st, cl, server) })
 	if err != nil {
 		return nil, err
 	}
@@ -569,6 +588,7 @@ func (g *Gateway) complete(ctx context.Context, f *front, req *mcp.CompleteReque
 type subscriptions struct {
 	mu       sync.Mutex
 	sessions map[string]map[*mcp.ServerSession]bool // by URI
+	owner    map[string]*upstream.Server            // the server subscribed to, by URI
 	watched  map[*mcp.ServerSession]bool            // sessions whose end is awaited
 }
 
@@ -581,7 +601,7 @@ func (g *Gateway) subscribe(ctx context.Context, f *front, req *mcp.SubscribeReq
 		return refused(err.Error())
 	}
 	uri := req.Params.URI
-	up, _, err := routeResource(st, uri)
+	up, _, err := routeResource(st, uri, func(server string) bool { return mayRead(st, cl, server) })
 	if err != nil {
 		return err
 	}
@@ -607,6 +627,7 @@ func (g *Gateway) subscribe(ctx context.Context, f *front, req *mcp.SubscribeReq
 	defer s.mu.Unlock()
 	if s.sessions[uri] == nil {
 		s.sessions[uri] = map[*mcp.ServerSession]bool{}
+		s.owner[uri] = up
 	}
 	s.sessions[uri][req.Session] = true
 	if ss := req.Session; ss != nil && !s.watched[ss] {
@@ -637,14 +658,16 @@ func (g *Gateway) releaseSubscription(ctx context.Context, uri string, ss *mcp.S
 	}
 	delete(set, ss)
 	last := len(set) == 0
+	up := s.owner[uri]
 	if last {
 		delete(s.sessions, uri)
+		delete(s.owner, uri)
 	}
 	s.mu.Unlock()
 	if !last {
 		return
 	}
-	if up, _, _ := routeResource(g.state.Load(), uri); up != nil {
+	if up != nil {
 		if err := up.Unsubscribe(ctx, uri); err != nil {
 			g.log.Warn("cannot end an upstream resource subscription", "uri", uri, "error", err)
 		}
@@ -671,11 +694,13 @@ func (g *Gateway) dropSession(ss *mcp.ServerSession) {
 }
 
 // resourceUpdated passes an upstream's update of uri to the sessions that
-// subscribed to it, when that server is the one serving uri (a server cannot
-// announce updates of another server's resources).
+// subscribed to it, when that server is the one the gateway subscribed to for uri
+// (a server cannot announce updates of another server's resources).
 func (g *Gateway) resourceUpdated(server, uri string) {
-	up, _, err := routeResource(g.state.Load(), uri)
-	if err != nil || up == nil || up.Name() != server {
+	g.subs.mu.Lock()
+	up := g.subs.owner[uri]
+	g.subs.mu.Unlock()
+	if up == nil || up.Name() != server {
 		g.log.Debug("resource update from a server that does not serve the URI; dropped", "server", server, "uri", uri)
 		return
 	}

@@ -128,6 +128,9 @@ type gwSetup struct {
 	servers    string
 	identities string
 	extra      string // more top-level YAML: approvals, limits, ...
+	// store is the store DSN; empty: sqlite://warden.db in the test directory. A
+	// second gateway given the first one's cfg.Store runs on the same store.
+	store string
 	// seed runs on the store before the gateway starts.
 	seed func(t *testing.T, st store.Store)
 	// files are written into the test directory before the gateway starts.
@@ -165,7 +168,7 @@ func gwStart(t *testing.T, s gwSetup) *gwEnv {
 		mcptest.WriteFile(t, dir, name, []byte(content))
 	}
 	mcptest.WriteFile(t, dir, "policy.yaml", []byte(def(s.policy, gwPolicy)))
-	data := []byte("policy: policy.yaml\nstore: sqlite://warden.db\n" +
+	data := []byte("policy: policy.yaml\nstore: " + def(s.store, "sqlite://warden.db") + "\n" +
 		def(s.transport, gwDefaultTransport) + def(s.servers, gwDefaultServers) +
 		def(s.identities, gwDefaultIdentities) + def(s.extra, ""))
 	file := mcptest.WriteFile(t, dir, "gateway.yaml", data)

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/yosida95/uritemplate/v3"
 
@@ -175,9 +176,10 @@ func (u *Server) CatalogProblems() []CatalogProblem {
 
 // listCatalog lists, over c (which the caller holds), the prompts and the resources
 // and resource templates the server declared in its initialize result, following
-// cursors. A server that declared neither gives an empty catalog; a listing the
-// upstream refused serves none of its kind (logged). On error (the connection
-// failed) c has been released and closed.
+// cursors. A server that declared neither gives an empty catalog; a list method it
+// answers with method not found gives none of its kind (see unlisted), and any other
+// listing the upstream refused serves none of its kind either (logged). On error
+// (the connection failed) c has been released and closed.
 func (u *Server) listCatalog(ctx context.Context, c *upstreamConn) (catalog, error) {
 	var caps *mcp.ServerCapabilities
 	if init := c.cs.InitializeResult(); init != nil {
@@ -194,6 +196,9 @@ func (u *Server) listCatalog(ctx context.Context, c *upstreamConn) (catalog, err
 	if caps.Prompts != nil {
 		prompts, err = listPages(ctx, u, c, "prompts/list", func(ctx context.Context, cursor string) ([]*mcp.Prompt, string, error) {
 			res, err := c.cs.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: cursor})
+			if unlisted(err) {
+				return nil, "", nil
+			}
 			if err != nil || res == nil {
 				return nil, "", orEmpty(err, "prompts/list")
 			}
@@ -206,6 +211,9 @@ func (u *Server) listCatalog(ctx context.Context, c *upstreamConn) (catalog, err
 	if caps.Resources != nil {
 		resources, err = listPages(ctx, u, c, "resources/list", func(ctx context.Context, cursor string) ([]*mcp.Resource, string, error) {
 			res, err := c.cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cursor})
+			if unlisted(err) {
+				return nil, "", nil
+			}
 			if err != nil || res == nil {
 				return nil, "", orEmpty(err, "resources/list")
 			}
@@ -216,6 +224,9 @@ func (u *Server) listCatalog(ctx context.Context, c *upstreamConn) (catalog, err
 		}
 		templates, err = listPages(ctx, u, c, "resources/templates/list", func(ctx context.Context, cursor string) ([]*mcp.ResourceTemplate, string, error) {
 			res, err := c.cs.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Cursor: cursor})
+			if unlisted(err) {
+				return nil, "", nil
+			}
 			if err != nil || res == nil {
 				return nil, "", orEmpty(err, "resources/templates/list")
 			}
@@ -248,6 +259,16 @@ func (u *Server) servedAnyway(err error) error {
 		return nil
 	}
 	return err
+}
+
+// unlisted reports whether err is the upstream's answer that it does not know the
+// list method (-32601, method not found): a server that declares resources but
+// answers resources/templates/list that way (common among servers built on the
+// low-level SDKs) has nothing of that kind to list, and its tools and other
+// definitions are served. Any other error fails the listing.
+func unlisted(err error) bool {
+	var werr *jsonrpc.Error
+	return upstreamAnswered(err) && errors.As(err, &werr) && werr.Code == jsonrpc.CodeMethodNotFound
 }
 
 // orEmpty returns err, or an error saying that method gave no result.
@@ -569,8 +590,9 @@ var ErrNoResource = errors.New("no such resource")
 type ResourceRoute struct {
 	// Listed reports that the server listed the URI as a resource.
 	Listed bool
-	// Template is the served template the URI matches when it is not listed (the
-	// first in listing order); nil otherwise.
+	// Template is the template the URI matches when it is not listed: the first in
+	// listing order that is not quarantined, or else the first quarantined one (which
+	// refuses the read); nil when none matches.
 	Template *ResourceTemplate
 }
 
@@ -594,13 +616,20 @@ func (u *Server) routeLocked(uri string) ResourceRoute {
 			return ResourceRoute{Listed: true}
 		}
 	}
+	var route ResourceRoute
 	for i := range u.templates {
-		if u.templates[i].Matches(uri) {
-			t := u.templates[i]
+		if !u.templates[i].Matches(uri) {
+			continue
+		}
+		t := u.templates[i]
+		if !t.Quarantined {
 			return ResourceRoute{Template: &t}
 		}
+		if route.Template == nil {
+			route.Template = &t
+		}
 	}
-	return ResourceRoute{}
+	return route
 }
 
 // ReadResource reads uri over a pooled connection, as [Server.Call] calls a tool

@@ -25,6 +25,11 @@
 //	              connection whose Host is not localhost are refused (the SDK's DNS
 //	              rebinding protection).
 //	-stdio        serve one session over stdin/stdout; logs go to stderr only.
+//	-prompt-description TEXT
+//	              the description of test_simple_prompt instead of the default
+//	              "A simple prompt without arguments": a test gives a second run a
+//	              different prompt definition (the gateway's pin on it must then
+//	              quarantine it).
 //
 // The SDK writes the SSE priming event and the close event's retry field of
 // test_reconnection only on a request whose Mcp-Protocol-Version header is
@@ -61,6 +66,7 @@ import (
 func main() {
 	listen := flag.String("listen", "", "serve streamable HTTP at http://ADDR/mcp")
 	stdio := flag.Bool("stdio", false, "serve over stdin/stdout")
+	promptDesc := flag.String("prompt-description", simplePromptDescription, "the description of test_simple_prompt")
 	flag.Parse()
 	log.SetFlags(0)
 	log.SetPrefix("conformanceserver: ")
@@ -70,7 +76,7 @@ func main() {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	server := newServer()
+	server := newServer(*promptDesc)
 
 	if *stdio {
 		if err := server.Run(ctx, &mcp.StdioTransport{}); err != nil && !errors.Is(err, context.Canceled) {
@@ -146,7 +152,12 @@ var silentWAV = func() []byte {
 // noArgs is the input schema of a tool without arguments.
 var noArgs = json.RawMessage(`{"type":"object","properties":{}}`)
 
-func newServer() *mcp.Server {
+// simplePromptDescription is test_simple_prompt's description unless
+// -prompt-description gives another.
+const simplePromptDescription = "A simple prompt without arguments"
+
+// newServer returns the fixture, test_simple_prompt described by promptDesc.
+func newServer(promptDesc string) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "warden-conformance-server", Version: "1.0.0"}, &mcp.ServerOptions{
 		Instructions:      "Fixture for the MCP conformance suite's server scenarios.",
 		CompletionHandler: complete,
@@ -159,7 +170,7 @@ func newServer() *mcp.Server {
 	})
 	addTools(s)
 	addResources(s)
-	addPrompts(s)
+	addPrompts(s, promptDesc)
 	return s
 }
 
@@ -491,9 +502,9 @@ func addResources(s *mcp.Server) {
 	})
 }
 
-func addPrompts(s *mcp.Server) {
+func addPrompts(s *mcp.Server, simpleDesc string) {
 	user := func(c mcp.Content) *mcp.PromptMessage { return &mcp.PromptMessage{Role: "user", Content: c} }
-	s.AddPrompt(&mcp.Prompt{Name: "test_simple_prompt", Description: "A simple prompt without arguments"},
+	s.AddPrompt(&mcp.Prompt{Name: "test_simple_prompt", Description: simpleDesc},
 		func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{user(&mcp.TextContent{Text: promptSimpleText})}}, nil
 		})
