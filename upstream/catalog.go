@@ -658,8 +658,10 @@ var ErrNoSubscriptions = errors.New("the server does not offer resource subscrip
 // Subscribe subscribes the gateway to updates of uri on the server: resources/subscribe
 // is sent on one connection, which then carries the server's
 // notifications/resources/updated for it to [Options.OnResourceUpdated]. When that
-// connection ends, the subscription is sent again on the next connection that is
-// verified. Subscribing to a URI already subscribed sends nothing.
+// connection ends, the subscription is sent again in the background on another
+// connection (a new one when none is live; after a failure, the restart's, before
+// anything else goes out on it). Subscribing to a URI already subscribed sends
+// nothing.
 func (u *Server) Subscribe(ctx context.Context, uri string) error {
 	if err := u.usable(); err != nil {
 		return err
@@ -733,6 +735,49 @@ func (u *Server) resubscribe(ctx context.Context, c *upstreamConn) {
 		}
 		u.mu.Unlock()
 	}
+}
+
+// holdsSubscriptionLocked reports whether c holds a subscription. u.mu is held.
+func (u *Server) holdsSubscriptionLocked(c *upstreamConn) bool {
+	for _, holder := range u.subs {
+		if holder == c {
+			return true
+		}
+	}
+	return false
+}
+
+// renewSubscriptions sends the subscriptions whose connection ended again, on a
+// verified connection: an idle one, or a new one when none is live (the worker runs
+// it when a connection holding one ends). During a restart backoff it leaves them to
+// the restart, whose verification sends them.
+func (u *Server) renewSubscriptions(ctx context.Context) {
+	u.mu.Lock()
+	lost := false
+	for _, holder := range u.subs {
+		lost = lost || holder == nil || holder.dead
+	}
+	skip := !lost || u.closed
+	u.mu.Unlock()
+	if skip {
+		return
+	}
+	rctx, cancel := context.WithTimeout(ctx, rediscoverTimeout)
+	defer cancel()
+	c, err := u.acquireVerified(rctx, "")
+	switch {
+	case err == nil:
+	case errors.Is(err, ErrServerRestarting):
+		u.log.Debug("resource subscriptions wait for the restart", slog.String("error", err.Error()))
+		return
+	default:
+		if ctx.Err() == nil {
+			u.log.Warn("cannot renew the resource subscriptions of a connection that ended; the next verified connection sends them", slog.String("error", err.Error()))
+		}
+		return
+	}
+	u.resubscribe(rctx, c) // nothing left to send when acquireVerified verified c
+	u.release(c, true)
 }
 
 // onResourceUpdated passes an upstream's notifications/resources/updated to

@@ -163,6 +163,8 @@ func (u *Server) work(ctx context.Context) {
 			u.recoverNow(ctx)
 		case <-u.changed:
 			u.toolsChanged(ctx)
+		case <-u.renew:
+			u.renewSubscriptions(ctx)
 		}
 	}
 }

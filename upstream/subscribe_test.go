@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"syscall"
 	"testing"
@@ -219,5 +220,79 @@ func TestSubscribeRenewedAfterRestart(t *testing.T) {
 	u.mu.Unlock()
 	if holder == nil || holder.dead {
 		t.Errorf("the subscription is held by %+v, want the live connection", holder)
+	}
+}
+
+// The connection holding a subscription ends while another, verified, stays: the
+// subscription is sent again on the one left, and updates still arrive.
+func TestSubscribeRenewedOnAnotherConnection(t *testing.T) {
+	t.Parallel()
+	ch := make(subUpdates, 10)
+	u := subUpstream(t, 2, Options{OnResourceUpdated: ch.hook}, "-test-tools")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// Two verified connections, both idle.
+	c1, err := u.acquireVerified(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2, err := u.acquireVerified(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.release(c1, true)
+	u.release(c2, true)
+	if n := len(u.livePIDs()); n != 2 {
+		t.Fatalf("%d connections live, want 2", n)
+	}
+	if err := u.Subscribe(ctx, subWatched); err != nil {
+		t.Fatal(err)
+	}
+	subKillHolder(t, u, subWatched)
+	if n := len(u.livePIDs()); n != 1 {
+		t.Fatalf("%d connections live, want 1", n)
+	}
+	// The subscription is renewed off the caller's path: wait for the connection
+	// left to hold it, then check the server agrees.
+	mcptest.WaitFor(t, time.Minute, "the subscription is held by a live connection", func() bool {
+		u.mu.Lock()
+		defer u.mu.Unlock()
+		h := u.subs[subWatched]
+		return h != nil && !h.dead
+	})
+	subTrigger(t, u, subWatched, 1)
+	ch.next(t, "conf "+subWatched)
+}
+
+// The only connection, holding a subscription, is closed on purpose (its call timed
+// out): a new connection is started for the subscription, before any request needs
+// one, and the new process is sent resources/subscribe.
+func TestSubscribeRenewedAfterDiscard(t *testing.T) {
+	t.Parallel()
+	logs := &mcptest.LogBuffer{}
+	logs.LogOnFailure(t, "upstream log")
+	logger := slog.New(mcptest.KeysOnce(t, slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	u := subUpstream(t, 1, Options{Logger: logger, CallTimeout: 20 * time.Millisecond}, "-test-tools")
+	if err := u.Subscribe(context.Background(), subWatched); err != nil {
+		t.Fatal(err)
+	}
+	subscribed := []string{"upstream stderr", "conformanceserver: subscribed " + subWatched}
+	logs.WaitCount(t, time.Minute, 1, subscribed...)
+	u.mu.Lock()
+	first := u.subs[subWatched]
+	u.mu.Unlock()
+	// test_tool_with_logging takes about 100ms.
+	if _, err := u.Call(context.Background(), "test_tool_with_logging", nil, nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("call: %v, want a timeout", err)
+	}
+	mcptest.WaitFor(t, time.Minute, "the subscription is held by a new live connection", func() bool {
+		u.mu.Lock()
+		defer u.mu.Unlock()
+		h := u.subs[subWatched]
+		return h != nil && h != first && !h.dead
+	})
+	logs.WaitCount(t, time.Minute, 2, subscribed...)
+	if pids := u.livePIDs(); len(pids) != 1 || pids[0] == first.pid {
+		t.Errorf("live connections %v, want one other than the timed-out pid %d", pids, first.pid)
 	}
 }

@@ -237,7 +237,7 @@ type Server struct {
 	templates       []ResourceTemplate
 	catalogProblems []CatalogProblem
 	// subs holds the resource subscriptions, by URI: the connection that sent
-	// resources/subscribe (nil or dead: to send again on the next verified one).
+	// resources/subscribe (nil or dead: to send again, see renewSubscriptions).
 	subs map[string]*upstreamConn
 
 	discMu sync.Mutex // serializes discovery and Refresh
@@ -247,6 +247,7 @@ type Server struct {
 	rediscover   chan struct{} // a queued rediscovery (capacity 1)
 	recover      chan struct{} // a queued background restart (capacity 1)
 	changed      chan struct{} // a queued OnToolsChanged (capacity 1)
+	renew        chan struct{} // a queued renewal of lost subscriptions (capacity 1)
 
 	wg sync.WaitGroup // connection watchers and the worker
 
@@ -359,6 +360,7 @@ func New(cfg ServerConfig, o *Options) (*Server, error) {
 		rediscover: make(chan struct{}, 1),
 		recover:    make(chan struct{}, 1),
 		changed:    make(chan struct{}, 1),
+		renew:      make(chan struct{}, 1),
 	}
 	if cfg.Transport() == "url" {
 		u.httpClient = upstreamHTTPClient(opts.HTTPClient, headers, policy.MaxConns())
