@@ -638,17 +638,14 @@ func (u *Server) Complete(ctx context.Context, params *mcp.CompleteParams) (*mcp
 	return res, err
 }
 
-// offers reports whether a live connection's initialize result declares what has
-// (false when no connection is live).
+// offers reports whether the capabilities of the last verified connection declare
+// what has; they stay known while no connection is live (a restart), so a request
+// then fails as the server's other requests do instead of being taken for one the
+// server does not offer.
 func (u *Server) offers(has func(*mcp.ServerCapabilities) bool) bool {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	for c := range u.live {
-		if init := c.cs.InitializeResult(); init != nil && init.Capabilities != nil {
-			return has(init.Capabilities)
-		}
-	}
-	return false
+	return u.caps != nil && has(u.caps)
 }
 
 // ErrNoSubscriptions is wrapped by the error of a [Server.Subscribe] to a server

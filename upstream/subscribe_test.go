@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -294,5 +295,33 @@ func TestSubscribeRenewedAfterDiscard(t *testing.T) {
 	logs.WaitCount(t, time.Minute, 2, subscribed...)
 	if pids := u.livePIDs(); len(pids) != 1 || pids[0] == first.pid {
 		t.Errorf("live connections %v, want one other than the timed-out pid %d", pids, first.pid)
+	}
+}
+
+// While the server is down (its only connection ended; the restart is an hour
+// away), Subscribe and Complete say so: the server still offers subscriptions and
+// completions.
+func TestSubscribeAndCompleteWhileDown(t *testing.T) {
+	t.Parallel()
+	u := subUpstream(t, 1, Options{BackoffMin: time.Hour, BackoffMax: time.Hour}, "-test-tools")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := u.Subscribe(ctx, subWatched); err != nil {
+		t.Fatal(err)
+	}
+	subKillHolder(t, u, subWatched)
+	err := u.Subscribe(ctx, "test://static-text")
+	if errors.Is(err, ErrNoSubscriptions) || !errors.Is(err, ErrServerRestarting) {
+		t.Errorf("Subscribe while down: %v, want ErrServerRestarting", err)
+	}
+	res, err := u.Complete(ctx, &mcp.CompleteParams{
+		Ref:      &mcp.CompleteReference{Type: "ref/prompt", Name: "test_prompt_with_arguments"},
+		Argument: mcp.CompleteParamsArgument{Name: "arg2", Value: "w"},
+	})
+	if !errors.Is(err, ErrServerRestarting) || !errors.Is(err, ErrNotSent) {
+		t.Errorf("Complete while down: %+v, %v; want an error wrapping ErrServerRestarting and ErrNotSent", res, err)
+	}
+	if err != nil && !strings.Contains(err.Error(), `server "conf"`) {
+		t.Errorf("Complete while down: %q does not name the server", err)
 	}
 }

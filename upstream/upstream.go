@@ -236,6 +236,8 @@ type Server struct {
 	resources       []Resource
 	templates       []ResourceTemplate
 	catalogProblems []CatalogProblem
+	// caps are the capabilities the last verified connection's server declared.
+	caps *mcp.ServerCapabilities
 	// subs holds the resource subscriptions, by URI: the connection that sent
 	// resources/subscribe (nil or dead: to send again, see renewSubscriptions).
 	subs map[string]*upstreamConn
