@@ -666,15 +666,20 @@ func (u *Server) Subscribe(ctx context.Context, uri string) error {
 	if !u.offers(func(c *mcp.ServerCapabilities) bool { return c.Resources != nil && c.Resources.Subscribe }) {
 		return fmt.Errorf("server %q: %w", u.cfg.Name, ErrNoSubscriptions)
 	}
-	u.mu.Lock()
-	if holder, ok := u.subs[uri]; ok && holder != nil && !holder.dead {
-		u.mu.Unlock()
+	if u.subscribed(uri) {
 		return nil
 	}
-	u.mu.Unlock()
 	c, err := u.acquireVerified(ctx, "")
 	if err != nil {
 		return err
+	}
+	// Checked again once no other subscription change is under way: a concurrent
+	// Subscribe (or a renewal) may have sent it meanwhile.
+	u.subMu.Lock()
+	defer u.subMu.Unlock()
+	if u.subscribed(uri) {
+		u.release(c, true)
+		return nil
 	}
 	_, err = sdkGuard(func() (struct{}, error) { return struct{}{}, c.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}) })
 	if err != nil {
@@ -692,6 +697,8 @@ func (u *Server) Subscribe(ctx context.Context, uri string) error {
 // connection that holds it, when it is still live). Unsubscribing a URI not
 // subscribed does nothing.
 func (u *Server) Unsubscribe(ctx context.Context, uri string) error {
+	u.subMu.Lock()
+	defer u.subMu.Unlock()
 	u.mu.Lock()
 	holder, ok := u.subs[uri]
 	delete(u.subs, uri)
@@ -709,9 +716,19 @@ func (u *Server) Unsubscribe(ctx context.Context, uri string) error {
 	return nil
 }
 
+// subscribed reports whether a live connection holds the subscription to uri.
+func (u *Server) subscribed(uri string) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	holder := u.subs[uri]
+	return holder != nil && !holder.dead
+}
+
 // resubscribe sends, on c (held by the caller, just verified), the subscriptions
 // whose connection has ended.
 func (u *Server) resubscribe(ctx context.Context, c *upstreamConn) {
+	u.subMu.Lock()
+	defer u.subMu.Unlock()
 	u.mu.Lock()
 	var lost []string
 	for uri, holder := range u.subs {

@@ -325,3 +325,54 @@ func TestSubscribeAndCompleteWhileDown(t *testing.T) {
 		t.Errorf("Complete while down: %q does not name the server", err)
 	}
 }
+
+// Concurrent Subscribes of one URI send one resources/subscribe, on one connection,
+// even when each could take a connection of its own.
+func TestSubscribeConcurrent(t *testing.T) {
+	t.Parallel()
+	const n = 4
+	u := subUpstream(t, n, Options{}, "-test-tools")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var conns []*upstreamConn
+	for range n {
+		c, err := u.acquireVerified(ctx, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	for _, c := range conns {
+		u.release(c, true)
+	}
+	start := make(chan struct{})
+	errs := make(chan error, n)
+	for range n {
+		go func() {
+			<-start
+			errs <- u.Subscribe(ctx, subWatched)
+		}()
+	}
+	close(start)
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Each process (one per connection) says whether it was subscribed.
+	total := 0
+	for _, c := range conns {
+		res, err := c.cs.CallTool(ctx, &mcp.CallToolParams{Name: "warden_test_update_resource", Arguments: map[string]any{"uri": subWatched}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var k int
+		if _, err := fmt.Sscanf(mcptest.ResultText(res), "updated "+subWatched+": %d subscribed session(s)", &k); err != nil {
+			t.Fatalf("%q: %v", mcptest.ResultText(res), err)
+		}
+		total += k
+	}
+	if total != 1 {
+		t.Errorf("%d connections are subscribed to %s, want 1", total, subWatched)
+	}
+}

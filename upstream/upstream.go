@@ -242,6 +242,12 @@ type Server struct {
 	// resources/subscribe (nil or dead: to send again, see renewSubscriptions).
 	subs map[string]*upstreamConn
 
+	// subMu serializes the changes of subscriptions that send a request (Subscribe,
+	// Unsubscribe, resubscribe), so that one URI is subscribed on one connection.
+	// It is taken after discMu (verify resubscribes) and never while acquiring a
+	// connection; u.mu is taken under it.
+	subMu sync.Mutex
+
 	discMu sync.Mutex // serializes discovery and Refresh
 
 	workerOnce   sync.Once
