@@ -689,17 +689,14 @@ func (u *Server) Complete(ctx context.Context, params *mcp.CompleteParams) (*mcp
 	return res, err
 }
 
-// offers reports whether a live connection's initialize result declares what has
-// (false when no connection is live).
+// offers reports whether the capabilities of the last verified connection declare
+// what has; they stay known while no connection is live (a restart), so a request
+// then fails as the server's other requests do instead of being taken for one the
+// server does not offer.
 func (u *Server) offers(has func(*mcp.ServerCapabilities) bool) bool {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	for c := range u.live {
-		if init := c.cs.InitializeResult(); init != nil && init.Capabilities != nil {
-			return has(init.Capabilities)
-		}
-	}
-	return false
+	return u.caps != nil && has(u.caps)
 }
 
 // ErrNoSubscriptions is wrapped by the error of a [Server.Subscribe] to a server
@@ -709,8 +706,10 @@ var ErrNoSubscriptions = errors.New("the server does not offer resource subscrip
 // Subscribe subscribes the gateway to updates of uri on the server: resources/subscribe
 // is sent on one connection, which then carries the server's
 // notifications/resources/updated for it to [Options.OnResourceUpdated]. When that
-// connection ends, the subscription is sent again on the next connection that is
-// verified. Subscribing to a URI already subscribed sends nothing.
+// connection ends, the subscription is sent again in the background on another
+// connection (a new one when none is live; after a failure, the restart's, before
+// anything else goes out on it). Subscribing to a URI already subscribed sends
+// nothing.
 func (u *Server) Subscribe(ctx context.Context, uri string) error {
 	if err := u.usable(); err != nil {
 		return err
@@ -718,15 +717,20 @@ func (u *Server) Subscribe(ctx context.Context, uri string) error {
 	if !u.offers(func(c *mcp.ServerCapabilities) bool { return c.Resources != nil && c.Resources.Subscribe }) {
 		return fmt.Errorf("server %q: %w", u.cfg.Name, ErrNoSubscriptions)
 	}
-	u.mu.Lock()
-	if holder, ok := u.subs[uri]; ok && holder != nil && !holder.dead {
-		u.mu.Unlock()
+	if u.subscribed(uri) {
 		return nil
 	}
-	u.mu.Unlock()
 	c, err := u.acquireVerified(ctx, "", 0)
 	if err != nil {
 		return err
+	}
+	// Checked again once no other subscription change is under way: a concurrent
+	// Subscribe (or a renewal) may have sent it meanwhile.
+	u.subMu.Lock()
+	defer u.subMu.Unlock()
+	if u.subscribed(uri) {
+		u.release(c, true)
+		return nil
 	}
 	_, err = sdkGuard(func() (struct{}, error) { return struct{}{}, c.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}) })
 	if err != nil {
@@ -744,6 +748,8 @@ func (u *Server) Subscribe(ctx context.Context, uri string) error {
 // connection that holds it, when it is still live). Unsubscribing a URI not
 // subscribed does nothing.
 func (u *Server) Unsubscribe(ctx context.Context, uri string) error {
+	u.subMu.Lock()
+	defer u.subMu.Unlock()
 	u.mu.Lock()
 	holder, ok := u.subs[uri]
 	delete(u.subs, uri)
@@ -761,9 +767,19 @@ func (u *Server) Unsubscribe(ctx context.Context, uri string) error {
 	return nil
 }
 
+// subscribed reports whether a live connection holds the subscription to uri.
+func (u *Server) subscribed(uri string) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	holder := u.subs[uri]
+	return holder != nil && !holder.dead
+}
+
 // resubscribe sends, on c (held by the caller, just verified), the subscriptions
 // whose connection has ended.
 func (u *Server) resubscribe(ctx context.Context, c *upstreamConn) {
+	u.subMu.Lock()
+	defer u.subMu.Unlock()
 	u.mu.Lock()
 	var lost []string
 	for uri, holder := range u.subs {
@@ -784,6 +800,49 @@ func (u *Server) resubscribe(ctx context.Context, c *upstreamConn) {
 		}
 		u.mu.Unlock()
 	}
+}
+
+// holdsSubscriptionLocked reports whether c holds a subscription. u.mu is held.
+func (u *Server) holdsSubscriptionLocked(c *upstreamConn) bool {
+	for _, holder := range u.subs {
+		if holder == c {
+			return true
+		}
+	}
+	return false
+}
+
+// renewSubscriptions sends the subscriptions whose connection ended again, on a
+// verified connection: an idle one, or a new one when none is live (the worker runs
+// it when a connection holding one ends). During a restart backoff it leaves them to
+// the restart, whose verification sends them.
+func (u *Server) renewSubscriptions(ctx context.Context) {
+	u.mu.Lock()
+	lost := false
+	for _, holder := range u.subs {
+		lost = lost || holder == nil || holder.dead
+	}
+	skip := !lost || u.closed
+	u.mu.Unlock()
+	if skip {
+		return
+	}
+	rctx, cancel := context.WithTimeout(ctx, rediscoverTimeout)
+	defer cancel()
+	c, err := u.acquireVerified(rctx, "", 0)
+	switch {
+	case err == nil:
+	case errors.Is(err, ErrServerRestarting):
+		u.log.Debug("resource subscriptions wait for the restart", slog.String("error", err.Error()))
+		return
+	default:
+		if ctx.Err() == nil {
+			u.log.Warn("cannot renew the resource subscriptions of a connection that ended; the next verified connection sends them", slog.String("error", err.Error()))
+		}
+		return
+	}
+	u.resubscribe(rctx, c) // nothing left to send when acquireVerified verified c
+	u.release(c, true)
 }
 
 // onResourceUpdated passes an upstream's notifications/resources/updated to

@@ -163,6 +163,8 @@ func (u *Server) work(ctx context.Context) {
 			u.recoverNow(ctx)
 		case <-u.changed:
 			u.toolsChanged(ctx)
+		case <-u.renew:
+			u.renewSubscriptions(ctx)
 		}
 	}
 }
@@ -272,6 +274,9 @@ func (u *Server) verify(ctx context.Context, c *upstreamConn) ([]Tool, []ToolPro
 	u.tools, u.problems = tools, problems
 	u.prompts, u.resources, u.templates, u.catalogProblems = cat.prompts, cat.resources, cat.templates, cat.problems
 	c.defs, c.verifiedGen, c.verifiedRead = defs, gen, read
+	if init := c.cs.InitializeResult(); init != nil && init.Capabilities != nil {
+		u.caps = init.Capabilities
+	}
 	u.mu.Unlock()
 	u.verifications.Add(1)
 	u.resubscribe(ctx, c)

@@ -225,6 +225,9 @@ func (u *Server) watch(c *upstreamConn) {
 		// running process's (or nothing, if it cannot start).
 		u.scheduleRecoveryLocked()
 	}
+	if !u.closed && u.holdsSubscriptionLocked(c) {
+		u.queue(u.renew)
+	}
 	discarded := c.discarded
 	u.mu.Unlock()
 	if !discarded {

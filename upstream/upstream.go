@@ -239,9 +239,17 @@ type Server struct {
 	resources       []Resource
 	templates       []ResourceTemplate
 	catalogProblems []CatalogProblem
+	// caps are the capabilities the last verified connection's server declared.
+	caps *mcp.ServerCapabilities
 	// subs holds the resource subscriptions, by URI: the connection that sent
-	// resources/subscribe (nil or dead: to send again on the next verified one).
+	// resources/subscribe (nil or dead: to send again, see renewSubscriptions).
 	subs map[string]*upstreamConn
+
+	// subMu serializes the changes of subscriptions that send a request (Subscribe,
+	// Unsubscribe, resubscribe), so that one URI is subscribed on one connection.
+	// It is taken after discMu (verify resubscribes) and never while acquiring a
+	// connection; u.mu is taken under it.
+	subMu sync.Mutex
 
 	discMu sync.Mutex // serializes discovery and Refresh
 
@@ -250,6 +258,7 @@ type Server struct {
 	rediscover   chan struct{} // a queued rediscovery (capacity 1)
 	recover      chan struct{} // a queued background restart (capacity 1)
 	changed      chan struct{} // a queued OnToolsChanged (capacity 1)
+	renew        chan struct{} // a queued renewal of lost subscriptions (capacity 1)
 
 	wg sync.WaitGroup // connection watchers and the worker
 
@@ -364,6 +373,7 @@ func New(cfg ServerConfig, o *Options) (*Server, error) {
 		rediscover: make(chan struct{}, 1),
 		recover:    make(chan struct{}, 1),
 		changed:    make(chan struct{}, 1),
+		renew:      make(chan struct{}, 1),
 	}
 	if cfg.Transport() == "url" {
 		u.httpClient = upstreamHTTPClient(opts.HTTPClient, headers, policy.MaxConns())

@@ -5,11 +5,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os/exec"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenhq/warden/internal/mcptest"
 )
@@ -152,5 +154,105 @@ func TestStdio(t *testing.T) {
 	}
 	if !slices.Equal(elicited, []string{"who are you?"}) {
 		t.Errorf("client was asked %q, want [who are you?]", elicited)
+	}
+}
+
+// connectFixture starts the built binary with args and connects to it over stdio,
+// with protocol version 2025-11-25 (the gateway's to its upstreams: a newer client
+// subscribes with subscriptions/listen instead of resources/subscribe).
+func connectFixture(t *testing.T, opts *mcp.ClientOptions, args ...string) *mcp.ClientSession {
+	t.Helper()
+	bin := mcptest.BuildBinary(t, "./internal/conformanceserver")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	client := mcp.NewClient(&mcp.Implementation{Name: "conformanceserver-test", Version: "1"}, opts)
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: exec.Command(bin, args...)}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// -test-tools adds warden_test_update_resource, which notifies the subscribed
+// session and counts it, and completion values of the template's id.
+func TestTestTools(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	updated := make(chan string, 10)
+	cs := connectFixture(t, &mcp.ClientOptions{
+		ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+			updated <- req.Params.URI
+		},
+	}, "-stdio", "-test-tools")
+	const uri = "test://watched-resource"
+	update := func() string {
+		t.Helper()
+		return mcptest.ResultText(mcptest.CallTool(t, cs, 30*time.Second, "warden_test_update_resource", map[string]any{"uri": uri}))
+	}
+	if got, want := update(), "updated "+uri+": 0 subscribed session(s)"; got != want {
+		t.Errorf("before subscribing: %q, want %q", got, want)
+	}
+	if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := update(), "updated "+uri+": 1 subscribed session(s)"; got != want {
+		t.Errorf("subscribed: %q, want %q", got, want)
+	}
+	select {
+	case got := <-updated:
+		if got != uri {
+			t.Errorf("update of %q, want %q", got, uri)
+		}
+	case <-ctx.Done():
+		t.Fatal("no notifications/resources/updated")
+	}
+	if err := cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := update(), "updated "+uri+": 0 subscribed session(s)"; got != want {
+		t.Errorf("unsubscribed: %q, want %q", got, want)
+	}
+
+	res, err := cs.Complete(ctx, &mcp.CompleteParams{
+		Ref:      &mcp.CompleteReference{Type: "ref/resource", URI: "test://template/{id}/data"},
+		Argument: mcp.CompleteParamsArgument{Name: "id", Value: "1"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"1", "12", "123"}; !slices.Equal(res.Completion.Values, want) || res.Completion.Total != 3 {
+		t.Errorf("template completion = %+v, want values %q", res.Completion, want)
+	}
+
+	// Without the flag: no such tool, no template values.
+	plain := connectFixture(t, nil, "-stdio")
+	if _, err := plain.CallTool(ctx, &mcp.CallToolParams{Name: "warden_test_update_resource", Arguments: map[string]any{"uri": uri}}); err == nil {
+		t.Error("warden_test_update_resource is offered without -test-tools")
+	}
+	res, err = plain.Complete(ctx, &mcp.CompleteParams{
+		Ref:      &mcp.CompleteReference{Type: "ref/resource", URI: "test://template/{id}/data"},
+		Argument: mcp.CompleteParamsArgument{Name: "id", Value: "1"},
+	})
+	if err != nil || len(res.Completion.Values) != 0 {
+		t.Errorf("template completion without -test-tools = %+v, %v; want no values", res, err)
+	}
+}
+
+// -no-subscribe takes resource subscriptions away, and nothing else.
+func TestNoSubscribe(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs := connectFixture(t, nil, "-stdio", "-no-subscribe")
+	caps := cs.InitializeResult().Capabilities
+	if caps.Resources == nil || caps.Resources.Subscribe || caps.Completions == nil {
+		t.Errorf("capabilities: resources %+v, completions %+v; want resources without subscribe, and completions", caps.Resources, caps.Completions)
+	}
+	var werr *jsonrpc.Error
+	if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "test://watched-resource"}); !errors.As(err, &werr) || werr.Code != jsonrpc.CodeMethodNotFound {
+		t.Errorf("resources/subscribe: %v, want method not found (%d)", err, jsonrpc.CodeMethodNotFound)
+	}
+	if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "test://watched-resource"}); err != nil {
+		t.Errorf("resources/read: %v", err)
 	}
 }

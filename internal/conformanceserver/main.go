@@ -31,6 +31,19 @@
 //	              different prompt definition (the gateway's pin on it must then
 //	              quarantine it).
 //
+// Flags for Warden's own tests, which no conformance scenario uses (without them the
+// server is exactly the one above):
+//
+//	-test-tools   also offer the tool warden_test_update_resource {"uri"}, which
+//	              sends notifications/resources/updated for uri to the sessions
+//	              subscribed to it and answers "updated <uri>: <n> subscribed
+//	              session(s)", n counted before sending; offer completion values for
+//	              the id of test://template/{id}/data (those of ids, by prefix); and
+//	              write "subscribed <uri>" and "unsubscribed <uri>" to stderr for every
+//	              resources/subscribe and resources/unsubscribe.
+//	-no-subscribe do not offer resource subscriptions (the resources capability
+//	              has no subscribe, and resources/subscribe is an unknown method).
+//
 // The SDK writes the SSE priming event and the close event's retry field of
 // test_reconnection only on a request whose Mcp-Protocol-Version header is
 // 2025-11-25 or later. The suite's server-sse-polling scenario sends 2025-03-26 on
@@ -57,6 +70,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -66,7 +80,10 @@ import (
 func main() {
 	listen := flag.String("listen", "", "serve streamable HTTP at http://ADDR/mcp")
 	stdio := flag.Bool("stdio", false, "serve over stdin/stdout")
-	promptDesc := flag.String("prompt-description", simplePromptDescription, "the description of test_simple_prompt")
+	var opts options
+	flag.StringVar(&opts.promptDesc, "prompt-description", simplePromptDescription, "the description of test_simple_prompt")
+	flag.BoolVar(&opts.testTools, "test-tools", false, "also offer warden_test_update_resource, template completions and subscription logs (Warden's tests)")
+	flag.BoolVar(&opts.noSubscribe, "no-subscribe", false, "do not offer resource subscriptions")
 	flag.Parse()
 	log.SetFlags(0)
 	log.SetPrefix("conformanceserver: ")
@@ -76,7 +93,7 @@ func main() {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	server := newServer(*promptDesc)
+	server := newServer(opts)
 
 	if *stdio {
 		if err := server.Run(ctx, &mcp.StdioTransport{}); err != nil && !errors.Is(err, context.Canceled) {
@@ -156,22 +173,110 @@ var noArgs = json.RawMessage(`{"type":"object","properties":{}}`)
 // -prompt-description gives another.
 const simplePromptDescription = "A simple prompt without arguments"
 
-// newServer returns the fixture, test_simple_prompt described by promptDesc.
-func newServer(promptDesc string) *mcp.Server {
-	s := mcp.NewServer(&mcp.Implementation{Name: "warden-conformance-server", Version: "1.0.0"}, &mcp.ServerOptions{
+// options are the flags for Warden's own tests (see the package documentation).
+type options struct {
+	promptDesc  string // test_simple_prompt's description ("" is the default)
+	testTools   bool
+	noSubscribe bool
+}
+
+// newServer returns the fixture with the options o.
+func newServer(o options) *mcp.Server {
+	if o.promptDesc == "" {
+		o.promptDesc = simplePromptDescription
+	}
+	w := &watchers{uris: map[string]map[*mcp.ServerSession]bool{}, log: o.testTools}
+	so := &mcp.ServerOptions{
 		Instructions:      "Fixture for the MCP conformance suite's server scenarios.",
 		CompletionHandler: complete,
-		// The SDK records each session's subscriptions itself; any URI may be watched.
-		SubscribeHandler:   func(context.Context, *mcp.SubscribeRequest) error { return nil },
-		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
 		Capabilities: &mcp.ServerCapabilities{
 			Logging: &mcp.LoggingCapabilities{},
 		},
-	})
+	}
+	if o.testTools {
+		so.CompletionHandler = completeWithTemplates
+	}
+	if !o.noSubscribe {
+		// The SDK records each session's subscriptions itself; any URI may be watched.
+		so.SubscribeHandler = w.subscribe
+		so.UnsubscribeHandler = w.unsubscribe
+	}
+	s := mcp.NewServer(&mcp.Implementation{Name: "warden-conformance-server", Version: "1.0.0"}, so)
 	addTools(s)
 	addResources(s)
-	addPrompts(s, promptDesc)
+	addPrompts(s, o.promptDesc)
+	if o.testTools {
+		addTestTools(s, w)
+	}
 	return s
+}
+
+// watchers records which sessions subscribed to which URIs (the SDK keeps its own
+// record but does not show it), for warden_test_update_resource to report.
+type watchers struct {
+	mu   sync.Mutex
+	uris map[string]map[*mcp.ServerSession]bool
+	log  bool // write each subscribe and unsubscribe to stderr
+}
+
+func (w *watchers) subscribe(_ context.Context, req *mcp.SubscribeRequest) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	uri := req.Params.URI
+	if w.uris[uri] == nil {
+		w.uris[uri] = map[*mcp.ServerSession]bool{}
+	}
+	w.uris[uri][req.Session] = true
+	if w.log {
+		log.Printf("subscribed %s", uri)
+	}
+	return nil
+}
+
+func (w *watchers) unsubscribe(_ context.Context, req *mcp.UnsubscribeRequest) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	uri := req.Params.URI
+	delete(w.uris[uri], req.Session)
+	if len(w.uris[uri]) == 0 {
+		delete(w.uris, uri)
+	}
+	if w.log {
+		log.Printf("unsubscribed %s", uri)
+	}
+	return nil
+}
+
+// count returns the number of connected sessions of s subscribed to uri.
+func (w *watchers) count(s *mcp.Server, uri string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for ss := range s.Sessions() {
+		if w.uris[uri][ss] {
+			n++
+		}
+	}
+	return n
+}
+
+// addTestTools adds the tools of -test-tools.
+func addTestTools(s *mcp.Server, w *watchers) {
+	s.AddTool(&mcp.Tool{
+		Name:        "warden_test_update_resource",
+		Description: "Sends notifications/resources/updated for uri to the sessions subscribed to it and says how many there were",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"uri":{"type":"string","description":"The URI of the updated resource"}},"required":["uri"]}`),
+	}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		uri, err := stringArg(req, "uri")
+		if err != nil {
+			return toolError(err.Error()), nil
+		}
+		n := w.count(s, uri)
+		if err := s.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: uri}); err != nil {
+			return toolError("resources/updated: " + err.Error()), nil
+		}
+		return text(fmt.Sprintf("updated %s: %d subscribed session(s)", uri, n)), nil
+	})
 }
 
 func text(t string) *mcp.CallToolResult {
@@ -560,6 +665,25 @@ func complete(_ context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult,
 			if strings.HasPrefix(v, p.Argument.Value) {
 				values = append(values, v)
 			}
+		}
+	}
+	return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: values, Total: len(values)}}, nil
+}
+
+// ids are the values -test-tools offers for the id of test://template/{id}/data.
+var ids = []string{"1", "12", "123", "7"}
+
+// completeWithTemplates is complete that also offers, for the id variable of
+// test://template/{id}/data, the ids that start with what was typed so far.
+func completeWithTemplates(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+	p := req.Params
+	if p.Ref == nil || p.Ref.Type != "ref/resource" || p.Ref.URI != "test://template/{id}/data" || p.Argument.Name != "id" {
+		return complete(ctx, req)
+	}
+	values := []string{}
+	for _, v := range ids {
+		if strings.HasPrefix(v, p.Argument.Value) {
+			values = append(values, v)
 		}
 	}
 	return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: values, Total: len(values)}}, nil
