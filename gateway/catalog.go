@@ -586,6 +586,9 @@ func (g *Gateway) complete(ctx context.Context, f *front, req *mcp.CompleteReque
 // URIs, so the gateway holds one upstream subscription per URI while any session
 // wants it and ends it with the last one (an unsubscribe, or the session's end).
 type subscriptions struct {
+	// op serializes subscribing and releasing, so that a subscribe never counts on
+	// an upstream subscription a concurrent release of the last session is ending.
+	op       sync.Mutex
 	mu       sync.Mutex
 	sessions map[string]map[*mcp.ServerSession]bool // by URI
 	owner    map[string]*upstream.Server            // the server subscribed to, by URI
@@ -615,6 +618,8 @@ func (g *Gateway) subscribe(ctx context.Context, f *front, req *mcp.SubscribeReq
 		return refused("This session is halted; nothing more is served in it.")
 	}
 	s := &g.subs
+	s.op.Lock()
+	defer s.op.Unlock()
 	s.mu.Lock()
 	first := len(s.sessions[uri]) == 0
 	s.mu.Unlock()
@@ -650,6 +655,8 @@ func (g *Gateway) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) 
 // when no session wants it any more.
 func (g *Gateway) releaseSubscription(ctx context.Context, uri string, ss *mcp.ServerSession) {
 	s := &g.subs
+	s.op.Lock()
+	defer s.op.Unlock()
 	s.mu.Lock()
 	set := s.sessions[uri]
 	if !set[ss] {
