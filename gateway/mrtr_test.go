@@ -2,9 +2,13 @@ package gateway_test
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -268,4 +272,64 @@ func TestMRTROnlyForSelfApproveOn2026(t *testing.T) {
 			t.Errorf("a delete ran: %+v", r)
 		}
 	}
+}
+
+// Two replicas on one PostgreSQL store: a state one replica issued is verified and
+// claimed by the other, and the retry runs there exactly once; the first then sees
+// it used.
+func TestMRTRReplicasOnPostgres(t *testing.T) {
+	if why := postgresUnavailable(); why != "" {
+		t.Skip(why)
+	}
+	base := os.Getenv(postgresEnv)
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	schema := "warden_mrtr_" + hex.EncodeToString(b[:])
+	pgExec(t, base, "CREATE SCHEMA "+schema)
+	t.Cleanup(func() { pgExec(t, base, "DROP SCHEMA IF EXISTS "+schema+" CASCADE") })
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	notes := t.TempDir() // both replicas serve the same notes
+	servers := "servers:\n  notes:\n    command: notes-server\n    args: [-dir, \"" + notes + "\"]\n"
+	a := gwStart(t, gwSetup{identities: gwSelfApproveIdentities, extra: mrtrExtra, store: u.String(), servers: servers})
+	c := gwStart(t, gwSetup{identities: gwSelfApproveIdentities, extra: mrtrExtra, store: u.String(), servers: servers})
+	a.writeNotes(t, "drop")
+
+	asked := ask2026(t, connect2026(t, a.url, gwWriterToken, a.tr, manualMRTR()), "drop")
+	gwWant(t, retry2026(t, connect2026(t, c.url, gwWriterToken, c.tr, manualMRTR()), "drop", asked.RequestState, "accept"), false, `Deleted note "drop".`)
+	gwWant(t, retry2026(t, connect2026(t, a.url, gwWriterToken, a.tr, manualMRTR()), "drop", asked.RequestState, "accept"), true, "This approval was already used. Nothing ran; call again to be asked again.")
+	ran := 0
+	for _, r := range a.calls(t, "mcp__notes__delete_note", "writer-agent") {
+		if r.Executed {
+			ran++
+		}
+	}
+	if ran != 1 {
+		t.Errorf("%d executed deletes in the shared audit log, want 1", ran)
+	}
+}
+
+// Without sessions, a halt on the 2026-07-28 front is the principal's: every later
+// request of that principal there is refused (a new connection included) and its
+// lists are empty, while another principal is served.
+func TestStatelessHaltIsThePrincipals(t *testing.T) {
+	e := gwStart(t, gwSetup{})
+	w := connect2026(t, e.url, gwWriterToken, e.tr, nil)
+	gwWant(t, call2026(t, w, &mcp.CallToolParams{Name: "mcp__notes__write_note", Arguments: map[string]any{"name": "n", "text": "my password"}}), true, gwHaltText)
+	again := connect2026(t, e.url, gwWriterToken, e.tr, nil)
+	gwWant(t, call2026(t, again, &mcp.CallToolParams{Name: "mcp__notes__list_notes", Arguments: map[string]any{}}), true, gwHaltText)
+	if got := gwTools(t, again); len(got) != 0 {
+		t.Errorf("the halted principal's tools/list = %v, want none", got)
+	}
+	rec := e.lastCall(t, "mcp__notes__list_notes", "writer-agent")
+	if rec.Executed || rec.Stage != warden.StageGate || rec.Session != "principal:/writer-agent" {
+		t.Errorf("audit of the call after the halt: %+v", rec)
+	}
+	bob := connect2026(t, e.url, gwBobToken, e.tr, nil)
+	gwWant(t, call2026(t, bob, &mcp.CallToolParams{Name: "mcp__notes__write_note", Arguments: map[string]any{"name": "b", "text": "fine"}}), false, `Wrote note "b" (4 bytes).`)
 }
