@@ -120,3 +120,33 @@ func TestClientRequestsClassSwitchKeepsTheBound(t *testing.T) {
 		t.Errorf("while the sampling call was sent the live processes were %v (the idle plain connection was %d); want only the call's own", during, old[0])
 	}
 }
+
+type callTag struct{}
+
+// The answer functions run with the context of the call in flight, as Progress and
+// Log do: its values are the call's own, not those of the call that started the
+// connection. (The gateway sends its client's request with that context, which is
+// what puts it on the stream of the client's own call.)
+func TestClientRequestsAnswerHasTheCallsContext(t *testing.T) {
+	u := confUpstream(t, 1, "")
+	var seen []any
+	opts := &CallOptions{Client: &ClientRequests{
+		Sampling: func(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
+			seen = append(seen, ctx.Value(callTag{}))
+			return &mcp.CreateMessageResult{Role: "assistant", Model: "m", Content: &mcp.TextContent{Text: "ok"}}, nil
+		},
+	}}
+	for _, tag := range []string{"first", "second", "third"} {
+		ctx := context.WithValue(context.Background(), callTag{}, tag)
+		res, err := u.Call(ctx, "test_sampling", json.RawMessage(`{"prompt":"p"}`), opts)
+		if err != nil || res.IsError {
+			t.Fatalf("call %s: %v %+v", tag, err, res)
+		}
+	}
+	if want := []any{"first", "second", "third"}; !slices.Equal(seen, want) {
+		t.Errorf("the answers saw the call contexts %v, want %v", seen, want)
+	}
+	if s := u.starts.Load(); s != 2 {
+		t.Errorf("%d connections started, want 2 (discovery's, then one sampling connection for the three calls)", s)
+	}
+}

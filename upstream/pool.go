@@ -152,7 +152,7 @@ func (u *Server) makeRoomLocked() *upstreamConn {
 // closing it otherwise.
 func (u *Server) release(c *upstreamConn, healthy bool) {
 	u.mu.Lock()
-	c.busy, c.cancel, c.progress, c.log, c.asks = false, nil, nil, nil, nil
+	c.busy, c.cancel, c.progress, c.log, c.asks, c.asksCtx = false, nil, nil, nil, nil, nil
 	closed := u.closed
 	switch {
 	case healthy && !c.dead && !c.discarded && !closed:
