@@ -30,6 +30,7 @@ import (
 
 	"github.com/wardenhq/warden"
 	"github.com/wardenhq/warden/internal/mcptest"
+	"github.com/wardenhq/warden/store"
 )
 
 const askServers = `servers:
@@ -606,5 +607,57 @@ func TestAskEveryCallOnItsOwnStream(t *testing.T) {
 				t.Errorf("the client was asked for sampling %d times and elicitation %d times, want 3 and 3", n, m)
 			}
 		})
+	}
+}
+
+// A sampling request made after the caller's session was halted is refused like
+// every later call in a halted session (with the halt's text, recorded at the gate),
+// and never reaches the client. The call that makes it was approved by an operator
+// after the halt.
+func TestAskSamplingInAHaltedSession(t *testing.T) {
+	const policy = `version: 1
+mode: allow_all
+conditions:
+  - id: confirm-sampling-tool
+    when: 'tool == "mcp__conf__test_sampling"'
+    effect: escalate
+  - id: stop
+    when: 'tool == "mcp__conf__test_simple_text"'
+    effect: halt
+    reason: test:stop
+    tell_llm: "This session is stopped."
+`
+	e := askStart(t, policy, "approvals:\n  wait: 2m\n")
+	s := &gwSampler{reply: "sampled"}
+	cs := e.connect(t, gwWriterToken, s.options())
+	created, stop := e.asked.watch()
+	defer stop()
+	done := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "mcp__conf__test_sampling", Arguments: map[string]any{"prompt": "p"}})
+		if err != nil {
+			t.Error(err)
+			res = &mcp.CallToolResult{}
+		}
+		done <- res
+	}()
+	p := <-created
+	gwWant(t, gwCall(t, cs, "mcp__conf__test_simple_text", map[string]any{}), true, "This session is stopped.")
+	if _, err := e.st.Decide(context.Background(), p.ID, store.Verdict{Approve: true, By: "ops"}); err != nil {
+		t.Fatal(err)
+	}
+	res := <-done
+	if got := s.asked(); len(got) != 0 {
+		t.Errorf("the halted session's client was asked for sampling: %+v", got)
+	}
+	if text := mcptest.ResultText(res); text != askRefusedText("This session is stopped.") {
+		t.Errorf("the call approved after the halt: %q", text)
+	}
+	ask := e.lastCall(t, "sampling:conf", "sampler")
+	if ask.Executed || ask.Status != warden.StatusRefused || ask.Stage != warden.StageGate || ask.Reason != "session halted: every call after a halt is refused" ||
+		ask.Session != cs.ID() {
+		t.Errorf("audit of the sampling request in the halted session: %+v", ask)
 	}
 }
