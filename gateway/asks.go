@@ -70,11 +70,17 @@ func (g *Gateway) clientAsks(f *front, st *gatewayState, cl Client, ss *mcp.Serv
 // askClient judges one upstream request as a call of target with the request's
 // parameters as arguments (rules, roles, conditions, asks, halts, audit), and when
 // it may run, forwards it to the client. A refusal is an error for the upstream
-// with the text the policy gives.
+// with the text the policy gives. In a session halted since the call began, the
+// request is refused with the halt's text, recorded like every later call there.
 func (g *Gateway) askClient(ctx context.Context, f *front, st *gatewayState, cl Client, ss *mcp.ServerSession, target string, params any, forward func(context.Context) (mcp.Result, string, error)) (mcp.Result, error) {
 	raw, err := json.Marshal(params)
 	if err != nil {
 		return nil, refused("The request could not be read: " + err.Error())
+	}
+	session := f.sessionOf(ss, cl)
+	if text, ok := g.halted.Load(session); ok {
+		g.refuse(ctx, st, target, warden.Identity{Tenant: cl.Tenant, Principal: cl.Principal}, session, raw, warden.StageGate, haltedReason)
+		return nil, refused(text.(string))
 	}
 	args, err := warden.ParseArgs(raw)
 	if err != nil {

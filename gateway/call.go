@@ -264,7 +264,9 @@ func (g *Gateway) govern(ctx context.Context, f *front, st *gatewayState, cl Cli
 	session := f.sessionOf(ss, cl)
 	id := warden.Identity{Tenant: cl.Tenant, Principal: cl.Principal}
 	view := st.views[cl.Role]
-	if slot.server != "" {
+	if slot.server != "" && f.kind != statelessFront {
+		// Protocol 2026-07-28 has no server-to-client requests: a call on the
+		// stateless front declares nothing upstream, and the upstream's asks are refused.
 		slot.asks = g.clientAsks(f, st, cl, ss, slot.server)
 	}
 	ctx = context.WithValue(ctx, slotKey{}, slot)

@@ -177,7 +177,7 @@ func roundTrip[T any](ctx context.Context, u *Server, x exchange, send func(cont
 	u.mu.Lock()
 	c.cancel = cancel
 	c.progress = route
-	c.asks = asks
+	c.asks, c.asksCtx = asks, callCtx
 	var logs *logRoute
 	if opts != nil && opts.Log != nil {
 		logs = u.openLogs(callCtx, c, opts.Log)

@@ -19,7 +19,9 @@ import (
 // in flight on the connection. A nil field means the call's client cannot answer
 // that kind: the connection the call goes out on does not declare it, so the
 // upstream should not ask (and is refused if it does). The functions run on the
-// SDK's goroutine for the request, with a context that ends with the request.
+// SDK's goroutine for the request, with a context that carries the values of the
+// call's context (as [CallOptions.Progress] and [CallOptions.Log] get it) and ends
+// when the upstream's request ends or the call does.
 type ClientRequests struct {
 	// Sampling answers sampling/createMessage.
 	Sampling func(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error)
@@ -101,14 +103,27 @@ func (u *Server) clientFor(class clientClass) *mcp.Client {
 	return c
 }
 
-// asksOf returns the ClientRequests of the call in flight on the connection of cs.
-func (u *Server) asksOf(cs *mcp.ClientSession) *ClientRequests {
+// asksOf returns the ClientRequests of the call in flight on the connection of cs,
+// and that call's context.
+func (u *Server) asksOf(cs *mcp.ClientSession) (*ClientRequests, context.Context) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if c := u.sessions[cs]; c != nil && c.busy {
-		return c.asks
+	if c := u.sessions[cs]; c != nil && c.busy && c.asks != nil {
+		return c.asks, c.asksCtx
 	}
-	return nil
+	return nil, nil
+}
+
+// answerContext returns the context an answer function runs with: the values and
+// the end of call (the call in flight), also ended when req (the upstream's request,
+// whose values are the connection's: those of whatever call started it) ends.
+func answerContext(req, call context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(call)
+	stop := context.AfterFunc(req, cancel)
+	return ctx, func() {
+		stop()
+		cancel()
+	}
 }
 
 // noCallToAsk is the answer to an upstream request that no call in flight can take.
@@ -117,20 +132,24 @@ func noCallToAsk(kind string) error {
 }
 
 func (u *Server) onCreateMessage(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-	asks := u.asksOf(req.Session)
+	asks, callCtx := u.asksOf(req.Session)
 	if asks == nil || asks.Sampling == nil {
 		u.log.Warn("upstream asked for sampling with no call in flight that can answer it; refused")
 		return nil, noCallToAsk("sampling")
 	}
+	ctx, done := answerContext(ctx, callCtx)
+	defer done()
 	return guardAnswer("sampling", u.log, func() (*mcp.CreateMessageResult, error) { return asks.Sampling(ctx, req.Params) })
 }
 
 func (u *Server) onElicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-	asks := u.asksOf(req.Session)
+	asks, callCtx := u.asksOf(req.Session)
 	if asks == nil || asks.Elicitation == nil {
 		u.log.Warn("upstream asked for elicitation with no call in flight that can answer it; refused")
 		return nil, noCallToAsk("elicitation")
 	}
+	ctx, done := answerContext(ctx, callCtx)
+	defer done()
 	return guardAnswer("elicitation", u.log, func() (*mcp.ElicitResult, error) { return asks.Elicitation(ctx, req.Params) })
 }
 

@@ -75,15 +75,20 @@ func (u *Server) take(ctx context.Context, unverifiedFirst bool, class clientCla
 		u.mu.Unlock()
 		return c, nil
 	}
-	u.makeRoomLocked()
 	if wait := u.retryAt.Sub(u.now()); wait > 0 {
 		why, at := u.lastFailure, u.retryAt
 		u.mu.Unlock()
 		return nil, fmt.Errorf("server %q: %w after a failure (%s); the next start is in %s (at %s)", u.cfg.Name, ErrServerRestarting, why, wait.Round(time.Millisecond), at.Format(time.RFC3339Nano))
 	}
+	victim := u.makeRoomLocked()
 	u.wg.Add(1) // Close waits for a start in progress
 	u.mu.Unlock()
 	defer u.wg.Done()
+	if victim != nil {
+		// Gone (its process reaped) before another starts: the bound is on
+		// processes, and a server may take a while to exit once its stdin closes.
+		u.shutdown(victim, true)
+	}
 
 	c, err := u.start(ctx, class)
 	if err != nil {
@@ -118,10 +123,11 @@ func (u *Server) take(ctx context.Context, unverifiedFirst bool, class clientCla
 	return c, nil
 }
 
-// makeRoomLocked closes an idle connection (of another client class: take found
-// none of its own) when MaxConns connections are live, so that starting one more
-// keeps the bound. u.mu is held.
-func (u *Server) makeRoomLocked() {
+// makeRoomLocked takes out of the pool an idle connection (of another client
+// class: take found none of its own) when MaxConns connections are live, and
+// returns it, marked discarded, for the caller to close before it starts one more,
+// so that the bound holds. It returns nil when there is room. u.mu is held.
+func (u *Server) makeRoomLocked() *upstreamConn {
 	live := 0
 	for c := range u.live {
 		if !c.dead && !c.discarded {
@@ -129,7 +135,7 @@ func (u *Server) makeRoomLocked() {
 		}
 	}
 	if live < cap(u.slots) {
-		return
+		return nil
 	}
 	for i, c := range u.idle {
 		if c.dead || c.discarded {
@@ -137,20 +143,16 @@ func (u *Server) makeRoomLocked() {
 		}
 		u.idle = slices.Delete(u.idle, i, i+1)
 		c.discarded = true
-		u.wg.Add(1)
-		go func() {
-			defer u.wg.Done()
-			u.shutdown(c, true)
-		}()
-		return
+		return c
 	}
+	return nil
 }
 
 // release gives back the caller's slot, returning c to the idle set when healthy and
 // closing it otherwise.
 func (u *Server) release(c *upstreamConn, healthy bool) {
 	u.mu.Lock()
-	c.busy, c.cancel, c.progress, c.log, c.asks = false, nil, nil, nil, nil
+	c.busy, c.cancel, c.progress, c.log, c.asks, c.asksCtx = false, nil, nil, nil, nil, nil
 	closed := u.closed
 	switch {
 	case healthy && !c.dead && !c.discarded && !closed:

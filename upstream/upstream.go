@@ -301,6 +301,7 @@ type upstreamConn struct {
 	progress         *progressRoute     // of the call in flight, when it asked for progress
 	log              *logRoute          // of the call in flight, when it takes log messages
 	asks             *ClientRequests    // of the call in flight: who answers the upstream's requests
+	asksCtx          context.Context    // of the call in flight: what asks run with (see answerContext)
 	discarded        bool               // closed on purpose; its end is not a failure
 	failCounted      bool
 	dead             bool
