@@ -20,9 +20,11 @@ import (
 	"github.com/wardenhq/warden/upstream"
 )
 
-// front is one way clients reach the gateway: the HTTP front (bearer tokens, one
-// identity per token) or the stdio front (one configured identity). Each has its own
-// SDK server holding every governed tool; tools/list is filtered per caller.
+// front is one way clients reach the gateway: the stateful HTTP front (bearer
+// tokens, one identity per token; the session-based protocol versions), the
+// stateless HTTP front (the same identities; protocol 2026-07-28) or the stdio front
+// (one configured identity). Each has its own SDK server holding every governed tool,
+// prompt, resource and template; lists are filtered per caller.
 type front struct {
 	g      *Gateway
 	kind   string // "http" or "stdio"

@@ -36,10 +36,12 @@ type Options struct {
 	Version string
 }
 
-// Gateway serves the tools of admitted upstream MCP servers to MCP clients, every
-// call governed by the pipeline: the caller's role selects the policy view, refusals
-// are tool results, human decisions are asked by elicitation or stored for an
-// operator, and everything is audited.
+// Gateway serves the tools, prompts, resources and resource templates of admitted
+// upstream MCP servers to MCP clients, every tools/call, prompts/get, resources/read
+// and upstream sampling or elicitation request governed by the pipeline: the
+// caller's role selects the policy view, refusals are data the model reads, human
+// decisions are asked by elicitation (by multi-round trip on protocol 2026-07-28) or
+// stored for an operator, and everything is audited.
 //
 // A Gateway is safe for concurrent use. Configuration changes ([Gateway.Reload]) apply
 // atomically to calls that start afterwards; calls in flight finish under the
