@@ -95,6 +95,13 @@ func (g *Gateway) askClient(ctx context.Context, f *front, st *gatewayState, cl 
 		return nil, refused(out.ModelText)
 	case slot.other == nil:
 		return nil, refused("The client gave no answer.")
+	case out.ModelText != slot.text:
+		// The pipeline changed what the upstream may read of the answer: it gets that
+		// text only (for sampling), or nothing it was not meant to have.
+		if r, ok := slot.other.(*mcp.CreateMessageResult); ok {
+			return &mcp.CreateMessageResult{Role: r.Role, Model: r.Model, StopReason: r.StopReason, Content: &mcp.TextContent{Text: out.ModelText}}, nil
+		}
+		return nil, refused(out.ModelText)
 	}
 	return slot.other, nil
 }

@@ -288,6 +288,12 @@ func (g *Gateway) govern(ctx context.Context, f *front, st *gatewayState, cl Cli
 		if answer == nil {
 			return out, text, false
 		}
+		if halted, ok := g.halted.Load(session); ok {
+			// The session was halted while the call waited: an approval given since
+			// does not run it. The refusal is recorded as the call's decision.
+			out, _ = view.guard.Resume(ctx, *out.Pending, warden.Declined{By: "warden-gateway", Note: "the session was halted while the call waited"}, warden.Caller{Identity: id, Session: session, Unauthorized: call.Unauthorized})
+			return out, halted.(string), false
+		}
 		out, err = view.guard.Resume(ctx, *out.Pending, answer, warden.Caller{Identity: id, Session: session, Unauthorized: call.Unauthorized})
 	}
 	var halt *warden.PolicyHaltError
