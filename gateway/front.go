@@ -282,10 +282,6 @@ func (g *Gateway) MCPHandler() http.Handler {
 		SessionTimeout:      cfg.SessionIdle,
 		MaxRequestBodyBytes: cfg.MaxRequestBytes,
 		Logger:              g.log,
-		// A client whose stream broke resumes it (GET with Last-Event-ID) and gets what
-		// it missed: the events of every session's streams are kept, 10 MiB in all,
-		// the oldest dropped first.
-		EventStore: mcp.NewMemoryEventStore(nil),
 	})
 	stateless := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return sf.server }, &mcp.StreamableHTTPOptions{
 		Stateless:           true,
