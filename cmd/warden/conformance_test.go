@@ -74,10 +74,32 @@ var conformanceGaps2026 = map[string]string{}
 func runConformance(t *testing.T, suite *mcptest.ConformanceSuite, fixtureGaps, gaps map[string]string) {
 	peers := mcptest.BuildPeers(t, "./internal/conformanceserver")
 
-	direct, out := suite.RunServer(t, startConformanceFixture(t, filepath.Join(peers, "conformanceserver")), 10*time.Minute)
+	fixtureURL := startConformanceFixture(t, filepath.Join(peers, "conformanceserver"))
+	direct, out := suite.RunServer(t, fixtureURL, 10*time.Minute)
 	t.Logf("%s against the fixture directly:\n%s", suite, out)
-	governed, out := suite.RunServer(t, startConformanceGateway(t, peers), 10*time.Minute)
+	gatewayURL := startConformanceGateway(t, peers)
+	governed, out := suite.RunServer(t, gatewayURL, 10*time.Minute)
 	t.Logf("%s through warden serve:\n%s", suite, out)
+	// A scenario that fails where it should pass is run once more on its own: a
+	// failure that does not repeat (a timeout on a loaded machine) is logged with its
+	// messages; one that repeats fails the test.
+	rerun := func(url, where string, r mcptest.ScenarioResult, name string) mcptest.ScenarioResult {
+		again := suite.RunScenario(t, url, name, 5*time.Minute)
+		if again.OK() {
+			t.Logf("%s failed %s in the full run and passed on its own: %q", name, where, r.Failures)
+		}
+		return again
+	}
+	for name, d := range direct {
+		if _, gap := fixtureGaps[name]; !d.OK() && !gap {
+			direct[name] = rerun(fixtureURL, "directly", d, name)
+		}
+	}
+	for name, g := range governed {
+		if _, gap := gaps[name]; !g.OK() && !gap && direct[name].OK() {
+			governed[name] = rerun(gatewayURL, "through the gateway", g, name)
+		}
+	}
 
 	names := make([]string, 0, len(direct))
 	for name := range direct {
@@ -101,10 +123,10 @@ func runConformance(t *testing.T, suite *mcptest.ConformanceSuite, fixtureGaps, 
 		case d.OK() && isFixtureGap:
 			t.Errorf("%s now passes against the fixture directly: remove it from the fixture's gaps (it was listed as: %s)", name, fixtureGap)
 		case !d.OK() && !isFixtureGap:
-			t.Errorf("%s fails against the fixture directly (%d passed, %d failed): the fixture must implement it", name, d.Passed, d.Failed)
+			t.Errorf("%s fails against the fixture directly (%d passed, %d failed; %q): the fixture must implement it", name, d.Passed, d.Failed, d.Failures)
 		case !d.OK():
 		case !g.OK() && !isGap:
-			t.Errorf("%s passes directly but fails through the gateway (%d passed, %d failed)", name, g.Passed, g.Failed)
+			t.Errorf("%s passes directly but fails through the gateway (%d passed, %d failed; %q)", name, g.Passed, g.Failed, g.Failures)
 		case g.OK() && isGap:
 			t.Errorf("%s now passes through the gateway: remove it from the gaps and the README (it was listed as: %s)", name, gap)
 		}

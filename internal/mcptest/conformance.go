@@ -96,6 +96,8 @@ var summaryLine = regexp.MustCompile(`(?m)^[✓✗] (\S+): (\d+) passed, (\d+) f
 // ScenarioResult is what the suite reported of one scenario.
 type ScenarioResult struct {
 	Passed, Failed int
+	// Failures are the messages of the failed checks, from the suite's results.
+	Failures []string
 }
 
 // OK reports whether the scenario passed: no check failed and at least one passed.
@@ -109,7 +111,8 @@ func (s *ConformanceSuite) RunServer(t testing.TB, url string, timeout time.Dura
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	args := []string{s.Script, "server", "--url", url, "-o", t.TempDir()}
+	outDir := t.TempDir()
+	args := []string{s.Script, "server", "--url", url, "-o", outDir}
 	if s.Requirements != "" {
 		args = append(args, "--requirements", s.Requirements)
 	}
@@ -143,7 +146,71 @@ func (s *ConformanceSuite) RunServer(t testing.TB, url string, timeout time.Dura
 	if len(results) == 0 {
 		t.Fatalf("the conformance suite reported no scenario against %s (%v):\n%s", url, err, out.String())
 	}
+	for name, checks := range readChecks(outDir) {
+		if r, ok := results[name]; ok {
+			r.Failures = checks.Failures
+			results[name] = r
+		}
+	}
 	return results, out.String()
+}
+
+// RunScenario runs the one server scenario name against url (to tell a failure that
+// repeats from one that does not) and returns its result, read from the suite's
+// results. It fails t when the suite cannot run or writes no result for it.
+func (s *ConformanceSuite) RunScenario(t testing.TB, url, name string, timeout time.Duration) ScenarioResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	outDir := t.TempDir()
+	cmd := exec.CommandContext(ctx, s.Node, s.Script, "server", "--url", url, "-o", outDir, "--scenario", name)
+	cmd.Dir = t.TempDir()
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("the conformance scenario %s did not finish within %s against %s:\n%s", name, timeout, url, out.String())
+	}
+	r, ok := readChecks(outDir)[name]
+	if !ok {
+		t.Fatalf("the conformance suite wrote no result of %s against %s (%v):\n%s", name, url, err, out.String())
+	}
+	return r
+}
+
+// resultDir is a results directory the suite writes per scenario:
+// "server-<scenario>-<timestamp>".
+var resultDir = regexp.MustCompile(`^server-(.+)-\d{4}-\d{2}-\d{2}T[\d-]+Z$`)
+
+// readChecks reads the checks.json of every scenario under dir: the count of
+// succeeded and failed checks and the failed checks' messages.
+func readChecks(dir string) map[string]ScenarioResult {
+	out := map[string]ScenarioResult{}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		m := resultDir.FindStringSubmatch(e.Name())
+		if m == nil {
+			continue
+		}
+		var checks []struct {
+			ID, Status, ErrorMessage string
+		}
+		if readJSON(filepath.Join(dir, e.Name(), "checks.json"), &checks) != nil {
+			continue
+		}
+		var r ScenarioResult
+		for _, c := range checks {
+			switch c.Status {
+			case "SUCCESS":
+				r.Passed++
+			case "FAILURE":
+				r.Failed++
+				r.Failures = append(r.Failures, c.ID+": "+c.ErrorMessage)
+			}
+		}
+		out[m[1]] = r
+	}
+	return out
 }
 
 // String names the suite for logs.
