@@ -263,6 +263,13 @@ func newSlot(g *Gateway, name string, ss *mcp.ServerSession, token any) *resultS
 func (g *Gateway) govern(ctx context.Context, f *front, st *gatewayState, cl Client, ss *mcp.ServerSession, slot *resultSlot, name string, args warden.Args) (out warden.Outcome, text string, ok bool) {
 	session := f.sessionOf(ss, cl)
 	id := warden.Identity{Tenant: cl.Tenant, Principal: cl.Principal}
+	// A halted session runs nothing more: the callers refuse a request of a halted
+	// session before this, and an upstream's request during a call (sampling,
+	// elicitation) is refused here.
+	if text, halted := g.halted.Load(session); halted {
+		g.refuse(ctx, st, name, id, session, args.AppendJSON(nil), warden.StageGate, haltedReason)
+		return warden.Outcome{}, text.(string), false
+	}
 	view := st.views[cl.Role]
 	if slot.server != "" {
 		slot.asks = g.clientAsks(f, st, cl, ss, slot.server)
@@ -285,6 +292,12 @@ func (g *Gateway) govern(ctx context.Context, f *front, st *gatewayState, cl Cli
 		}
 		if answer == nil {
 			return out, text, false
+		}
+		if text, halted := g.halted.Load(session); halted {
+			// The session halted while this call waited for its decision: an approval
+			// given meanwhile does not run it.
+			g.refuse(ctx, st, name, id, session, args.AppendJSON(nil), warden.StageGate, haltedReason)
+			return out, text.(string), false
 		}
 		out, err = view.guard.Resume(ctx, *out.Pending, answer, warden.Caller{Identity: id, Session: session, Unauthorized: call.Unauthorized})
 	}

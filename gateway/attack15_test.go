@@ -1,0 +1,116 @@
+package gateway_test
+
+// Hostile review 15: bypasses and fail-open paths of the catalog, the upstream's
+// requests during a call and the stateless front, each proven against the real
+// gateway, real upstream processes and go-sdk clients.
+
+//lint:file-ignore SA1019 sampling is deprecated from protocol 2026-07-28 on, but the session-based versions the gateway speaks still carry it, and these tests route it.
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/internal/mcptest"
+	"github.com/wardenhq/warden/store"
+)
+
+// a15AsksPolicy lets role full call the fixture's sampling tool and the halting
+// test_simple_text, and escalates every sampling request of the fixture.
+const a15AsksPolicy = `version: 1
+roles:
+  full: [mcp__conf__test_sampling, mcp__conf__test_elicitation, "sampling:conf", "elicitation:conf", mcp__conf__test_simple_text]
+  narrow: [mcp__conf__test_simple_text]
+active_role: full
+conditions:
+  - id: ask-sampling
+    when: 'tool == "sampling:conf"'
+    effect: escalate
+    rationale: sampling needs a person
+  - id: halt-simple
+    when: 'tool == "mcp__conf__test_simple_text"'
+    effect: halt
+    reason: security:test
+    rationale: the halting tool was called
+    tell_llm: "` + a15HaltText + `"
+`
+
+const a15HaltText = "The halting tool was called. This session is stopped."
+
+// a15Sampler answers sampling requests and counts them.
+type a15Sampler struct{ n atomic.Int32 }
+
+func (s *a15Sampler) options() *mcp.ClientOptions {
+	return &mcp.ClientOptions{CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+		s.n.Add(1)
+		return &mcp.CreateMessageResult{Role: "assistant", Model: "test", Content: &mcp.TextContent{Text: "sampled"}}, nil
+	}}
+}
+
+// A call waiting for an operator when its session halts does not run once the
+// operator approves it: the halt refuses every call of the session that has not run.
+func TestAttack15ApprovedAfterHaltDoesNotRun(t *testing.T) {
+	e := gwStart(t, gwSetup{extra: "approvals:\n  wait: 2m\n"})
+	e.writeNotes(t, "drop")
+	w := e.connect(t, gwWriterToken, nil)
+	created, stop := e.asked.watch()
+	defer stop()
+	done := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		done <- mcptest.CallTool(t, w, 2*time.Minute, "mcp__notes__delete_note", map[string]any{"name": "drop"})
+	}()
+	p := <-created
+	if p.Tool != "mcp__notes__delete_note" {
+		t.Fatalf("asked about %s", p.Tool)
+	}
+	gwWant(t, gwCall(t, w, "mcp__notes__write_note", map[string]any{"name": "n", "text": "my password"}), true, gwHaltText)
+	if _, err := e.st.Decide(context.Background(), p.ID, store.Verdict{Approve: true, By: "ops"}); err != nil {
+		t.Fatal(err)
+	}
+	gwWant(t, <-done, true, gwHaltText)
+	for _, r := range e.calls(t, "mcp__notes__delete_note", "writer-agent") {
+		if r.Executed {
+			t.Errorf("the delete ran in the halted session: %+v", r)
+		}
+	}
+	if rec := e.lastCall(t, "mcp__notes__delete_note", "writer-agent"); rec.Status != warden.StatusRefused || rec.Stage != warden.StageGate {
+		t.Errorf("audit of the refused delete: %+v", rec)
+	}
+	other := e.connect(t, gwWriterToken, nil)
+	gwWant(t, gwCall(t, other, "mcp__notes__read_note", map[string]any{"name": "drop"}), false, "x")
+}
+
+// An upstream's sampling request that waits for an operator when the session halts
+// is refused once approved: it never reaches the client.
+func TestAttack15SamplingApprovedAfterHaltIsRefused(t *testing.T) {
+	e := catStart(t, gwSetup{policy: a15AsksPolicy, extra: "approvals:\n  wait: 2m\n"})
+	sampler := &a15Sampler{}
+	cs := e.connect(t, gwWriterToken, sampler.options())
+	created, stop := e.asked.watch()
+	defer stop()
+	done := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		done <- mcptest.CallTool(t, cs, 2*time.Minute, "mcp__conf__test_sampling", map[string]any{"prompt": "hello"})
+	}()
+	p := <-created
+	if p.Tool != "sampling:conf" {
+		t.Fatalf("asked about %s", p.Tool)
+	}
+	gwWant(t, gwCall(t, cs, "mcp__conf__test_simple_text", map[string]any{}), true, a15HaltText)
+	if _, err := e.st.Decide(context.Background(), p.ID, store.Verdict{Approve: true, By: "ops"}); err != nil {
+		t.Fatal(err)
+	}
+	if res := <-done; !res.IsError {
+		t.Errorf("the sampling tool succeeded in a halted session: %s", mcptest.ResultText(res))
+	}
+	if n := sampler.n.Load(); n != 0 {
+		t.Errorf("the client was asked to sample %d times after its session halted", n)
+	}
+	if rec := e.lastCall(t, "sampling:conf", "full-agent"); rec.Executed || rec.Status != warden.StatusRefused || rec.Stage != warden.StageGate {
+		t.Errorf("audit of the refused sampling request: %+v", rec)
+	}
+}
