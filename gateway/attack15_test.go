@@ -8,6 +8,7 @@ package gateway_test
 
 import (
 	"context"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,14 +20,18 @@ import (
 	"github.com/wardenhq/warden/store"
 )
 
-// a15AsksPolicy lets role full call the fixture's sampling tool and the halting
-// test_simple_text, and escalates every sampling request of the fixture.
-const a15AsksPolicy = `version: 1
+// a15RolesPolicy lets role full call the fixture's sampling and elicitation tools and
+// test_simple_text, and the fixture ask full's client for sampling and elicitation.
+const a15RolesPolicy = `version: 1
 roles:
   full: [mcp__conf__test_sampling, mcp__conf__test_elicitation, "sampling:conf", "elicitation:conf", mcp__conf__test_simple_text]
   narrow: [mcp__conf__test_simple_text]
 active_role: full
-conditions:
+`
+
+// a15AsksPolicy is a15RolesPolicy escalating every sampling request of the fixture
+// and halting on test_simple_text.
+const a15AsksPolicy = a15RolesPolicy + `conditions:
   - id: ask-sampling
     when: 'tool == "sampling:conf"'
     effect: escalate
@@ -113,4 +118,36 @@ func TestAttack15SamplingApprovedAfterHaltIsRefused(t *testing.T) {
 	if rec := e.lastCall(t, "sampling:conf", "full-agent"); rec.Executed || rec.Status != warden.StatusRefused || rec.Stage != warden.StageGate {
 		t.Errorf("audit of the refused sampling request: %+v", rec)
 	}
+}
+
+// A 2026-07-28 client gets no server-to-client requests, so the upstream connection
+// its call goes out on declares neither sampling nor elicitation: the upstream is
+// told the client cannot answer, and no request is judged, audited as run and then
+// dropped.
+func TestAttack15StatelessCallDeclaresNoAsks(t *testing.T) {
+	e := catStart(t, gwSetup{policy: a15RolesPolicy})
+	sampler := &a15Sampler{}
+	opts := sampler.options()
+	opts.ElicitationHandler = func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"username": "u", "email": "e"}}, nil
+	}
+	cs := connect2026(t, e.url, gwWriterToken, e.tr, opts)
+	for tool, want := range map[string]string{
+		"mcp__conf__test_sampling":    "the client does not support sampling",
+		"mcp__conf__test_elicitation": "the client does not support elicitation",
+	} {
+		res := call2026(t, cs, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"prompt": "p", "message": "m"}})
+		if got := mcptest.ResultText(res); !res.IsError || !strings.HasSuffix(got, "returned an error: "+want) {
+			t.Errorf("%s at 2026-07-28: %q, want the fixture's own %q", tool, got, want)
+		}
+	}
+	for _, target := range []string{"sampling:conf", "elicitation:conf"} {
+		if recs := e.calls(t, target, ""); len(recs) != 0 {
+			t.Errorf("%s requests judged for a 2026-07-28 client: %+v", target, recs)
+		}
+	}
+	// A session-based client of the same identity is still asked.
+	old := e.connect(t, gwWriterToken, sampler.options())
+	gwWant(t, gwCall(t, old, "mcp__conf__test_sampling", map[string]any{"prompt": "p"}), false, "LLM response: sampled")
+	catWantRecord(t, e, "sampling:conf", "full-agent", warden.StatusRan, "", true)
 }
