@@ -151,3 +151,36 @@ func TestAttack15StatelessCallDeclaresNoAsks(t *testing.T) {
 	gwWant(t, gwCall(t, old, "mcp__conf__test_sampling", map[string]any{"prompt": "p"}), false, "LLM response: sampled")
 	catWantRecord(t, e, "sampling:conf", "full-agent", warden.StatusRan, "", true)
 }
+
+// A halt on the stateless front, which has no sessions, halts the principal: the
+// principal's session-based connections (opened before or after the halt) are
+// refused too, so switching protocol versions does not lift it. A halt in a
+// session stays with that session.
+func TestAttack15StatelessHaltHoldsAcrossProtocols(t *testing.T) {
+	e := gwStart(t, gwSetup{})
+	e.writeNotes(t, "keep")
+	before := e.connect(t, gwWriterToken, nil)
+	s2026 := connect2026(t, e.url, gwWriterToken, e.tr, nil)
+	gwWant(t, call2026(t, s2026, &mcp.CallToolParams{Name: "mcp__notes__write_note", Arguments: map[string]any{"name": "n", "text": "my password"}}), true, gwHaltText)
+	gwWant(t, call2026(t, s2026, &mcp.CallToolParams{Name: "mcp__notes__read_note", Arguments: map[string]any{"name": "keep"}}), true, gwHaltText)
+	after := e.connect(t, gwWriterToken, nil)
+	for what, cs := range map[string]*mcp.ClientSession{"a session opened before the halt": before, "a session opened after it": after} {
+		gwWant(t, gwCall(t, cs, "mcp__notes__read_note", map[string]any{"name": "keep"}), true, gwHaltText)
+		if tools := gwTools(t, cs); len(tools) != 0 {
+			t.Errorf("%s of the halted principal lists %v", what, tools)
+		}
+	}
+	for _, r := range e.calls(t, "mcp__notes__read_note", "writer-agent") {
+		if r.Executed {
+			t.Errorf("the halted principal read a note: %+v", r)
+		}
+	}
+	// Another principal is not halted.
+	gwWant(t, gwCall(t, e.connect(t, gwBobToken, nil), "mcp__notes__read_note", map[string]any{"name": "keep"}), false, "x")
+
+	// A halt in a session halts that session only.
+	bob := e.connect(t, gwBobToken, nil)
+	gwWant(t, gwCall(t, bob, "mcp__notes__write_note", map[string]any{"name": "n", "text": "my password"}), true, gwHaltText)
+	gwWant(t, gwCall(t, e.connect(t, gwBobToken, nil), "mcp__notes__read_note", map[string]any{"name": "keep"}), false, "x")
+	gwWant(t, call2026(t, connect2026(t, e.url, gwBobToken, e.tr, nil), &mcp.CallToolParams{Name: "mcp__notes__read_note", Arguments: map[string]any{"name": "keep"}}), false, "x")
+}

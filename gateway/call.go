@@ -202,11 +202,11 @@ func (g *Gateway) callTool(ctx context.Context, f *front, name string, req *mcp.
 	}
 	session := f.sessionOf(req.Session, cl)
 	id := warden.Identity{Tenant: cl.Tenant, Principal: cl.Principal}
-	if text, ok := g.halted.Load(session); ok {
+	if text, ok := g.haltedText(f, req.Session, cl); ok {
 		// Refused like every other refusal: the audit log shows each call the halted
 		// session still tried.
 		g.refuse(ctx, st, name, id, session, req.Params.Arguments, warden.StageGate, haltedReason)
-		return textResult(text.(string), true), nil
+		return textResult(text, true), nil
 	}
 	// hideCalls checked visibility against the revision it loaded; a reload since
 	// may have hidden the tool. Refused the same way (fail closed).
@@ -266,9 +266,9 @@ func (g *Gateway) govern(ctx context.Context, f *front, st *gatewayState, cl Cli
 	// A halted session runs nothing more: the callers refuse a request of a halted
 	// session before this, and an upstream's request during a call (sampling,
 	// elicitation) is refused here.
-	if text, halted := g.halted.Load(session); halted {
+	if text, halted := g.haltedText(f, ss, cl); halted {
 		g.refuse(ctx, st, name, id, session, args.AppendJSON(nil), warden.StageGate, haltedReason)
-		return warden.Outcome{}, text.(string), false
+		return warden.Outcome{}, text, false
 	}
 	view := st.views[cl.Role]
 	if slot.server != "" {
@@ -293,11 +293,11 @@ func (g *Gateway) govern(ctx context.Context, f *front, st *gatewayState, cl Cli
 		if answer == nil {
 			return out, text, false
 		}
-		if text, halted := g.halted.Load(session); halted {
+		if text, halted := g.haltedText(f, ss, cl); halted {
 			// The session halted while this call waited for its decision: an approval
 			// given meanwhile does not run it.
 			g.refuse(ctx, st, name, id, session, args.AppendJSON(nil), warden.StageGate, haltedReason)
-			return out, text.(string), false
+			return out, text, false
 		}
 		out, err = view.guard.Resume(ctx, *out.Pending, answer, warden.Caller{Identity: id, Session: session, Unauthorized: call.Unauthorized})
 	}

@@ -278,9 +278,9 @@ func (g *Gateway) getPrompt(ctx context.Context, f *front, req *mcp.GetPromptReq
 	}
 	session := f.sessionOf(req.Session, cl)
 	id := warden.Identity{Tenant: cl.Tenant, Principal: cl.Principal}
-	if text, ok := g.halted.Load(session); ok {
+	if text, ok := g.haltedText(f, req.Session, cl); ok {
 		g.refuse(ctx, st, target, id, session, raw, warden.StageGate, haltedReason)
-		return nil, refused(text.(string))
+		return nil, refused(text)
 	}
 	if ok, why := visiblePrompt(st, cl, name); !ok {
 		if why != "" {
@@ -343,9 +343,9 @@ func (g *Gateway) readResource(ctx context.Context, f *front, req *mcp.ReadResou
 		return nil, mcp.ResourceNotFoundError(uri)
 	}
 	target := upstream.ResourceTarget(up.Name())
-	if text, ok := g.halted.Load(session); ok {
+	if text, ok := g.haltedText(f, req.Session, cl); ok {
 		g.refuse(ctx, st, target, id, session, raw, warden.StageGate, haltedReason)
-		return nil, refused(text.(string))
+		return nil, refused(text)
 	}
 	if !mayRead(st, cl, up.Name()) {
 		g.refuse(ctx, st, target, id, session, raw, warden.StageLookup, fmt.Sprintf("resources hidden from the caller: not allowed to role %q", cl.Role))
@@ -572,7 +572,7 @@ func (g *Gateway) complete(ctx context.Context, f *front, req *mcp.CompleteReque
 	default:
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown completion reference type %q: use ref/prompt or ref/resource", ref.Type)}
 	}
-	if _, halted := g.halted.Load(f.sessionOf(req.Session, cl)); halted {
+	if _, halted := g.haltedText(f, req.Session, cl); halted {
 		return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{}}}, nil
 	}
 	res, err := up.Complete(ctx, &params)
@@ -611,7 +611,7 @@ func (g *Gateway) subscribe(ctx context.Context, f *front, req *mcp.SubscribeReq
 	if r, ok := st.cat.resources[uri]; ok && !resourceListed(ctx, st, cl, r.res) {
 		return mcp.ResourceNotFoundError(uri)
 	}
-	if _, halted := g.halted.Load(f.sessionOf(req.Session, cl)); halted {
+	if _, halted := g.haltedText(f, req.Session, cl); halted {
 		return refused("This session is halted; nothing more is served in it.")
 	}
 	s := &g.subs
