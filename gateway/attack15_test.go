@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/gateway"
 	"github.com/wardenhq/warden/internal/mcptest"
 	"github.com/wardenhq/warden/store"
 )
@@ -183,4 +184,44 @@ func TestAttack15StatelessHaltHoldsAcrossProtocols(t *testing.T) {
 	gwWant(t, gwCall(t, bob, "mcp__notes__write_note", map[string]any{"name": "n", "text": "my password"}), true, gwHaltText)
 	gwWant(t, gwCall(t, e.connect(t, gwBobToken, nil), "mcp__notes__read_note", map[string]any{"name": "keep"}), false, "x")
 	gwWant(t, call2026(t, connect2026(t, e.url, gwBobToken, e.tr, nil), &mcp.CallToolParams{Name: "mcp__notes__read_note", Arguments: map[string]any{"name": "keep"}}), false, "x")
+}
+
+// An operator's approval of one tenant's call does not authorize the identical call
+// of a principal of the same name in another tenant.
+func TestAttack15ApprovalBoundToTenant(t *testing.T) {
+	ids := `listen: 127.0.0.1:0
+stdio:
+  principal: local-user
+  role: writer
+clients:
+  - principal: alice
+    tenant: acme
+    role: writer
+    token_env: GW_WRITER_TOKEN
+  - principal: alice
+    tenant: globex
+    role: writer
+    token_env: GW_BOB_TOKEN
+`
+	e := gwStart(t, gwSetup{identities: ids, extra: "approvals:\n  wait: 300ms\n"})
+	acme, globex := e.connect(t, gwWriterToken, nil), e.connect(t, gwBobToken, nil)
+	gwWant(t, gwCall(t, acme, "mcp__notes__write_note", map[string]any{"name": "a", "text": "x"}), false, `Wrote note "a" (1 bytes).`)
+	const tool = "mcp__notes__delete_note"
+	res := gwCall(t, acme, tool, map[string]any{"name": "a"})
+	p := e.onePending(t, tool, `{"name":"a"}`)
+	gwWant(t, res, true, gateway.WaitingText(p.ID, tool))
+	if _, err := e.st.Decide(context.Background(), p.ID, store.Verdict{Approve: true, By: "ops"}); err != nil {
+		t.Fatal(err)
+	}
+	res = gwCall(t, globex, tool, map[string]any{"name": "a"})
+	if !res.IsError || !strings.Contains(mcptest.ResultText(res), "waiting for an operator") {
+		t.Errorf("globex's alice ran acme's approved call: %s", mcptest.ResultText(res))
+	}
+	for _, r := range e.calls(t, tool, "alice") {
+		if r.Executed && r.Identity.Tenant != "acme" {
+			t.Errorf("a call of tenant %q ran on acme's approval: %+v", r.Identity.Tenant, r)
+		}
+	}
+	// acme's own retry runs on it.
+	gwWant(t, gwCall(t, acme, tool, map[string]any{"name": "a"}), false, `Deleted note "a".`)
 }
