@@ -8,6 +8,7 @@ package gateway_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -224,4 +225,56 @@ clients:
 	}
 	// acme's own retry runs on it.
 	gwWant(t, gwCall(t, acme, tool, map[string]any{"name": "a"}), false, `Deleted note "a".`)
+}
+
+// a15FilesPolicy lets role full read the fixture's files except those under
+// test://files/secret/.
+const a15FilesPolicy = `version: 1
+roles:
+  full: ["resource:conf"]
+  narrow: [mcp__conf__test_simple_text]
+active_role: full
+rules:
+  deny:  {"resource:conf": ["test://files/secret/*"]}
+  allow: {"resource:conf": ["*"]}
+`
+
+// A URI pattern of the policy judges the URI as written, and an upstream resolving
+// a template URI like a file path (percent-decoding it, resolving "." and "..")
+// reads what another spelling of the same URI names: a template-routed read whose
+// URI has dot segments or percent-encoded unreserved characters, which no URI in
+// normal form (RFC 3986, section 6.2.2) has, is refused (audited) before it reaches
+// the upstream.
+func TestAttack15ResourceURISpellings(t *testing.T) {
+	e := catStart(t, gwSetup{policy: a15FilesPolicy, servers: "servers:\n  conf:\n    command: conformanceserver\n    args: [-stdio, -test-files]\n"})
+	cs := e.connect(t, gwWriterToken, nil)
+	if res, err := catRead(t, cs, "test://files/public/readme.txt"); err != nil || res.Contents[0].Text != "This file is public." {
+		t.Fatalf("read of the public file: %+v, %v", res, err)
+	}
+	catWantNotFound(t, cs, "test://files/secret/key.txt")
+	for _, uri := range []string{
+		"test://files/public/../secret/key.txt",
+		"test://files/public/%2e%2e/secret/key.txt",
+		"test://files/public/..%2Fsecret/key.txt",
+		"test://files/./secret/key.txt",
+		"test://files/%73ecret/key.txt",
+	} {
+		res, err := catRead(t, cs, uri)
+		if err == nil {
+			t.Errorf("read %s: %q, want a refusal", uri, res.Contents[0].Text)
+			continue
+		}
+		if werr := catRPCError(t, "read "+uri, err); werr.Code != gateway.CodeRefused || !strings.Contains(werr.Message, "not in normal form") {
+			t.Errorf("read %s: error %d %q, want the normal-form refusal", uri, werr.Code, werr.Message)
+		}
+		if rec := catWantRecord(t, e, catReader, "full-agent", warden.StatusRefused, warden.StageValidation, false); string(rec.Args) != fmt.Sprintf(`{"uri":%q}`, uri) {
+			t.Errorf("audit of the refused read of %s: %+v", uri, rec)
+		}
+	}
+	// A reserved character percent-encoded is data, not another spelling: the read
+	// reaches the upstream (which has no such file).
+	if _, err := catRead(t, cs, "test://files/public/read%2Fme.txt"); err == nil {
+		t.Error("read of a file the fixture does not have succeeded")
+	}
+	catWantRecord(t, e, catReader, "full-agent", warden.StatusFailed, warden.StageExecute, true)
 }
