@@ -278,3 +278,38 @@ func TestAttack15ResourceURISpellings(t *testing.T) {
 	}
 	catWantRecord(t, e, catReader, "full-agent", warden.StatusFailed, warden.StageExecute, true)
 }
+
+// A URI of a server's template whose read the policy denies is not watched either:
+// resources/subscribe answers it like a URI nobody serves, and the upstream is not
+// asked; nor is a template URI that is not in normal form.
+func TestAttack15SubscribeDeniedTemplateURI(t *testing.T) {
+	mcptest.BuildBinary(t, "./internal/conformanceserver")
+	e := gwStart(t, gwSetup{
+		policy: subPolicy + `conditions:
+  - id: no-seven
+    when: 'tool == "resource:conf" && string(args.uri) == "test://template/7/data"'
+    effect: deny
+    rationale: the data of id 7 is not for agents
+`,
+		transport:  "transport:\n  allow_commands: true\n  commands: [conformanceserver]\n  max_connections_per_server: 1\n",
+		servers:    "servers:\n  conf:\n    command: conformanceserver\n    args: [-stdio, -test-tools]\n",
+		identities: subIdentities,
+	})
+	updates := make(subUpdates, 10)
+	a := e.connect(t, gwReaderToken, updates.options())
+	w := e.connect(t, gwWriterToken, nil)
+	const denied = "test://template/7/data"
+	catWantNotFound(t, a, denied)
+	subWantNotFound(t, "reader subscribes to "+denied, subSubscribe(t, a, denied), denied)
+	if err := subSubscribe(t, a, "test://template/%37/data"); err == nil {
+		t.Error("a subscription to another spelling of the denied URI was made")
+	}
+	subTrigger(t, w, denied, 0)
+	updates.none(t, "reader", a)
+	// The other ids are watched as before.
+	if err := subSubscribe(t, a, "test://template/8/data"); err != nil {
+		t.Fatalf("subscribe to test://template/8/data: %v", err)
+	}
+	subTrigger(t, w, "test://template/8/data", 1)
+	updates.next(t, "reader", "test://template/8/data")
+}

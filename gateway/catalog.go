@@ -655,7 +655,8 @@ type subscriptions struct {
 }
 
 // subscribe serves a resources/subscribe: the caller must be shown the resource (a
-// listed one) or may read its server's resources (a template URI).
+// listed one), or for a template URI, in normal form, may read its server's
+// resources and is not denied reading that URI by the policy.
 func (g *Gateway) subscribe(ctx context.Context, f *front, req *mcp.SubscribeRequest) error {
 	st := g.state.Load()
 	cl, err := f.identifyRequest(st, req)
@@ -670,7 +671,16 @@ func (g *Gateway) subscribe(ctx context.Context, f *front, req *mcp.SubscribeReq
 	if up == nil || !mayRead(st, cl, up.Name()) {
 		return mcp.ResourceNotFoundError(uri)
 	}
-	if r, ok := st.cat.resources[uri]; ok && !resourceListed(ctx, st, cl, r.res) {
+	// Watched only when it could be read: the policy does not deny reading it, and
+	// a template URI is in normal form (see unnormalURI).
+	r, listed := st.cat.resources[uri]
+	if !listed {
+		if why := unnormalURI(uri); why != "" {
+			return refused(fmt.Sprintf("The resource URI %s is not in normal form: %s. Nothing was subscribed.", uri, why))
+		}
+		r = &governedResource{up: up, res: upstream.Resource{URI: uri, Server: up.Name()}}
+	}
+	if !resourceListed(ctx, st, cl, r.res) {
 		return mcp.ResourceNotFoundError(uri)
 	}
 	if _, halted := g.haltedText(f, req.Session, cl); halted {
