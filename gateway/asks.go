@@ -19,9 +19,11 @@ import (
 
 // clientAsks returns who answers the requests server sends during a call of cl in
 // session ss: the client itself, for what it declared (sampling, elicitation), each
-// request first judged by the policy. Nil when it declared neither.
+// request first judged by the policy. Nil when it declared neither, and on the
+// stateless front: a 2026-07-28 client takes no server-to-client requests whatever it
+// declares, so its call goes out on a connection that declares neither.
 func (g *Gateway) clientAsks(f *front, st *gatewayState, cl Client, ss *mcp.ServerSession, server string) *upstream.ClientRequests {
-	if ss == nil || server == "" {
+	if ss == nil || server == "" || f.kind == statelessFront {
 		return nil
 	}
 	init := ss.InitializeParams()

@@ -202,11 +202,11 @@ func (g *Gateway) callTool(ctx context.Context, f *front, name string, req *mcp.
 	}
 	session := f.sessionOf(req.Session, cl)
 	id := warden.Identity{Tenant: cl.Tenant, Principal: cl.Principal}
-	if text, ok := g.halted.Load(session); ok {
+	if text, ok := g.haltedText(f, req.Session, cl); ok {
 		// Refused like every other refusal: the audit log shows each call the halted
 		// session still tried.
 		g.refuse(ctx, st, name, id, session, req.Params.Arguments, warden.StageGate, haltedReason)
-		return textResult(text.(string), true), nil
+		return textResult(text, true), nil
 	}
 	// hideCalls checked visibility against the revision it loaded; a reload since
 	// may have hidden the tool. Refused the same way (fail closed).
@@ -263,10 +263,16 @@ func newSlot(g *Gateway, name string, ss *mcp.ServerSession, token any) *resultS
 func (g *Gateway) govern(ctx context.Context, f *front, st *gatewayState, cl Client, ss *mcp.ServerSession, slot *resultSlot, name string, args warden.Args) (out warden.Outcome, text string, ok bool) {
 	session := f.sessionOf(ss, cl)
 	id := warden.Identity{Tenant: cl.Tenant, Principal: cl.Principal}
+	// A halted session runs nothing more: the callers refuse a request of a halted
+	// session before this, and an upstream's request during a call (sampling,
+	// elicitation) is refused here.
+	if text, halted := g.haltedText(f, ss, cl); halted {
+		g.refuse(ctx, st, name, id, session, args.AppendJSON(nil), warden.StageGate, haltedReason)
+		return warden.Outcome{}, text, false
+	}
 	view := st.views[cl.Role]
-	if slot.server != "" && f.kind != statelessFront {
-		// Protocol 2026-07-28 has no server-to-client requests: a call on the
-		// stateless front declares nothing upstream, and the upstream's asks are refused.
+	if slot.server != "" {
+		// nil on the stateless front: protocol 2026-07-28 has no server-to-client requests.
 		slot.asks = g.clientAsks(f, st, cl, ss, slot.server)
 	}
 	ctx = context.WithValue(ctx, slotKey{}, slot)
@@ -288,11 +294,11 @@ func (g *Gateway) govern(ctx context.Context, f *front, st *gatewayState, cl Cli
 		if answer == nil {
 			return out, text, false
 		}
-		if halted, ok := g.halted.Load(session); ok {
+		if text, halted := g.haltedText(f, ss, cl); halted {
 			// The session was halted while the call waited: an approval given since
 			// does not run it. The refusal is recorded as the call's decision.
 			out, _ = view.guard.Resume(ctx, *out.Pending, warden.Declined{By: "warden-gateway", Note: "the session was halted while the call waited"}, warden.Caller{Identity: id, Session: session, Unauthorized: call.Unauthorized})
-			return out, halted.(string), false
+			return out, text, false
 		}
 		out, err = view.guard.Resume(ctx, *out.Pending, answer, warden.Caller{Identity: id, Session: session, Unauthorized: call.Unauthorized})
 	}

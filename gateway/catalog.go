@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"slices"
 	"sort"
 	"strings"
@@ -278,9 +279,9 @@ func (g *Gateway) getPrompt(ctx context.Context, f *front, req *mcp.GetPromptReq
 	}
 	session := f.sessionOf(req.Session, cl)
 	id := warden.Identity{Tenant: cl.Tenant, Principal: cl.Principal}
-	if text, ok := g.halted.Load(session); ok {
+	if text, ok := g.haltedText(f, req.Session, cl); ok {
 		g.refuse(ctx, st, target, id, session, raw, warden.StageGate, haltedReason)
-		return nil, refused(text.(string))
+		return nil, refused(text)
 	}
 	if ok, why := visiblePrompt(st, cl, name); !ok {
 		if why != "" {
@@ -343,13 +344,19 @@ func (g *Gateway) readResource(ctx context.Context, f *front, req *mcp.ReadResou
 		return nil, mcp.ResourceNotFoundError(uri)
 	}
 	target := upstream.ResourceTarget(up.Name())
-	if text, ok := g.halted.Load(session); ok {
+	if text, ok := g.haltedText(f, req.Session, cl); ok {
 		g.refuse(ctx, st, target, id, session, raw, warden.StageGate, haltedReason)
-		return nil, refused(text.(string))
+		return nil, refused(text)
 	}
 	if !mayRead(st, cl, up.Name()) {
 		g.refuse(ctx, st, target, id, session, raw, warden.StageLookup, fmt.Sprintf("resources hidden from the caller: not allowed to role %q", cl.Role))
 		return nil, mcp.ResourceNotFoundError(uri)
+	}
+	if _, listed := st.cat.resources[uri]; !listed {
+		if why := unnormalURI(uri); why != "" {
+			g.refuse(ctx, st, target, id, session, raw, warden.StageValidation, "resource URI not in normal form: "+why)
+			return nil, refused(fmt.Sprintf("The resource URI %s is not in normal form: %s. The policy judges a URI as written, so another spelling of a URI is not read. Nothing was read; write it without \".\" or \"..\" segments and with letters, digits and -._~ unencoded.", uri, why))
+		}
 	}
 	args, err := warden.ParseArgs(raw)
 	if err != nil {
@@ -377,6 +384,61 @@ func (g *Gateway) readResource(ctx context.Context, f *front, req *mcp.ReadResou
 		return res, nil
 	}
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: out.ModelText}}}, nil
+}
+
+// unnormalURI says why uri, read through a resource template, is another spelling
+// of a URI that policy patterns would judge differently, or "" when it is in normal
+// form for the gateway: it has no percent-encoded unreserved character (a letter, a
+// digit or -._~, which RFC 3986 section 6.2.2.2 says are equivalent to the character
+// itself), no invalid percent-encoding, and no "." or ".." segment before its query
+// or fragment, once percent-decoded and with "\" taken as a separator too (where an
+// upstream resolving the URI like a file path would climb out of what the pattern
+// matched). A reserved character percent-encoded (%2F in a name) is data and stays.
+func unnormalURI(uri string) string {
+	for i := 0; i < len(uri); i++ {
+		if uri[i] != '%' {
+			continue
+		}
+		if i+2 >= len(uri) || !isHex(uri[i+1]) || !isHex(uri[i+2]) {
+			return "it has an invalid percent-encoding"
+		}
+		if b := unhex(uri[i+1])<<4 | unhex(uri[i+2]); isUnreserved(b) {
+			return fmt.Sprintf("%s is the percent-encoding of %q, which is written as itself", uri[i:i+3], rune(b))
+		}
+	}
+	hier := uri
+	if i := strings.IndexAny(hier, "?#"); i >= 0 {
+		hier = hier[:i]
+	}
+	decoded, err := url.PathUnescape(hier)
+	if err != nil {
+		return "it has an invalid percent-encoding"
+	}
+	for _, seg := range strings.FieldsFunc(decoded, func(r rune) bool { return r == '/' || r == '\\' }) {
+		if seg == "." || seg == ".." {
+			return fmt.Sprintf("it has a %q segment", seg)
+		}
+	}
+	return ""
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+func unhex(c byte) byte {
+	switch {
+	case c <= '9':
+		return c - '0'
+	case c >= 'a':
+		return c - 'a' + 10
+	}
+	return c - 'A' + 10
+}
+
+// isUnreserved reports whether b is an unreserved character of RFC 3986.
+func isUnreserved(b byte) bool {
+	return 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9' || strings.IndexByte("-._~", b) >= 0
 }
 
 // installCatalog brings the front's prompts, resources and templates in line with
@@ -572,7 +634,7 @@ func (g *Gateway) complete(ctx context.Context, f *front, req *mcp.CompleteReque
 	default:
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown completion reference type %q: use ref/prompt or ref/resource", ref.Type)}
 	}
-	if _, halted := g.halted.Load(f.sessionOf(req.Session, cl)); halted {
+	if _, halted := g.haltedText(f, req.Session, cl); halted {
 		return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{}}}, nil
 	}
 	res, err := up.Complete(ctx, &params)
@@ -596,7 +658,8 @@ type subscriptions struct {
 }
 
 // subscribe serves a resources/subscribe: the caller must be shown the resource (a
-// listed one) or may read its server's resources (a template URI).
+// listed one), or for a template URI, in normal form, may read its server's
+// resources and is not denied reading that URI by the policy.
 func (g *Gateway) subscribe(ctx context.Context, f *front, req *mcp.SubscribeRequest) error {
 	st := g.state.Load()
 	cl, err := f.identifyRequest(st, req)
@@ -611,10 +674,19 @@ func (g *Gateway) subscribe(ctx context.Context, f *front, req *mcp.SubscribeReq
 	if up == nil || !mayRead(st, cl, up.Name()) {
 		return mcp.ResourceNotFoundError(uri)
 	}
-	if r, ok := st.cat.resources[uri]; ok && !resourceListed(ctx, st, cl, r.res) {
+	// Watched only when it could be read: the policy does not deny reading it, and
+	// a template URI is in normal form (see unnormalURI).
+	r, listed := st.cat.resources[uri]
+	if !listed {
+		if why := unnormalURI(uri); why != "" {
+			return refused(fmt.Sprintf("The resource URI %s is not in normal form: %s. Nothing was subscribed.", uri, why))
+		}
+		r = &governedResource{up: up, res: upstream.Resource{URI: uri, Server: up.Name()}}
+	}
+	if !resourceListed(ctx, st, cl, r.res) {
 		return mcp.ResourceNotFoundError(uri)
 	}
-	if _, halted := g.halted.Load(f.sessionOf(req.Session, cl)); halted {
+	if _, halted := g.haltedText(f, req.Session, cl); halted {
 		return refused("This session is halted; nothing more is served in it.")
 	}
 	s := &g.subs

@@ -21,13 +21,19 @@ import (
 	"github.com/wardenhq/warden/store"
 )
 
-// ApprovalBinding is the digest an operator's approval authorizes: the principal,
-// the tool, the kind of question, the asking middleware and the exact arguments. An
-// approval of one principal's call never authorizes another principal's identical
-// call, nor the same arguments for a different tool.
-func ApprovalBinding(principal string, p *warden.PendingDecision) string {
+// ApprovalBinding is the digest an operator's approval authorizes: the identity (its
+// principal and tenant), the tool, the kind of question, the asking middleware and
+// the exact arguments. An approval of one principal's call never authorizes another
+// principal's identical call (a principal of the same name in another tenant
+// included), nor the same arguments for a different tool. An identity without a
+// tenant has the binding it had before tenants were part of it.
+func ApprovalBinding(id warden.Identity, p *warden.PendingDecision) string {
 	h := sha256.New()
-	for _, s := range []string{principal, p.Tool, string(p.Kind), p.Middleware, p.Digest} {
+	fields := []string{id.Principal, p.Tool, string(p.Kind), p.Middleware, p.Digest}
+	if id.Tenant != "" {
+		fields = append(fields, "tenant", id.Tenant)
+	}
+	for _, s := range fields {
 		h.Write([]byte(s))
 		h.Write([]byte{0})
 	}
@@ -46,7 +52,7 @@ func WaitingText(id, tool string) string {
 // allow and the caller's identity sets self_approve), or an operator within the wait. A nil
 // answer means nobody decided; the text says what the model reads.
 func (g *Gateway) decide(ctx context.Context, f *front, st *gatewayState, cl Client, session string, p *warden.PendingDecision, ss *mcp.ServerSession) (warden.Answer, string) {
-	binding := ApprovalBinding(cl.Principal, p)
+	binding := ApprovalBinding(warden.Identity{Tenant: cl.Tenant, Principal: cl.Principal}, p)
 	s := g.opts.Store
 	if got, ok, err := s.ConsumeApproval(ctx, binding, session); err != nil {
 		g.log.Error("approval store unavailable; the call is refused", "error", err)

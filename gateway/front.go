@@ -176,7 +176,7 @@ func (f *front) filterList(next mcp.MethodHandler) mcp.MethodHandler {
 				return nil, err
 			}
 			ss, _ := req.GetSession().(*mcp.ServerSession)
-			_, halted := f.g.halted.Load(f.sessionOf(ss, cl))
+			_, halted := f.g.haltedText(f, ss, cl)
 			return filterCatalogList(ctx, st, cl, halted, res), nil
 		case "tools/list":
 		default:
@@ -193,7 +193,7 @@ func (f *front) filterList(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		kept := make([]*mcp.Tool, 0, len(list.Tools))
 		ss, _ := req.GetSession().(*mcp.ServerSession)
-		if _, halted := f.g.halted.Load(f.sessionOf(ss, cl)); halted {
+		if _, halted := f.g.haltedText(f, ss, cl); halted {
 			// A halted session may call nothing, so it is offered nothing.
 			list = &mcp.ListToolsResult{}
 		}
@@ -238,10 +238,11 @@ func (f *front) identifyRequest(st *gatewayState, req mcp.Request) (Client, erro
 // session (which the SDK does not produce) shares one fixed id, so a halt can never
 // be escaped that way. On the stateless front (protocol 2026-07-28, no sessions) the
 // session is the principal's: "principal:<tenant>/<principal>", so a halt there stops
-// every later request of that principal on that front until the gateway restarts.
+// every later request of that principal, on that front and in its HTTP sessions (see
+// haltedText), until the gateway restarts.
 func (f *front) sessionOf(ss *mcp.ServerSession, cl Client) string {
 	if f.kind == statelessFront {
-		return "principal:" + cl.Tenant + "/" + cl.Principal
+		return principalSession(cl)
 	}
 	if ss == nil {
 		return "mcp_nosession"
@@ -251,6 +252,29 @@ func (f *front) sessionOf(ss *mcp.ServerSession, cl Client) string {
 	}
 	id, _ := f.stdioSessions.LoadOrStore(ss, newID("stdio"))
 	return id.(string)
+}
+
+// principalSession is the session of cl's requests on the stateless front.
+func principalSession(cl Client) string {
+	return "principal:" + cl.Tenant + "/" + cl.Principal
+}
+
+// haltedText reports whether a halt refuses the requests of cl in MCP session ss,
+// with the text of the call that halted: a halt of that session, and on the HTTP
+// fronts also a halt of cl's principal on the stateless front. The stateless front
+// has no sessions, so a halt there halts the principal, and the principal's
+// session-based connections (opened before or after it) are refused too: switching
+// protocol versions does not lift it. A halt in a session halts that session only.
+func (g *Gateway) haltedText(f *front, ss *mcp.ServerSession, cl Client) (string, bool) {
+	if text, ok := g.halted.Load(f.sessionOf(ss, cl)); ok {
+		return text.(string), true
+	}
+	if f.kind == httpFront {
+		if text, ok := g.halted.Load(principalSession(cl)); ok {
+			return text.(string), true
+		}
+	}
+	return "", false
 }
 
 // canElicit reports whether the client of session ss declared elicitation.

@@ -65,7 +65,7 @@ type mrtrClaims struct {
 	Tenant    string `json:"t"`
 	Principal string `json:"p"`
 	Tool      string `json:"tool"`
-	Binding   string `json:"b"`   // ApprovalBinding: principal, tool, kind, asker, arguments
+	Binding   string `json:"b"`   // ApprovalBinding: identity, tool, kind, asker, arguments
 	Def       string `json:"d"`   // the definition hash of what is called ("" for none)
 	Revision  string `json:"r"`   // the policy revision that asked
 	Expires   int64  `json:"exp"` // Unix seconds
@@ -126,7 +126,7 @@ func (g *Gateway) issueState(ctx context.Context, cl Client, p *warden.PendingDe
 	c := mrtrClaims{
 		V: mrtrVersion, Nonce: hex.EncodeToString(nonce[:]),
 		Tenant: cl.Tenant, Principal: cl.Principal,
-		Tool: p.Tool, Binding: ApprovalBinding(cl.Principal, p), Def: def, Revision: revision,
+		Tool: p.Tool, Binding: ApprovalBinding(warden.Identity{Tenant: cl.Tenant, Principal: cl.Principal}, p), Def: def, Revision: revision,
 		Expires: time.Now().Add(mrtrStateTTL).Unix(),
 	}
 	raw, err := json.Marshal(c)
@@ -213,7 +213,7 @@ func (g *Gateway) mrtrDecide(ctx context.Context, cl Client, p *warden.PendingDe
 		return nil, fmt.Sprintf("The approval question of this retry expired at %s. Nothing ran; call again to be asked again.", time.Unix(c.Expires, 0).UTC().Format(time.RFC3339))
 	case c.Tenant != cl.Tenant || c.Principal != cl.Principal:
 		return nil, mrtrPrincipalText
-	case c.Tool != p.Tool || c.Binding != ApprovalBinding(cl.Principal, p):
+	case c.Tool != p.Tool || c.Binding != ApprovalBinding(warden.Identity{Tenant: cl.Tenant, Principal: cl.Principal}, p):
 		return nil, fmt.Sprintf("The requestState of this retry was issued for another call (%s, not this call of %s with these arguments). Nothing ran; call again to be asked about this one.", c.Tool, p.Tool)
 	case c.Def != slot.def:
 		return nil, fmt.Sprintf("The definition of %s changed since this approval was asked. Nothing ran; call again to be asked about the current one.", p.Tool)

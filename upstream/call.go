@@ -229,9 +229,11 @@ func roundTrip[T any](ctx context.Context, u *Server, x exchange, send func(cont
 // settleCancelled releases c, whose call the caller cancelled, off the caller's path:
 // back to the pool when the upstream answers a ping within CancelGrace, closed (its
 // process killed) when it does not. The slot stays taken until then, so the
-// connection bound holds. Close waits for it.
+// connection bound holds. Close waits for it. The call has ended: from now on the
+// upstream's requests on c are refused like any with no call in flight.
 func (u *Server) settleCancelled(c *upstreamConn, what string) {
 	u.mu.Lock()
+	c.asks = nil
 	if u.closed {
 		u.mu.Unlock()
 		u.release(c, false)

@@ -43,6 +43,10 @@
 //	              resources/subscribe and resources/unsubscribe.
 //	-no-subscribe do not offer resource subscriptions (the resources capability
 //	              has no subscribe, and resources/subscribe is an unknown method).
+//	-test-files   also offer the resource template test://files/{+path}, read the
+//	              way file servers resolve a path: the path is percent-decoded and
+//	              cleaned ("." and ".." segments resolved), then looked up among
+//	              public/readme.txt and secret/key.txt.
 //
 // The SDK writes the SSE priming event and the close event's retry field of
 // test_reconnection only on a request whose Mcp-Protocol-Version header is
@@ -67,8 +71,10 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
+	"path"
 	"strings"
 	"sync"
 	"syscall"
@@ -84,6 +90,7 @@ func main() {
 	flag.StringVar(&opts.promptDesc, "prompt-description", simplePromptDescription, "the description of test_simple_prompt")
 	flag.BoolVar(&opts.testTools, "test-tools", false, "also offer warden_test_update_resource, template completions and subscription logs (Warden's tests)")
 	flag.BoolVar(&opts.noSubscribe, "no-subscribe", false, "do not offer resource subscriptions")
+	flag.BoolVar(&opts.testFiles, "test-files", false, "also offer the template test://files/{+path}, resolved like a file path (Warden's tests)")
 	flag.Parse()
 	log.SetFlags(0)
 	log.SetPrefix("conformanceserver: ")
@@ -188,6 +195,7 @@ type options struct {
 	promptDesc  string // test_simple_prompt's description ("" is the default)
 	testTools   bool
 	noSubscribe bool
+	testFiles   bool
 }
 
 // newServer returns the fixture with the options o.
@@ -218,7 +226,41 @@ func newServer(o options) *mcp.Server {
 	if o.testTools {
 		addTestTools(s, w)
 	}
+	if o.testFiles {
+		addTestFiles(s)
+	}
 	return s
+}
+
+// testFiles are the files of -test-files, by cleaned path.
+var testFiles = map[string]string{
+	"public/readme.txt": "This file is public.",
+	"secret/key.txt":    "This file is secret.",
+}
+
+// addTestFiles adds the template of -test-files.
+func addTestFiles(s *mcp.Server) {
+	s.AddResourceTemplate(&mcp.ResourceTemplate{
+		URITemplate: "test://files/{+path}",
+		Name:        "test-files",
+		Description: "Files under a root, by path",
+		MIMEType:    "text/plain",
+	}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		uri := req.Params.URI
+		rel, ok := strings.CutPrefix(uri, "test://files/")
+		if !ok {
+			return nil, mcp.ResourceNotFoundError(uri)
+		}
+		decoded, err := url.PathUnescape(rel)
+		if err != nil {
+			return nil, mcp.ResourceNotFoundError(uri)
+		}
+		body, ok := testFiles[strings.TrimPrefix(path.Clean("/"+decoded), "/")]
+		if !ok {
+			return nil, mcp.ResourceNotFoundError(uri)
+		}
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: body}}}, nil
+	})
 }
 
 // watchers records which sessions subscribed to which URIs (the SDK keeps its own

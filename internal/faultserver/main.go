@@ -32,8 +32,10 @@
 // Other flags: -marker appends "<pid>\n" to a file when the process starts (before
 // anything else), -pagesize sets the tools/list page size, -no-pong never answers a
 // ping (an SDK-based mode only), -fail-if-exists FILE exits with code 2 at start while
-// FILE exists. slow logs "slow: cancelled" when its call is
-// cancelled.
+// FILE exists, -ask-after-cancel adds the tool askafter (logs "askafter: waiting for
+// the cancel", and once its call is cancelled sends elicitation/create on the same
+// session and logs "askafter: elicitation after the cancel: " and the answer or the
+// error). slow logs "slow: cancelled" when its call is cancelled.
 package main
 
 import (
@@ -60,6 +62,7 @@ func main() {
 	noPong := flag.Bool("no-pong", false, "never answer a ping")
 	failIfExists := flag.String("fail-if-exists", "", "exit with code 2 at start while this file exists")
 	refuseListings := flag.Bool("refuse-listings", false, "serve one prompt and one resource but answer prompts/list and resources/templates/list with a JSON-RPC error")
+	askAfterCancel := flag.Bool("ask-after-cancel", false, "add the tool askafter, which elicits once its call is cancelled")
 	flag.Parse()
 
 	log.SetOutput(os.Stderr)
@@ -100,6 +103,9 @@ func main() {
 	addOKTools(srv)
 	if *refuseListings {
 		addRefusedListings(srv)
+	}
+	if *askAfterCancel {
+		addAskAfter(srv)
 	}
 	if *noPong {
 		srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
@@ -512,4 +518,27 @@ func addRefusedListings(srv *mcp.Server) {
 			return next(ctx, method, req)
 		}
 	})
+}
+
+// addAskAfter adds askafter: it waits for its call to be cancelled, then asks the
+// client for input on the session anyway (as a server that ignores the cancel
+// would), and logs what the client answered.
+func addAskAfter(srv *mcp.Server) {
+	mcp.AddTool(srv, &mcp.Tool{Name: "askafter", Description: "Once cancelled, sends elicitation/create and logs the answer."},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			log.Printf("askafter: waiting for the cancel")
+			<-ctx.Done()
+			actx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			res, err := req.Session.Elicit(actx, &mcp.ElicitParams{
+				Message:         "asked after the cancel",
+				RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{}},
+			})
+			if err != nil {
+				log.Printf("askafter: elicitation after the cancel: error: %v", err)
+			} else {
+				log.Printf("askafter: elicitation after the cancel: answered %s", res.Action)
+			}
+			return nil, nil, ctx.Err()
+		})
 }
