@@ -308,6 +308,9 @@ func (g *Gateway) govern(ctx context.Context, f *front, st *gatewayState, cl Cli
 		if text == "" {
 			text = halt.TellLLM
 		}
+		if f.kind == statelessFront {
+			g.principalHalts.Store(true) // set before the halt is: haltedText reads it first
+		}
 		if _, already := g.halted.LoadOrStore(session, text); !already && f.lasting(ss) != nil {
 			// The halt lasts as long as the session; forget it once the session ends.
 			go func(ss *mcp.ServerSession) {

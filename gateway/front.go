@@ -269,7 +269,7 @@ func (g *Gateway) haltedText(f *front, ss *mcp.ServerSession, cl Client) (string
 	if text, ok := g.halted.Load(f.sessionOf(ss, cl)); ok {
 		return text.(string), true
 	}
-	if f.kind == httpFront {
+	if f.kind == httpFront && g.principalHalts.Load() {
 		if text, ok := g.halted.Load(principalSession(cl)); ok {
 			return text.(string), true
 		}

@@ -68,6 +68,9 @@ type Gateway struct {
 	fronts []*front
 
 	halted sync.Map // MCP session id -> halt text
+	// principalHalts is set once any principal was halted on the stateless front, so
+	// the stateful front's calls look up a principal's halt only when one may exist.
+	principalHalts atomic.Bool
 	// faulted maps an MCP session to the tools whose authorization faulted in it
 	// ([]string, replaced under faultMu, never edited, so a call may keep the one it
 	// read): the fault text promises the model that this will not change during the
