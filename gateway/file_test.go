@@ -249,7 +249,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"args not a list", "policy: p.yaml\nservers:\n  s:\n    command: x\n    args: -v\n", 5, "servers.s.args must be a list of strings"},
 		{"headers on a command server", "policy: p.yaml\nservers:\n  s:\n    command: x\n    headers: {A: b}\n", 3, "headers apply only to a url server"},
 		{"header variable missing", "policy: p.yaml\nservers:\n  r:\n    url: https://h/mcp\n    headers:\n      Authorization: \"Bearer ${MISSING_VAR}\"\n", 6, "servers.r.headers.Authorization names ${MISSING_VAR}, which is not set"},
-		{"clients without listen", "policy: p.yaml\n" + reader, 1, "clients are HTTP clients, but no listen address is set"},
+		{"clients without listen", "policy: p.yaml\n" + reader, 1, "clients and oauth are for HTTP clients, but no listen address is set"},
 		{"listen without clients", "policy: p.yaml\n" + listen, 1, "listen is set but no clients are configured"},
 		{"clients not a list", "policy: p.yaml\n" + listen + "clients: {a: b}\n", 3, "clients must be a list, not a mapping"},
 		{"client without principal", "policy: p.yaml\n" + listen + "clients:\n  - token_env: READER_TOKEN\n", 4, "clients[0]: principal is required"},
