@@ -32,6 +32,7 @@ var importRules = []struct {
 	{"internal/fileerr", nil},
 	{"internal/errlines", nil},
 	{"internal/mcptest", nil},
+	{"internal/oidctest", nil},
 	{"internal/faultserver", nil},
 	{"internal/conformanceserver", nil},
 	{"internal/spectext", []string{"internal/jsontext"}},
