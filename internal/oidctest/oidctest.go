@@ -53,7 +53,7 @@ type Issuer struct {
 	srv *httptest.Server
 	URL string
 
-	mu        sync.Mutex
+	mu            sync.Mutex
 	published     []Key
 	down          bool
 	discoveryDown bool
