@@ -23,7 +23,7 @@ const (
 )
 
 // oauthEnv is a gateway whose oauth section accepts the tokens of a real local
-// issuer (is) next to the static clients of gwDefaultIdentities, and names a second
+// issuer (is) next to a static writer client, and names a second
 // issuer (down) whose JWKS endpoint never answers.
 type oauthEnv struct {
 	*gwEnv
@@ -38,7 +38,14 @@ func oauthStart(t *testing.T) *oauthEnv {
 	o.is = oidctest.Start(t, o.rsa, o.ec)
 	o.down = oidctest.Start(t, o.rsa)
 	o.down.SetDown(true)
-	o.gwEnv = gwStart(t, gwSetup{extra: `oauth:
+	// The only static client is a writer: the reader role is named by an oauth
+	// mapping alone.
+	o.gwEnv = gwStart(t, gwSetup{identities: `listen: 127.0.0.1:0
+clients:
+  - principal: writer-agent
+    role: writer
+    token_env: GW_WRITER_TOKEN
+`, extra: `oauth:
   resource: ` + oauthResource + `
   scopes_supported: [mcp:tools]
   clock_skew: 10s

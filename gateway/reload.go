@@ -342,6 +342,13 @@ func policyViews(pol *policy.Policy, cfg *File) (map[string]*policy.Policy, erro
 	for _, c := range cfg.Clients {
 		roles = append(roles, c.Role)
 	}
+	if cfg.OAuth != nil {
+		for _, is := range cfg.OAuth.Issuers {
+			for _, cc := range is.Clients {
+				roles = append(roles, cc.Client.Role)
+			}
+		}
+	}
 	for _, r := range roles {
 		if _, ok := views[r]; ok {
 			continue
