@@ -143,7 +143,7 @@ func New(cfg Config) (*Verifier, error) {
 func (v *Verifier) Verify(ctx context.Context, raw string) (*Token, error) {
 	// The issuer is read from the unverified payload only to choose whose keys verify
 	// it; go-oidc then checks iss against that issuer after the signature.
-	jws, err := jose.ParseSigned(raw, allAlgorithms)
+	jws, err := jose.ParseSignedCompact(raw, allAlgorithms)
 	if err != nil || len(jws.Signatures) != 1 {
 		return nil, ErrUnknownIssuer
 	}
@@ -266,7 +266,7 @@ func (k *keySet) VerifySignature(ctx context.Context, raw string) ([]byte, error
 	for i, a := range k.algs {
 		algs[i] = jose.SignatureAlgorithm(a)
 	}
-	jws, err := jose.ParseSigned(raw, algs)
+	jws, err := jose.ParseSignedCompact(raw, algs)
 	if err != nil {
 		return nil, err
 	}
