@@ -32,6 +32,7 @@ var importRules = []struct {
 	{"internal/fileerr", nil},
 	{"internal/errlines", nil},
 	{"internal/mcptest", nil},
+	{"internal/oidctest", nil},
 	{"internal/faultserver", nil},
 	{"internal/conformanceserver", nil},
 	{"internal/spectext", []string{"internal/jsontext"}},
@@ -67,7 +68,10 @@ var importRules = []struct {
 	{"pin", []string{".", "internal/fanout", "store"}},
 	{"upstream", []string{".", "internal/fanout", "internal/yamlstrict", "pin", "schema"}},
 	{"inbox", []string{".", "internal/display", "pin", "store"}},
-	{"gateway", []string{".", "audit", "inbox", "internal/display", "internal/fanout", "internal/yamlstrict", "pin", "policy", "schema", "store", "upstream"}},
+	// The OAuth resource server: token verification and RFC 9728 metadata, no MCP and
+	// no gateway types.
+	{"gateway/oauth", nil},
+	{"gateway", []string{".", "audit", "gateway/oauth", "inbox", "internal/display", "internal/fanout", "internal/yamlstrict", "pin", "policy", "schema", "store", "upstream"}},
 	// warden run's parts.
 	{"workspace", []string{".", "hook", "internal/fileerr", "shell"}},
 	{"checkpoint", []string{".", "hook", "internal/fileerr", "internal/seal", "store"}},

@@ -46,6 +46,10 @@ func KeyPaths() []string {
 	}
 	var out []string
 	for _, top := range topKeys {
+		if top == "oauth" {
+			out = append(out, oauthKeyPaths()...)
+			continue
+		}
 		keys, ok := sections[top]
 		if !ok {
 			out = append(out, top)

@@ -74,6 +74,8 @@ func TestKeyPathsMatchDecoder(t *testing.T) {
 		switch head, rest, _ := strings.Cut(path, "."); {
 		case rest == "":
 			doc = head + ": x\n"
+		case head == "oauth":
+			doc = flowDoc(strings.Split(path, "."))
 		case head == "servers":
 			doc = "servers:\n  s:\n    " + strings.TrimPrefix(rest, "<name>.") + ": x\n"
 		case strings.HasSuffix(head, "[]"):
@@ -102,8 +104,30 @@ func TestKeyPathsMatchDecoder(t *testing.T) {
 			t.Errorf("%s[].no_such_key: got %v, want an unknown key error", list, err)
 		}
 	}
+	for _, path := range []string{"oauth.no_such_key", "oauth.issuers[].no_such_key", "oauth.issuers[].clients[].no_such_key"} {
+		_, err := gateway.ParseFile(filepath.Join(dir, "g.yaml"), []byte("policy: p.yaml\n"+flowDoc(strings.Split(path, "."))), func(string) string { return "" })
+		if err == nil || !strings.Contains(err.Error(), `unknown key "no_such_key"`) {
+			t.Errorf("%s: got %v, want an unknown key error", path, err)
+		}
+	}
 	_, err := gateway.ParseFile(filepath.Join(dir, "g.yaml"), []byte("policy: p.yaml\nservers:\n  s:\n    command: x\n    no_such_key: 1\n"), func(string) string { return "" })
 	if err == nil || !strings.Contains(err.Error(), `unknown key "no_such_key"`) {
 		t.Errorf("servers.<name>.no_such_key: got %v, want an unknown key error", err)
 	}
+}
+
+// flowDoc is a YAML document in flow style that sets the key path segs (a segment
+// ending in [] is a list of one mapping) to x.
+func flowDoc(segs []string) string { return flowPair(segs) + "\n" }
+
+func flowPair(segs []string) string {
+	name, list := strings.CutSuffix(segs[0], "[]")
+	if len(segs) == 1 {
+		return name + ": x"
+	}
+	v := "{" + flowPair(segs[1:]) + "}"
+	if list {
+		v = "[" + v + "]"
+	}
+	return name + ": " + v
 }

@@ -45,6 +45,8 @@ type File struct {
 	Stdio Client
 	// Clients are the HTTP clients, by token hash.
 	Clients []Client
+	// OAuth, when set, lets HTTP clients present JWT access tokens of its issuers.
+	OAuth *OAuth
 	// Operators may log in to the web inbox (UIPath) and decide.
 	Operators []inbox.Operator
 	UIPath    string
@@ -166,7 +168,7 @@ type configDecoder struct {
 	stdioOnly bool              // ParseFileStdio: an unset token_env is no error
 }
 
-var topKeys = []string{"policy", "store", "transport", "servers", "project_file", "listen", "path", "stdio", "clients", "operators", "ui", "approvals", "limits", "audit"}
+var topKeys = []string{"policy", "store", "transport", "servers", "project_file", "listen", "path", "stdio", "clients", "oauth", "operators", "ui", "approvals", "limits", "audit"}
 
 func (d *configDecoder) top(root *yaml.Node, c *File) {
 	kvs, ok := d.MappingHint(root, "the top level", "a gateway config is a mapping of "+strings.Join(topKeys, ", "))
@@ -208,6 +210,8 @@ func (d *configDecoder) top(root *yaml.Node, c *File) {
 			c.Stdio = d.client(kv.Value, "stdio", false)
 		case "clients":
 			c.Clients = d.clients(kv.Value)
+		case "oauth":
+			c.OAuth = d.oauth(kv.Value)
 		case "operators":
 			c.Operators = d.operators(kv.Value)
 		case "ui":
@@ -230,11 +234,11 @@ func (d *configDecoder) top(root *yaml.Node, c *File) {
 	if c.Store == "" {
 		c.Store = "sqlite://" + filepath.Join(d.Dir, "warden.db")
 	}
-	if c.Listen == "" && len(c.Clients) > 0 {
-		d.Fail(root, "add `listen: 127.0.0.1:8080` or remove clients", "clients are HTTP clients, but no listen address is set")
+	if c.Listen == "" && (len(c.Clients) > 0 || c.OAuth != nil) {
+		d.Fail(root, "add `listen: 127.0.0.1:8080` or remove clients and oauth", "clients and oauth are for HTTP clients, but no listen address is set")
 	}
-	if c.Listen != "" && len(c.Clients) == 0 {
-		d.Fail(root, "add a client with a token (token_env or token_sha256); the HTTP front refuses every request without one", "listen is set but no clients are configured")
+	if c.Listen != "" && len(c.Clients) == 0 && c.OAuth == nil {
+		d.Fail(root, "add a client with a token (token_env or token_sha256) or an oauth section; the HTTP front refuses every request without one", "listen is set but no clients are configured")
 	}
 	if c.Stdio.Principal == "" {
 		c.Stdio.Principal = "stdio"

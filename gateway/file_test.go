@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -249,7 +250,17 @@ func TestParseConfigErrors(t *testing.T) {
 		{"args not a list", "policy: p.yaml\nservers:\n  s:\n    command: x\n    args: -v\n", 5, "servers.s.args must be a list of strings"},
 		{"headers on a command server", "policy: p.yaml\nservers:\n  s:\n    command: x\n    headers: {A: b}\n", 3, "headers apply only to a url server"},
 		{"header variable missing", "policy: p.yaml\nservers:\n  r:\n    url: https://h/mcp\n    headers:\n      Authorization: \"Bearer ${MISSING_VAR}\"\n", 6, "servers.r.headers.Authorization names ${MISSING_VAR}, which is not set"},
-		{"clients without listen", "policy: p.yaml\n" + reader, 1, "clients are HTTP clients, but no listen address is set"},
+		{"oauth without resource", "policy: p.yaml\n" + listen + "oauth:\n  issuers: [{issuer: https://idp.test, clients: [{value: u, role: r}]}]\n", 4, "oauth.resource is required"},
+		{"oauth resource relative", "policy: p.yaml\n" + listen + "oauth:\n  resource: /mcp\n  issuers: [{issuer: https://idp.test, clients: [{value: u}]}]\n", 4, `oauth.resource "/mcp" is not an absolute http(s) URL`},
+		{"oauth without issuers", "policy: p.yaml\n" + listen + "oauth:\n  resource: https://gw.test/mcp\n", 4, "oauth.issuers: at least one issuer is required"},
+		{"oauth issuer without mapping", "policy: p.yaml\n" + listen + "oauth:\n  resource: https://gw.test/mcp\n  issuers:\n    - issuer: https://idp.test\n", 6, "oauth.issuers[0].clients: at least one mapping is required"},
+		{"oauth HMAC algorithm", "policy: p.yaml\n" + listen + "oauth:\n  resource: https://gw.test/mcp\n  issuers:\n    - issuer: https://idp.test\n      algorithms: [RS256, HS256]\n      clients: [{value: u}]\n", 7, `algorithm "HS256" is not allowed`},
+		{"oauth alg none", "policy: p.yaml\n" + listen + "oauth:\n  resource: https://gw.test/mcp\n  issuers:\n    - issuer: https://idp.test\n      algorithms: [none]\n      clients: [{value: u}]\n", 7, `algorithm "none" is not allowed`},
+		{"oauth mapping without value", "policy: p.yaml\n" + listen + "oauth:\n  resource: https://gw.test/mcp\n  issuers:\n    - issuer: https://idp.test\n      clients: [{claim: groups, role: r}]\n", 7, "oauth.issuers[0].clients[0].value is required"},
+		{"oauth skew too large", "policy: p.yaml\n" + listen + "oauth:\n  resource: https://gw.test/mcp\n  clock_skew: 1h\n  issuers: [{issuer: https://idp.test, clients: [{value: u}]}]\n", 5, "oauth.clock_skew 1h0m0s is too large"},
+		{"oauth issuer twice", "policy: p.yaml\n" + listen + "oauth:\n  resource: https://gw.test/mcp\n  issuers: [{issuer: https://idp.test, clients: [{value: u}]}, {issuer: https://idp.test, clients: [{value: v}]}]\n", 5, `issuer "https://idp.test" is listed twice`},
+		{"oauth without listen", "policy: p.yaml\noauth:\n  resource: https://gw.test/mcp\n  issuers: [{issuer: https://idp.test, clients: [{value: u}]}]\n", 1, "clients and oauth are for HTTP clients, but no listen address is set"},
+		{"clients without listen", "policy: p.yaml\n" + reader, 1, "clients and oauth are for HTTP clients, but no listen address is set"},
 		{"listen without clients", "policy: p.yaml\n" + listen, 1, "listen is set but no clients are configured"},
 		{"clients not a list", "policy: p.yaml\n" + listen + "clients: {a: b}\n", 3, "clients must be a list, not a mapping"},
 		{"client without principal", "policy: p.yaml\n" + listen + "clients:\n  - token_env: READER_TOKEN\n", 4, "clients[0]: principal is required"},
@@ -339,5 +350,25 @@ func TestParseConfigStdioOnly(t *testing.T) {
 		if _, err := gateway.ParseFileStdio(file, []byte(bad.yaml), cfgGetenv); err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("ParseFileStdio(%q): %v, want an error with %q", bad.yaml, err, bad.want)
 		}
+	}
+}
+
+// An oauth section alone serves the HTTP front; audience and claim take their
+// defaults.
+func TestParseConfigOAuth(t *testing.T) {
+	data := "policy: p.yaml\nlisten: 127.0.0.1:8080\noauth:\n  resource: https://gw.test/mcp\n  scopes_supported: [mcp]\n  issuers:\n    - issuer: https://idp.test\n      algorithms: [ES256]\n      clients:\n        - value: u1\n          principal: alice\n          role: r\n        - claim: groups\n          value: devs\n          tenant: acme\n          self_approve: true\n    - issuer: https://idp2.test\n      audience: api://warden\n      clients: [{value: x}]\n"
+	cfg, err := gateway.ParseFile("/tmp/g.yaml", []byte(data), func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &gateway.OAuth{Resource: "https://gw.test/mcp", Scopes: []string{"mcp"}, Issuers: []gateway.OAuthIssuer{
+		{Issuer: "https://idp.test", Audience: "https://gw.test/mcp", Algorithms: []string{"ES256"}, Clients: []gateway.ClaimClient{
+			{Claim: "sub", Value: "u1", Client: gateway.Client{Principal: "alice", Role: "r"}},
+			{Claim: "groups", Value: "devs", Client: gateway.Client{Tenant: "acme", SelfApprove: true}},
+		}},
+		{Issuer: "https://idp2.test", Audience: "api://warden", Clients: []gateway.ClaimClient{{Claim: "sub", Value: "x"}}},
+	}}
+	if !reflect.DeepEqual(cfg.OAuth, want) {
+		t.Errorf("OAuth = %+v\nwant    %+v", cfg.OAuth, want)
 	}
 }

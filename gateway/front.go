@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
@@ -16,7 +15,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wardenhq/warden"
-	"github.com/wardenhq/warden/inbox"
 	"github.com/wardenhq/warden/upstream"
 )
 
@@ -224,6 +222,11 @@ func (f *front) identifyRequest(st *gatewayState, req mcp.Request) (Client, erro
 	if info == nil {
 		return Client{}, errors.New("unauthenticated request")
 	}
+	if cl, ok := info.Extra[oauthClientKey].(Client); ok {
+		// Mapped from a JWT that was verified, against the state then current, for
+		// this very HTTP request.
+		return cl, nil
+	}
 	hash, _ := info.Extra["token_hash"].(string)
 	cl, ok := st.clients[hash]
 	if !ok {
@@ -321,41 +324,36 @@ func (g *Gateway) MCPHandler() http.Handler {
 		}
 		stateful.ServeHTTP(w, r)
 	})
-	// verify takes the token's hash from the request's context, where challenge put it.
+	// verify takes the identity from the request's context, where challenge put it.
 	verify := func(_ context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
-		hash, ok := r.Context().Value(tokenHashKey{}).(string)
+		id, ok := r.Context().Value(identityKey{}).(identity)
 		if !ok {
 			return nil, auth.ErrInvalidToken
 		}
-		cl, ok := g.state.Load().clients[hash]
+		if id.jwt != nil {
+			return &auth.TokenInfo{UserID: id.userID, Expiration: id.expiry, Extra: map[string]any{oauthClientKey: *id.jwt}}, nil
+		}
+		cl, ok := g.state.Load().clients[id.hash]
 		if !ok {
 			return nil, auth.ErrInvalidToken
 		}
 		return &auth.TokenInfo{
 			UserID:     cl.Principal,
 			Expiration: time.Now().Add(24 * time.Hour),
-			Extra:      map[string]any{"token_hash": hash},
+			Extra:      map[string]any{"token_hash": id.hash},
 		}, nil
 	}
 	authed := auth.RequireBearerToken(verify, nil)(h)
-	// challenge answers a request without a configured bearer token itself, with the
-	// WWW-Authenticate header of RFC 6750 that tells a client to send one (an MCP
-	// client without it may start an OAuth flow the gateway does not offer), and
-	// hands the known token's hash to verify in the request's context.
+	// challenge answers a request without a valid bearer token itself (see
+	// authenticate), with the WWW-Authenticate header of RFC 6750 and RFC 9728, and
+	// hands the identity to verify in the request's context. Both fronts, stateful and
+	// stateless, are behind it: every HTTP request is authenticated the same way.
 	challenge := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fields := strings.Fields(r.Header.Get("Authorization"))
-		if len(fields) != 2 || !strings.EqualFold(fields[0], "bearer") {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="warden"`)
-			http.Error(w, "no bearer token: send the header Authorization: Bearer <token>, with a token of one of the gateway's clients", http.StatusUnauthorized)
+		id, ok := g.authenticate(w, r)
+		if !ok {
 			return
 		}
-		hash := inbox.HashToken(fields[1])
-		if _, ok := g.state.Load().clients[hash]; !ok {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="warden", error="invalid_token", error_description="the token is not one of the gateway's clients"`)
-			http.Error(w, "invalid token: it is not the token of any of the gateway's clients", http.StatusUnauthorized)
-			return
-		}
-		authed.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tokenHashKey{}, hash)))
+		authed.ServeHTTP(w, r.WithContext(withIdentity(r.Context(), id)))
 	})
 	return http.NewCrossOriginProtection().Handler(challenge)
 }
@@ -398,10 +396,6 @@ func (g *Gateway) HealthHandler() http.Handler {
 func (g *Gateway) ServeStdio(ctx context.Context, t mcp.Transport) error {
 	return g.front(stdioFront).server.Run(ctx, t)
 }
-
-// tokenHashKey is the context key under which MCPHandler's challenge hands the hash of
-// a known bearer token to the SDK's verifier.
-type tokenHashKey struct{}
 
 // readyWriteTimeout bounds /readyz's probe write; the store's own write timeout may be
 // shorter.

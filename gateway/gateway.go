@@ -8,10 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -34,6 +36,11 @@ type Options struct {
 	Sinks []warden.Sink
 	// Version is reported to MCP clients.
 	Version string
+	// OAuthClient fetches the oauth issuers' discovery documents and keys (nil: a
+	// client with a 10s timeout); OAuthNow is the clock their tokens are checked
+	// against (nil: time.Now).
+	OAuthClient *http.Client
+	OAuthNow    func() time.Time
 }
 
 // Gateway serves the tools, prompts, resources and resource templates of admitted
@@ -112,6 +119,7 @@ type gatewayState struct {
 	clients map[string]Client // by token hash
 	names   []string          // served tool names, sorted
 	cat     catalogState      // prompts, resources and resource templates
+	oauth   *oauthState       // nil without an oauth section
 }
 
 type roleView struct {

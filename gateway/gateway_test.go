@@ -207,6 +207,9 @@ func gwStart(t *testing.T, s gwSetup) *gwEnv {
 	}
 	mux := http.NewServeMux()
 	mux.Handle(cfg.Path, gw.MCPHandler())
+	prm := gw.ProtectedResourceHandler()
+	mux.Handle("/.well-known/oauth-protected-resource", prm)
+	mux.Handle("/.well-known/oauth-protected-resource/", prm)
 	health := gw.HealthHandler()
 	mux.Handle("/healthz", health)
 	mux.Handle("/readyz", health)

@@ -262,6 +262,10 @@ func (g *Gateway) rebuild() {
 // build binds one guard per role over the upstreams' tools.
 func (g *Gateway) build(cfg *File, pol *policy.Policy, ups map[string]*upstreamEntry) (*gatewayState, error) {
 	st := &gatewayState{cfg: cfg, pol: pol, tools: map[string]*governedTool{}, clients: map[string]Client{}}
+	var err error
+	if st.oauth, err = g.oauthFor(cfg); err != nil {
+		return nil, fmt.Errorf("oauth: %w", err)
+	}
 	for _, c := range cfg.Clients {
 		st.clients[c.TokenHash] = c
 	}
@@ -337,6 +341,13 @@ func policyViews(pol *policy.Policy, cfg *File) (map[string]*policy.Policy, erro
 	roles := []string{cfg.Stdio.Role}
 	for _, c := range cfg.Clients {
 		roles = append(roles, c.Role)
+	}
+	if cfg.OAuth != nil {
+		for _, is := range cfg.OAuth.Issuers {
+			for _, cc := range is.Clients {
+				roles = append(roles, cc.Client.Role)
+			}
+		}
 	}
 	for _, r := range roles {
 		if _, ok := views[r]; ok {

@@ -153,6 +153,9 @@ func (p *serveProgram) Run(ctx context.Context) error {
 	if cfg.Listen != "" && !o.stdio {
 		mux := http.NewServeMux()
 		mux.Handle(cfg.Path, gw.MCPHandler())
+		prm := gw.ProtectedResourceHandler()
+		mux.Handle("/.well-known/oauth-protected-resource", prm)
+		mux.Handle("/.well-known/oauth-protected-resource/", prm)
 		health := gw.HealthHandler()
 		mux.Handle("/healthz", health)
 		mux.Handle("/readyz", health)

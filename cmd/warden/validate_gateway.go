@@ -84,6 +84,18 @@ func (p *validateProgram) validateGateway(ctx context.Context, file string) (boo
 		for _, c := range cfg.Clients {
 			fmt.Fprintf(&b, "    client %s: role %s\n", c.Principal, roleName(c.Role))
 		}
+		if o := cfg.OAuth; o != nil {
+			fmt.Fprintf(&b, "    oauth: resource %s\n", o.Resource)
+			for _, is := range o.Issuers {
+				for _, cc := range is.Clients {
+					who := cc.Client.Principal
+					if who == "" {
+						who = "the token's sub"
+					}
+					fmt.Fprintf(&b, "    oauth %s, %s %s: principal %s, role %s\n", is.Issuer, cc.Claim, cc.Value, who, roleName(cc.Client.Role))
+				}
+			}
+		}
 	}
 	var warnings []string
 	if len(cfg.Servers) == 0 {
