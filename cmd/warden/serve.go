@@ -28,6 +28,8 @@ type serveOptions struct {
 	// watch is how often the config and the files it names are checked for changes;
 	// 0 turns the check off (only SIGHUP reloads).
 	watch time.Duration
+	// logFormat is "text" or "json"; logLevel is one of debug, info, warn, error.
+	logFormat, logLevel string
 }
 
 func newServeCommand(stdout, stderr io.Writer, proc *process) *cobra.Command {
@@ -63,6 +65,8 @@ whose token changed, is signed out of the inbox at once and the old token is ref
 	cmd.Flags().StringVarP(&o.config, "config", "c", "", "the gateway config file")
 	cmd.Flags().BoolVar(&o.stdio, "stdio", false, "serve MCP on stdin/stdout only (as the config's stdio identity), not HTTP")
 	cmd.Flags().DurationVar(&o.watch, "watch", time.Second, "how often the config and policy files are checked for changes (0: only SIGHUP reloads)")
+	cmd.Flags().StringVar(&o.logFormat, "log-format", "text", "the log's format on stderr: text (key=value lines) or json (one JSON object per line)")
+	cmd.Flags().StringVar(&o.logLevel, "log-level", "info", "the least severe log records written: debug, info, warn or error")
 	cmd.AddCommand(&cobra.Command{
 		Use:   "hash-token",
 		Short: "Print the token_sha256 value for a token read from stdin",
@@ -103,6 +107,9 @@ func newServeProgram(o serveOptions, stdin io.Reader, stdout, stderr io.Writer, 
 	if o.watch < 0 {
 		return nil, usageErrorf("--watch %s: give a positive interval, or 0 to reload on SIGHUP only", o.watch)
 	}
+	if _, err := newLogger(io.Discard, o.logFormat, o.logLevel); err != nil {
+		return nil, err
+	}
 	if proc == nil {
 		proc = &process{}
 	}
@@ -125,7 +132,10 @@ func (p *serveProgram) Run(ctx context.Context) error {
 	if cfg.Listen == "" && !o.stdio {
 		return usageErrorf("%s sets no listen address: add `listen: 127.0.0.1:8080`, or pass --stdio", o.config)
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	log, err := newLogger(stderr, o.logFormat, o.logLevel)
+	if err != nil {
+		return err
+	}
 	// SIGHUP reloads; catch it before anything can see the gateway up (its default
 	// action would end the process).
 	hup, stopHUP := p.proc.reloads()
@@ -318,5 +328,34 @@ func applyOperators(ib *inbox.Inbox, next *gateway.File, log *slog.Logger) {
 		}
 	case len(next.Operators) > 0:
 		log.Warn("web inbox: operators were added, but the inbox was off at start; it starts after a restart")
+	}
+}
+
+// newLogger returns the gateway's logger on w, in format ("text" or "json", the
+// flag --log-format; "" is text) writing records at level and above ("debug",
+// "info", "warn" or "error", the flag --log-level; "" is info). Any other value is
+// a usage error that names the flag and the values it takes.
+func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
+	var lv slog.Level
+	switch level {
+	case "debug":
+		lv = slog.LevelDebug
+	case "info", "":
+		lv = slog.LevelInfo
+	case "warn":
+		lv = slog.LevelWarn
+	case "error":
+		lv = slog.LevelError
+	default:
+		return nil, usageErrorf("--log-level %q: want debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text", "":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	default:
+		return nil, usageErrorf("--log-format %q: want text or json", format)
 	}
 }

@@ -1369,3 +1369,57 @@ func processesMentioning(t *testing.T, s string) []string {
 	}
 	return pids
 }
+
+// TestServeLogFormatAndLevel runs the gateway on stdio until its client closes stdin:
+// --log-format json writes one JSON object per line with the level and message,
+// --log-level warn leaves out the info records, and bad values are usage errors
+// that name the flag and what it takes.
+func TestServeLogFormatAndLevel(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "gateway.yaml")
+	writeFile(t, filepath.Join(dir, "policy.yaml"), faultPolicy)
+	writeFile(t, cfg, "policy: policy.yaml\nstore: sqlite://"+filepath.Join(dir, "warden.db")+"\nservers: {}\nstdio:\n  principal: me\n")
+
+	r := wardenCLI(t, "", "serve", "-c", cfg, "--stdio", "--log-format", "json")
+	if r.code != 0 {
+		t.Fatalf("serve --log-format json: exit %d, stderr %q", r.code, r.stderr)
+	}
+	var msgs []string
+	for line := range strings.Lines(r.stderr) {
+		var rec struct {
+			Time  time.Time `json:"time"`
+			Level string    `json:"level"`
+			Msg   string    `json:"msg"`
+		}
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("--log-format json wrote a line that is not JSON: %q: %v", line, err)
+		}
+		if rec.Time.IsZero() || rec.Level == "" || rec.Msg == "" {
+			t.Errorf("JSON log record without time, level or msg: %q", line)
+		}
+		msgs = append(msgs, rec.Level+" "+rec.Msg)
+	}
+	if !slices.Contains(msgs, "INFO gateway configuration in force") {
+		t.Errorf("JSON log records %q; want the info record \"gateway configuration in force\"", msgs)
+	}
+
+	r = wardenCLI(t, "", "serve", "-c", cfg, "--stdio")
+	if r.code != 0 || !strings.Contains(r.stderr, `level=INFO msg="gateway configuration in force"`) {
+		t.Errorf("serve with the default text log: exit %d, stderr %q; want key=value lines at info", r.code, r.stderr)
+	}
+	r = wardenCLI(t, "", "serve", "-c", cfg, "--stdio", "--log-level", "warn")
+	if r.code != 0 || strings.Contains(r.stderr, "level=INFO") {
+		t.Errorf("serve --log-level warn: exit %d, stderr %q; want no info records", r.code, r.stderr)
+	}
+
+	for _, c := range []struct{ flag, value, want string }{
+		{"--log-format", "yaml", `--log-format "yaml": want text or json`},
+		{"--log-level", "verbose", `--log-level "verbose": want debug, info, warn or error`},
+	} {
+		r = wardenCLI(t, "", "serve", "-c", cfg, "--stdio", c.flag, c.value)
+		if r.code != exitUsage || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("serve %s %s: exit %d, stderr %q; want %d and %q", c.flag, c.value, r.code, r.stderr, exitUsage, c.want)
+		}
+	}
+}
