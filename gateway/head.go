@@ -57,9 +57,17 @@ type headPublisher struct {
 func newHeadPublisher(s store.Store, conf func() *File, log *slog.Logger) *headPublisher {
 	return &headPublisher{
 		src: s.AuditHead, log: log, conf: conf,
-		client: &http.Client{Timeout: headWebhookTimeout},
+		client: newWebhookClient(),
 		now:    time.Now,
 	}
+}
+
+// newWebhookClient returns the client of the head webhook: one POST a minute or so
+// needs no connection kept open between them.
+func newWebhookClient() *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.DisableKeepAlives = true
+	return &http.Client{Timeout: headWebhookTimeout, Transport: tr}
 }
 
 // run publishes every interval until ctx ends.
