@@ -3,6 +3,7 @@ package gateway
 import (
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -70,6 +71,12 @@ type File struct {
 	SessionIdle     time.Duration
 	// RedactArgs leaves arguments out of the audit log (their digest is kept).
 	RedactArgs bool
+	// HeadInterval is how often the audit chain's head is published (logged, and
+	// written to HeadFile and posted to HeadWebhook when set) if it changed; 0 means
+	// the default, a minute. HeadFile is an absolute path; HeadWebhook an http(s) URL.
+	HeadInterval time.Duration
+	HeadFile     string
+	HeadWebhook  string
 }
 
 // Client is an identity the gateway serves: a principal with a role, and for HTTP
@@ -333,7 +340,7 @@ var (
 	uiKeys          = []string{"path"}
 	approvalsKeys   = []string{"wait", "expires", "elicitation"}
 	limitsKeys      = []string{"max_request_bytes", "call_timeout", "cancel_grace", "session_idle"}
-	auditKeys       = []string{"redact_args"}
+	auditKeys       = []string{"redact_args", "head_interval", "head_file", "head_webhook"}
 )
 
 func (d *configDecoder) client(n *yaml.Node, where string, needToken bool) Client {
@@ -516,6 +523,29 @@ func (d *configDecoder) limits(n *yaml.Node, c *File) {
 
 func (d *configDecoder) audit(n *yaml.Node, c *File) {
 	for _, kv := range d.Known(n, "audit", auditKeys) {
-		c.RedactArgs, _ = d.Bool(kv.Value, "audit.redact_args")
+		switch kv.Key {
+		case "redact_args":
+			c.RedactArgs, _ = d.Bool(kv.Value, "audit.redact_args")
+		case "head_interval":
+			c.HeadInterval = d.duration(kv.Value, "audit.head_interval")
+			if c.HeadInterval > 0 && c.HeadInterval < time.Second {
+				d.Fail(kv.Value, "use 1s or more", "audit.head_interval %s is too short", c.HeadInterval)
+			}
+		case "head_file":
+			if s, ok := d.NonEmpty(kv.Value, "audit.head_file"); ok {
+				if !filepath.IsAbs(s) {
+					s = filepath.Join(d.Dir, s)
+				}
+				c.HeadFile = s
+			}
+		case "head_webhook":
+			if s, ok := d.NonEmpty(kv.Value, "audit.head_webhook"); ok {
+				u, err := url.Parse(s)
+				if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+					d.Fail(kv.Value, "write an http:// or https:// URL, e.g. https://anchor.example.com/warden-head", "audit.head_webhook %q is not an http(s) URL", s)
+				}
+				c.HeadWebhook = s
+			}
+		}
 	}
 }

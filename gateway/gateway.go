@@ -100,6 +100,8 @@ type Gateway struct {
 	bg       context.Context
 	bgCancel context.CancelFunc
 	bgWG     sync.WaitGroup
+
+	head *headPublisher // publishes the audit chain's head (see head.go)
 }
 
 type upstreamEntry struct {
@@ -165,6 +167,7 @@ func New(file *File, opts *Options) (*Gateway, error) {
 		subs:               subscriptions{sessions: map[string]map[*mcp.ServerSession]bool{}, owner: map[string]*upstream.Server{}, watched: map[*mcp.ServerSession]bool{}},
 	}
 	g.journal = audit.NewJournal(o.Store, &audit.Options{Deferred: true, Logger: log})
+	g.head = newHeadPublisher(o.Store, g.File, log)
 	g.bg, g.bgCancel = context.WithCancel(context.Background())
 	g.sink = fanout.Sinks{Log: log, Sinks: append([]warden.Sink{g.events, logSink{log}}, o.Sinks...)}
 	version := o.Version
@@ -212,6 +215,11 @@ func (g *Gateway) Start(ctx context.Context) error {
 	g.ready.Store(true)
 	g.bgWG.Add(1)
 	go g.recheckPins()
+	interval := file.HeadInterval
+	if interval == 0 {
+		interval = defaultHeadInterval
+	}
+	g.bgWG.Go(func() { g.head.run(g.bg, interval) })
 	return nil
 }
 
@@ -279,6 +287,7 @@ func (g *Gateway) Close(ctx context.Context) error {
 	}
 	g.closed = true
 	ups := g.upstreams
+	started := g.started
 	g.mu.Unlock()
 	g.flightMu.Lock()
 	g.draining = true
@@ -295,6 +304,9 @@ func (g *Gateway) Close(ctx context.Context) error {
 	// (a call whose completion is not would show as started, outcome unknown).
 	if ferr := g.journal.Flush(ctx); ferr != nil {
 		err = errors.Join(err, fmt.Errorf("the audit log's last completions: %w", ferr))
+	}
+	if started {
+		g.head.publish(ctx) // the last head, so that a tail deleted after shutdown shows
 	}
 	g.bgCancel()
 	g.bgWG.Wait()

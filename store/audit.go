@@ -326,12 +326,15 @@ func (r *CallRecord) Complete(c *Entry) {
 // Verifier checks a chain one entry at a time, in seq order; implementations of
 // [Store.VerifyAudit] feed it every entry. The zero value is ready to use.
 type Verifier struct {
-	n        int64
-	prevSeq  int64
-	prevHash string
-	bad      bool
-	firstBad int64
-	problem  string
+	kept      Head // see Keep
+	keptFound bool
+	keptSeq   int64
+	n         int64
+	prevSeq   int64
+	prevHash  string
+	bad       bool
+	firstBad  int64
+	problem   string
 }
 
 // Add checks the next entry.
@@ -357,7 +360,44 @@ func (v *Verifier) Add(e *Entry) {
 			v.fail(e.Seq, fmt.Sprintf("completion entry %d refers to entry %d, which cannot be its intent", e.Seq, e.Ref))
 		}
 	}
+	if !v.bad && v.kept.Hash != "" && !v.keptFound {
+		switch {
+		case e.Hash == v.kept.Hash && v.kept.Seq != 0 && e.Seq != v.kept.Seq:
+			v.fail(e.Seq, fmt.Sprintf("entry %d has the kept head's hash, but the kept head is entry %d: the head or the log was altered", e.Seq, v.kept.Seq))
+		case e.Hash == v.kept.Hash:
+			v.keptFound, v.keptSeq = true, e.Seq
+		case e.Seq == v.kept.Seq:
+			v.fail(e.Seq, fmt.Sprintf("entry %d has hash %.12s…, but the kept head records %.12s… for it: the chain was rewritten at or before entry %d", e.Seq, e.Hash, v.kept.Hash, e.Seq))
+		}
+	}
 	v.prevSeq, v.prevHash = e.Seq, e.Hash
+}
+
+// Keep makes the verifier check the chain against h, a head kept outside the database:
+// an entry must have h.Hash (and be entry h.Seq, when h.Seq is not 0). Call it before
+// the first Add, and [Verifier.CheckKept] after the last.
+func (v *Verifier) Keep(h Head) { v.kept = h }
+
+// CheckKept reports the head passed to Keep as missing when no entry matched it: the
+// log's tail was deleted and its recorded head rewound, or the chain was rewritten.
+func (v *Verifier) CheckKept() {
+	if v.bad || v.kept.Hash == "" || v.keptFound {
+		return
+	}
+	switch {
+	case v.kept.Seq > v.prevSeq:
+		v.fail(v.prevSeq+1, fmt.Sprintf("the kept head is entry %d, but the log ends at entry %d: the newest entries were deleted and the chain head rewound", v.kept.Seq, v.prevSeq))
+	default:
+		v.fail(v.prevSeq+1, fmt.Sprintf("no entry has the kept head's hash %.12s… (the log ends at entry %d): the newest entries were deleted and the chain head rewound, the chain was rewritten, or the head is another log's", v.kept.Hash, v.prevSeq))
+	}
+}
+
+// HeadMissing reports that the store's record of the chain head is gone: it was
+// deleted (usually with the newest entries, to hide that they were deleted).
+func (v *Verifier) HeadMissing() {
+	if !v.bad {
+		v.fail(v.prevSeq+1, fmt.Sprintf("the chain head record is missing (the log ends at entry %d): it was deleted, and the newest entries may have been deleted with it", v.prevSeq))
+	}
 }
 
 // CheckHead compares the chain head the store records (the seq and hash of the newest
@@ -382,5 +422,9 @@ func (v *Verifier) fail(seq int64, problem string) {
 
 // Report returns the verdict on the entries added so far.
 func (v *Verifier) Report() VerifyReport {
-	return VerifyReport{Entries: v.n, OK: !v.bad, FirstBad: v.firstBad, Problem: v.problem, Head: v.prevHash}
+	r := VerifyReport{Entries: v.n, OK: !v.bad, FirstBad: v.firstBad, Problem: v.problem, Head: v.prevHash, HeadSeq: v.prevSeq}
+	if r.OK && v.keptFound {
+		r.Kept = v.keptSeq
+	}
+	return r
 }

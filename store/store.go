@@ -57,7 +57,8 @@
 //     whoever can delete entries can rewind that record too, and then nothing shows.
 //
 // Both gaps close only with an external anchor: record [VerifyReport.Head] (the hash of
-// the newest entry) somewhere the database's writers cannot change, and compare later.
+// the newest entry) somewhere the database's writers cannot change, and check the chain
+// against it later with [Store.VerifyAuditTo].
 //
 // # Human decisions
 //
@@ -173,6 +174,15 @@ type Store interface {
 	// report with OK=false is not an error: err is for failures to read the log. Like
 	// QueryCalls, it first waits for the writes this Store queued.
 	VerifyAudit(ctx context.Context) (VerifyReport, error)
+	// VerifyAuditTo is VerifyAudit checked also against kept, a head recorded outside
+	// the database (see [Head]): the chain must hold an entry with kept's hash (and
+	// seq, when kept.Seq is not 0), or the report is not OK. A zero kept checks
+	// nothing more than VerifyAudit.
+	VerifyAuditTo(ctx context.Context, kept Head) (VerifyReport, error)
+	// AuditHead returns the chain head the store records: the seq and hash of the
+	// newest committed entry ({0, ""} for an empty log). It reads one row and does not
+	// verify anything; a missing head record is an error.
+	AuditHead(ctx context.Context) (Head, error)
 
 	// CreatePending stores a new pending decision and returns it as stored. It assigns
 	// ID (see [NewPendingID]) and Created when empty, sets State "pending" and Scope
@@ -316,6 +326,20 @@ type VerifyReport struct {
 	// database's writers cannot change: it is the only way to detect a deleted tail or a
 	// rewritten chain later.
 	Head string
+	// HeadSeq is the seq of the newest entry (0 for an empty log).
+	HeadSeq int64
+	// Kept is the seq of the entry that matched the head passed to
+	// [Store.VerifyAuditTo]; 0 when none was passed or it did not match.
+	Kept int64
+}
+
+// Head names the newest entry of a chain: what a gateway publishes and what
+// [Store.VerifyAuditTo] checks a chain against. Its JSON form, one object on one line,
+// is the head file's and the head webhook's body: {"seq":N,"hash":"<64 hex>"} (other
+// keys, such as "time", are ignored by readers).
+type Head struct {
+	Seq  int64  `json:"seq"`
+	Hash string `json:"hash"`
 }
 
 // Pending decision states.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -28,6 +29,9 @@ type auditOptions struct {
 	status    string
 	limit     int
 	json      bool
+	// head and headFile are `warden audit verify --head` and --head-file.
+	head     string
+	headFile string
 	// now is the clock --since counts back from.
 	now func() time.Time
 }
@@ -58,7 +62,8 @@ error.`,
 		Example: `  warden audit --since 24h
   warden audit --tool 'github.*' --status refused
   warden audit --principal ann --json | jq .
-  warden audit verify`,
+  warden audit verify
+  warden audit verify --head-file /var/lib/warden-anchor/head.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			p, err := newAuditProgram(o, false, stdout)
@@ -75,8 +80,9 @@ error.`,
 	f.BoolVar(&o.json, "json", false, "print one JSON object per call and line")
 
 	var vjson bool
+	var vhead, vheadFile string
 	verify := &cobra.Command{
-		Use:   "verify [--json]",
+		Use:   "verify [--head HASH | --head-file PATH] [--json]",
 		Short: "Check that no audit entry was edited or deleted",
 		Long: `Verify walks the whole audit log and checks its hash chain: every entry stores the
 hash of the entry before it, so an entry that was edited, or deleted from the middle or
@@ -85,20 +91,30 @@ the head of the log, breaks the chain.
 The log is tamper-EVIDENT, not tamper-proof: someone who can write to the database
 can rewrite the chain from an edited entry onwards, and deleting the newest entries
 cannot be seen from the log alone. To close both gaps, keep the printed head hash
-somewhere the database's writers cannot change, and compare it later.
+somewhere the database's writers cannot change (the gateway can publish it: see
+audit.head_file and audit.head_webhook in docs/gateway.md), and check against it later:
+
+  --head HASH       the chain must hold an entry with this hash, and verify up to it
+  --head-file PATH  the same with the head in PATH, a JSON object {"seq":N,"hash":"..."}
+                    as the gateway writes it (the entry must also be entry N)
+
+A kept head that is not in the chain is tampering: the newest entries were deleted
+and the chain head rewound, or the chain was rewritten.
 
 Exit codes: 0 the chain is intact; 3 tampering detected (the first bad entry is
-printed); 2 bad usage or a store that cannot be opened; 1 an internal error (the log
-could not be read).`,
+printed); 2 bad usage, an unreadable head file or a store that cannot be opened; 1 an
+internal error (the log could not be read).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o := o
-			o.json = vjson
+			o.json, o.head, o.headFile = vjson, vhead, vheadFile
 			p, err := newAuditProgram(o, true, stdout)
 			return execute(cmd.Context(), p, err)
 		},
 	}
 	verify.Flags().BoolVar(&vjson, "json", false, "print the report as one JSON object")
+	verify.Flags().StringVar(&vhead, "head", "", "check the chain against this head hash, kept outside the database")
+	verify.Flags().StringVar(&vheadFile, "head-file", "", "check the chain against the head in this file (as the gateway's audit.head_file writes it)")
 	cmd.AddCommand(verify)
 	return cmd
 }
@@ -157,6 +173,7 @@ type auditProgram struct {
 	storeConn
 	o      auditOptions
 	verify bool
+	kept   store.Head       // what `warden audit verify` checks against; zero for none
 	f      store.CallFilter // what `warden audit` shows
 	w      io.Writer
 }
@@ -171,8 +188,78 @@ func newAuditProgram(o auditOptions, verify bool, w io.Writer) (*auditProgram, e
 			return nil, err
 		}
 		p.f = f
+		return p, nil
 	}
+	kept, err := o.keptHead()
+	if err != nil {
+		return nil, err
+	}
+	p.kept = kept
 	return p, nil
+}
+
+// keptHead reads --head or --head-file.
+func (o auditOptions) keptHead() (store.Head, error) {
+	switch {
+	case o.head != "" && o.headFile != "":
+		return store.Head{}, usageErrorf("--head and --head-file are exclusive: give one")
+	case o.head != "":
+		h := strings.ToLower(strings.TrimSpace(o.head))
+		if !isHeadHash(h) {
+			return store.Head{}, usageErrorf("invalid --head %q: want the 64 hex digits of an entry's hash, as 'warden audit verify' prints after Head:", o.head)
+		}
+		return store.Head{Hash: h}, nil
+	case o.headFile != "":
+		h, err := readHeadFile(o.headFile)
+		if err != nil {
+			return store.Head{}, usageErrorf("%v", err)
+		}
+		return h, nil
+	}
+	return store.Head{}, nil
+}
+
+// maxHeadFile bounds what readHeadFile reads: a head is well under 200 bytes.
+const maxHeadFile = 4096
+
+// readHeadFile reads a head file: one JSON object with seq (1 or more) and hash (64
+// lowercase hex digits); other keys are ignored.
+func readHeadFile(path string) (store.Head, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return store.Head{}, fmt.Errorf("reading the head file: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxHeadFile+1))
+	if err != nil {
+		return store.Head{}, fmt.Errorf("reading the head file %s: %w", path, err)
+	}
+	if len(b) > maxHeadFile {
+		return store.Head{}, fmt.Errorf("head file %s: over %d bytes, so not a head file", path, maxHeadFile)
+	}
+	var h struct {
+		Seq  *int64  `json:"seq"`
+		Hash *string `json:"hash"`
+	}
+	if err := json.Unmarshal(b, &h); err != nil {
+		return store.Head{}, fmt.Errorf("head file %s: not a JSON object {\"seq\":N,\"hash\":\"...\"}: %v", path, err)
+	}
+	if h.Seq == nil || h.Hash == nil || *h.Seq < 1 || !isHeadHash(*h.Hash) {
+		return store.Head{}, fmt.Errorf("head file %s: want {\"seq\":N,\"hash\":\"<64 hex digits>\"} with N 1 or more", path)
+	}
+	return store.Head{Seq: *h.Seq, Hash: *h.Hash}, nil
+}
+
+func isHeadHash(h string) bool {
+	if len(h) != 64 {
+		return false
+	}
+	for _, c := range h {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // Run opens the store and prints the calls, or verifies the chain; the caller closes p.
@@ -182,7 +269,7 @@ func (p *auditProgram) Run(ctx context.Context) error {
 		return err
 	}
 	if p.verify {
-		return runAuditVerify(ctx, s, p.w, p.o.json)
+		return runAuditVerify(ctx, s, p.w, p.o.json, p.kept)
 	}
 	return runAudit(ctx, s, p.w, p.o, p.f)
 }
@@ -295,8 +382,9 @@ func callToJSON(c store.CallRecord) callJSON {
 }
 
 // runAuditVerify checks the chain: exit 0 intact, 3 tampered.
-func runAuditVerify(ctx context.Context, s store.Store, w io.Writer, asJSON bool) error {
-	r, err := s.VerifyAudit(ctx)
+// A non-zero kept is a head kept outside the database that the chain must hold.
+func runAuditVerify(ctx context.Context, s store.Store, w io.Writer, asJSON bool, kept store.Head) error {
+	r, err := s.VerifyAuditTo(ctx, kept)
 	if err != nil {
 		return cmdError(exitInternal, "reading the audit log: %w", err)
 	}
@@ -314,11 +402,13 @@ func runAuditVerify(ctx context.Context, s store.Store, w io.Writer, asJSON bool
 				FirstBad int64  `json:"first_bad"`
 				Problem  string `json:"problem"`
 				Head     string `json:"head"`
+				HeadSeq  int64  `json:"head_seq"`
+				Kept     int64  `json:"kept"`
 				Unknown  int    `json:"outcome_unknown"`
-			}{r.Entries, r.OK, r.FirstBad, r.Problem, r.Head, len(started)}
+			}{r.Entries, r.OK, r.FirstBad, r.Problem, r.Head, r.HeadSeq, r.Kept, len(started)}
 		})
 	} else {
-		err = writeVerify(w, r, started)
+		err = writeVerify(w, r, started, kept)
 	}
 	if err != nil {
 		return cmdError(exitInternal, "writing the report: %w", err)
@@ -329,10 +419,13 @@ func runAuditVerify(ctx context.Context, s store.Store, w io.Writer, asJSON bool
 	return nil
 }
 
-func writeVerify(w io.Writer, r store.VerifyReport, started []store.CallRecord) error {
+func writeVerify(w io.Writer, r store.VerifyReport, started []store.CallRecord, kept store.Head) error {
 	var b strings.Builder
 	if r.OK {
 		fmt.Fprintf(&b, "OK: %d %s checked; the chain is intact.\n", r.Entries, plural(r.Entries, "entry", "entries"))
+		if kept.Hash != "" {
+			fmt.Fprintf(&b, "Kept head: entry %d (%.12s…) is in the chain, which verifies up to it and on to entry %d.\n", r.Kept, kept.Hash, r.HeadSeq)
+		}
 		if r.Head != "" {
 			fmt.Fprintf(&b, "Head: %s\n", r.Head)
 			b.WriteString("Keep the head hash somewhere the database's writers cannot change: only it reveals\na deleted tail or a rewritten chain later.\n")

@@ -472,3 +472,60 @@ func TestHumanFormats(t *testing.T) {
 		t.Errorf("shortRevision(v7) = %q", got)
 	}
 }
+
+// TestAuditVerifyKeptHead checks `warden audit verify` against a head kept outside the
+// database: the head the log has now verifies (from --head and from a head file in
+// the gateway's format); once the newest entries are deleted and the chain head
+// rewound, the kept head is tampering (exit 3) though the log alone still verifies.
+func TestAuditVerifyKeptHead(t *testing.T) {
+	for _, ts := range testStores() {
+		t.Run(ts.name, func(t *testing.T) {
+			f := populate(t, ts.dsn(t))
+			s, err := store.Open(context.Background(), f.dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			head, err := s.AuditHead(context.Background())
+			s.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			file := filepath.Join(t.TempDir(), "head.json")
+			if err := os.WriteFile(file, []byte(fmt.Sprintf(`{"seq":%d,"hash":%q,"time":"2026-12-02T10:00:00Z"}`+"\n", head.Seq, head.Hash)), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			for _, args := range [][]string{{"--head", head.Hash}, {"--head-file", file}} {
+				if r := f.run(t, append([]string{"audit", "verify"}, args...)...); r.code != 0 || !strings.Contains(r.stdout, "OK") {
+					t.Errorf("verify %v against the current head: exit %d\n%s%s", args, r.code, r.stdout, r.stderr)
+				}
+			}
+			if r := f.run(t, "audit", "verify", "--head", strings.Repeat("ab", 32)); r.code != 3 {
+				t.Errorf("verify --head of a hash not in the chain: exit %d, want %d\n%s%s", r.code, 3, r.stdout, r.stderr)
+			}
+			tamper := sqlitetest.TamperAudit
+			if ts.name == "postgres" {
+				tamper = postgrestest.TamperAudit
+			}
+			if err := tamper(context.Background(), f.dsn, head.Seq-2, "truncate"); err != nil {
+				t.Fatal(err)
+			}
+			if r := f.run(t, "audit", "verify"); r.code != 0 {
+				t.Errorf("after a truncation with the head rewound the log alone verifies (exit %d, want 0): only a kept head can tell\n%s%s", r.code, r.stdout, r.stderr)
+			}
+			for _, args := range [][]string{{"--head", head.Hash}, {"--head-file", file}} {
+				if r := f.run(t, append([]string{"audit", "verify"}, args...)...); r.code != 3 {
+					t.Errorf("verify %v after the tail was deleted and the head rewound: exit %d, want 3 (tampering)\n%s%s", args, r.code, r.stdout, r.stderr)
+				}
+			}
+			if r := f.run(t, "audit", "verify", "--head", head.Hash, "--head-file", file); r.code != exitUsage {
+				t.Errorf("verify with both --head and --head-file: exit %d, want %d", r.code, exitUsage)
+			}
+			if err := os.WriteFile(file, []byte("not json\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if r := f.run(t, "audit", "verify", "--head-file", file); r.code != exitUsage || !strings.Contains(r.stderr, file) {
+				t.Errorf("verify --head-file of a broken file: exit %d, stderr %q; want %d naming the file", r.code, r.stderr, exitUsage)
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -111,6 +112,12 @@ func (s *Store) QueryCalls(ctx context.Context, f store.CallFilter) ([]store.Cal
 // VerifyAudit walks the chain in seq order in one REPEATABLE READ snapshot, so appends
 // made meanwhile are not seen (and cannot look like a problem).
 func (s *Store) VerifyAudit(ctx context.Context) (store.VerifyReport, error) {
+	return s.VerifyAuditTo(ctx, store.Head{})
+}
+
+// VerifyAuditTo is VerifyAudit checked also against kept, a head recorded outside the
+// database.
+func (s *Store) VerifyAuditTo(ctx context.Context, kept store.Head) (store.VerifyReport, error) {
 	if err := s.check(); err != nil {
 		return store.VerifyReport{}, err
 	}
@@ -119,9 +126,11 @@ func (s *Store) VerifyAudit(ctx context.Context) (store.VerifyReport, error) {
 	}
 	var rep store.VerifyReport
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		var headSeq int64
-		var headHash string
-		if err := tx.QueryRow(ctx, `SELECT seq, hash FROM warden_audit_head WHERE id = 1`).Scan(&headSeq, &headHash); err != nil {
+		head := new(store.Head)
+		err := tx.QueryRow(ctx, sqlReadHead).Scan(&head.Seq, &head.Hash)
+		if errors.Is(err, pgx.ErrNoRows) {
+			head = nil // deleted: the verifier reports it
+		} else if err != nil {
 			return fmt.Errorf("reading the audit head: %w", err)
 		}
 		rows, err := tx.Query(ctx, `SELECT `+core.AuditCols+` FROM warden_audit ORDER BY seq`)
@@ -129,11 +138,29 @@ func (s *Store) VerifyAudit(ctx context.Context) (store.VerifyReport, error) {
 			return err
 		}
 		defer rows.Close()
-		rep, err = core.Verify(rows, headSeq, headHash, func(sc core.Scanner, e *store.Entry) error { return scanEntry(sc, e) })
+		rep, err = core.Verify(rows, head, kept, func(sc core.Scanner, e *store.Entry) error { return scanEntry(sc, e) })
 		return err
 	})
 	if err != nil {
 		return store.VerifyReport{}, fmt.Errorf("postgres: reading the audit log: %w", err)
 	}
 	return rep, nil
+}
+
+const sqlReadHead = `SELECT seq, hash FROM warden_audit_head WHERE id = 1`
+
+// AuditHead returns the chain head recorded in warden_audit_head, as committed.
+func (s *Store) AuditHead(ctx context.Context) (store.Head, error) {
+	if err := s.check(); err != nil {
+		return store.Head{}, err
+	}
+	var h store.Head
+	err := s.pool.QueryRow(ctx, sqlReadHead).Scan(&h.Seq, &h.Hash)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.Head{}, errors.New("postgres: the audit head record is missing: it was deleted (run 'warden audit verify')")
+	}
+	if err != nil {
+		return store.Head{}, fmt.Errorf("postgres: reading the audit head: %w", err)
+	}
+	return h, nil
 }

@@ -147,6 +147,12 @@ func (s *Store) QueryCalls(ctx context.Context, f store.CallFilter) ([]store.Cal
 // VerifyAudit walks the chain in seq order, in one read transaction: one consistent
 // snapshot, so appends made meanwhile are not seen (and cannot look like a problem).
 func (s *Store) VerifyAudit(ctx context.Context) (store.VerifyReport, error) {
+	return s.VerifyAuditTo(ctx, store.Head{})
+}
+
+// VerifyAuditTo is VerifyAudit checked also against kept, a head recorded outside the
+// database.
+func (s *Store) VerifyAuditTo(ctx context.Context, kept store.Head) (store.VerifyReport, error) {
 	if s.closed.Load() {
 		return store.VerifyReport{}, store.ErrClosed
 	}
@@ -158,9 +164,11 @@ func (s *Store) VerifyAudit(ctx context.Context) (store.VerifyReport, error) {
 		return store.VerifyReport{}, fmt.Errorf("sqlite: reading the audit log: %w", err)
 	}
 	defer tx.Rollback()
-	var headSeq int64
-	var headHash string
-	if err := tx.QueryRowContext(ctx, `SELECT seq, hash FROM audit_head WHERE id = 1`).Scan(&headSeq, &headHash); err != nil {
+	head := new(store.Head)
+	err = tx.QueryRowContext(ctx, sqlHead).Scan(&head.Seq, &head.Hash)
+	if errors.Is(err, sql.ErrNoRows) {
+		head = nil // deleted: the verifier reports it
+	} else if err != nil {
 		return store.VerifyReport{}, fmt.Errorf("sqlite: reading the audit head: %w", err)
 	}
 	rows, err := tx.QueryContext(ctx, `SELECT `+core.AuditCols+` FROM audit ORDER BY seq`)
@@ -168,9 +176,25 @@ func (s *Store) VerifyAudit(ctx context.Context) (store.VerifyReport, error) {
 		return store.VerifyReport{}, fmt.Errorf("sqlite: reading the audit log: %w", err)
 	}
 	defer rows.Close()
-	rep, err := core.Verify(rows, headSeq, headHash, func(sc core.Scanner, e *store.Entry) error { return scanEntry(sc, e) })
+	rep, err := core.Verify(rows, head, kept, func(sc core.Scanner, e *store.Entry) error { return scanEntry(sc, e) })
 	if err != nil {
 		return store.VerifyReport{}, fmt.Errorf("sqlite: reading the audit log: %w", err)
 	}
 	return rep, nil
+}
+
+// AuditHead returns the chain head recorded in audit_head, as committed.
+func (s *Store) AuditHead(ctx context.Context) (store.Head, error) {
+	if s.closed.Load() {
+		return store.Head{}, store.ErrClosed
+	}
+	var h store.Head
+	err := s.read.QueryRowContext(ctx, sqlHead).Scan(&h.Seq, &h.Hash)
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Head{}, errors.New("sqlite: the audit head record is missing: it was deleted (run 'warden audit verify')")
+	}
+	if err != nil {
+		return store.Head{}, fmt.Errorf("sqlite: reading the audit head: %w", err)
+	}
+	return h, nil
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -274,6 +275,89 @@ func testVerifyDeleteLast(t *testing.T, s *subject, tamper tamperFunc) {
 	// Appending goes on from the recorded head, so the hole stays visible.
 	check(t, s.RecordCall(ctxFor(t), store.CallRecord{Tool: "later", Status: warden.StatusRefused}))
 	wantBad(t, s, 5)
+}
+
+// testVerifyDroppedHead deletes the newest entry and the chain-head record: that is
+// tampering, reported after the last entry left, not a failure to read the log.
+func testVerifyDroppedHead(t *testing.T, s *subject, tamper tamperFunc) {
+	fiveEntries(t, s)
+	tamper(t, 5, "drop-head")
+	rep := verify(t, s)
+	if rep.OK || rep.FirstBad != 5 || !strings.Contains(rep.Problem, "chain head record is missing") {
+		t.Fatalf("VerifyAudit without the head record = %+v, want not OK at entry 5 naming the missing head record", rep)
+	}
+	if _, err := s.AuditHead(ctxFor(t)); err == nil || !strings.Contains(err.Error(), "missing") {
+		t.Errorf("AuditHead without the head record = %v, want an error saying it is missing", err)
+	}
+}
+
+// testVerifyKept checks VerifyAuditTo against heads kept outside: the current head, an
+// older one (the chain goes on past it), by hash alone, and ones the chain does not
+// hold.
+func testVerifyKept(t *testing.T, s *subject) {
+	ctx := ctxFor(t)
+	fiveEntries(t, s)
+	head, err := s.AuditHead(ctx)
+	check(t, err)
+	full := verify(t, s)
+	if head.Seq != 5 || head.Hash != full.Head || full.HeadSeq != 5 {
+		t.Fatalf("AuditHead = %+v, VerifyAudit = %+v; want entry 5 with the verified head hash", head, full)
+	}
+	check(t, s.RecordCall(ctx, store.CallRecord{Tool: "later", Status: warden.StatusRefused}))
+	for _, kept := range []store.Head{head, {Hash: head.Hash}} {
+		rep, err := s.VerifyAuditTo(ctx, kept)
+		check(t, err)
+		if !rep.OK || rep.Kept != 5 || rep.HeadSeq != 6 {
+			t.Errorf("VerifyAuditTo(%+v) = %+v, want OK, Kept 5, HeadSeq 6", kept, rep)
+		}
+	}
+	other := strings.Repeat("ab", 32)
+	for _, c := range []struct {
+		kept     store.Head
+		firstBad int64
+		problem  string
+	}{
+		{store.Head{Seq: 9, Hash: other}, 7, "the kept head is entry 9, but the log ends at entry 6"},
+		{store.Head{Hash: other}, 7, "no entry has the kept head's hash"},
+		{store.Head{Seq: 4, Hash: other}, 4, "the chain was rewritten"},
+		{store.Head{Seq: 6, Hash: head.Hash}, 5, "entry 5 has the kept head's hash, but the kept head is entry 6"},
+	} {
+		rep, err := s.VerifyAuditTo(ctx, c.kept)
+		check(t, err)
+		if rep.OK || rep.FirstBad != c.firstBad || !strings.Contains(rep.Problem, c.problem) || rep.Kept != 0 {
+			t.Errorf("VerifyAuditTo(%+v) = %+v, want not OK at entry %d with %q", c.kept, rep, c.firstBad, c.problem)
+		}
+	}
+}
+
+// testVerifyKeptRewound deletes the tail and rewinds the recorded head, which the log
+// alone cannot show, and then rewrites the history from there by appending anew: only
+// the kept head shows either.
+func testVerifyKeptRewound(t *testing.T, s *subject, tamper tamperFunc) {
+	ctx := ctxFor(t)
+	fiveEntries(t, s)
+	kept, err := s.AuditHead(ctx)
+	check(t, err)
+	tamper(t, 4, "truncate")
+	if rep := verify(t, s); !rep.OK || rep.Entries != 3 {
+		t.Fatalf("VerifyAudit after a truncation with the head rewound = %+v; want it to verify (3 entries): only a kept head can tell", rep)
+	}
+	rep, err := s.VerifyAuditTo(ctx, kept)
+	check(t, err)
+	if rep.OK || rep.FirstBad != 4 || !strings.Contains(rep.Problem, "the kept head is entry 5, but the log ends at entry 3") {
+		t.Errorf("VerifyAuditTo(old head) after the truncation = %+v, want not OK at entry 4", rep)
+	}
+	for range 2 {
+		check(t, s.RecordCall(ctx, store.CallRecord{Tool: "forged", Status: warden.StatusRefused}))
+	}
+	if rep := verify(t, s); !rep.OK || rep.Entries != 5 {
+		t.Fatalf("VerifyAudit of the rewritten log = %+v; want it to verify (5 entries)", rep)
+	}
+	rep, err = s.VerifyAuditTo(ctx, kept)
+	check(t, err)
+	if rep.OK || rep.FirstBad != 5 || !strings.Contains(rep.Problem, "the chain was rewritten") {
+		t.Errorf("VerifyAuditTo(old head) of the rewritten log = %+v, want not OK at entry 5", rep)
+	}
 }
 
 func testConcurrentAudit(t *testing.T, s *subject) {

@@ -230,9 +230,12 @@ func Calls(rows Rows, f store.CallFilter, scan func(Scanner, *store.Entry, *Comp
 }
 
 // Verify feeds every row (entries of [AuditCols] in seq order, scan reads one) to a
-// [store.Verifier], checks the head against it and returns its report.
-func Verify(rows Rows, headSeq int64, headHash string, scan func(Scanner, *store.Entry) error) (store.VerifyReport, error) {
+// [store.Verifier], checks the store's recorded head (nil: its record is missing, which
+// is tampering) and the kept head (see [store.Verifier.Keep]) against it and returns
+// its report.
+func Verify(rows Rows, head *store.Head, kept store.Head, scan func(Scanner, *store.Entry) error) (store.VerifyReport, error) {
 	var v store.Verifier
+	v.Keep(kept)
 	for rows.Next() {
 		var e store.Entry
 		if err := scan(rows, &e); err != nil {
@@ -243,6 +246,11 @@ func Verify(rows Rows, headSeq int64, headHash string, scan func(Scanner, *store
 	if err := rows.Err(); err != nil {
 		return store.VerifyReport{}, err
 	}
-	v.CheckHead(headSeq, headHash)
+	if head == nil {
+		v.HeadMissing()
+	} else {
+		v.CheckHead(head.Seq, head.Hash)
+	}
+	v.CheckKept()
 	return v.Report(), nil
 }

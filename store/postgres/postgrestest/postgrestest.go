@@ -17,18 +17,27 @@ import (
 
 // TamperAudit changes the audit log of the store in the database named by dsn (the DSN
 // the store was opened with, search_path included) without fixing the hash chain: op
-// "edit" changes the rationale of the entry numbered seq, op "delete" removes it. It
+// "edit" changes the rationale of the entry numbered seq, op "delete" removes it, op
+// "truncate" removes it and every newer entry and rewinds the recorded chain head to
+// entry seq-1 (what covers a deleted tail from the log alone), op "drop-head" removes
+// it, every newer entry and the chain-head record. It
 // disables the append-only trigger inside its own transaction only. A seq with no entry
 // is [store.ErrNotFound].
 func TamperAudit(ctx context.Context, dsn string, seq int64, op string) error {
-	var stmt string
+	var stmt, after string
 	switch op {
 	case "edit":
 		stmt = `UPDATE warden_audit SET rationale = rationale || ' (edited)' WHERE seq = $1`
 	case "delete":
 		stmt = `DELETE FROM warden_audit WHERE seq = $1`
+	case "truncate":
+		stmt = `DELETE FROM warden_audit WHERE seq >= $1`
+		after = `UPDATE warden_audit_head SET seq = $1::bigint - 1, hash = coalesce((SELECT hash FROM warden_audit WHERE seq = $1::bigint - 1), '') WHERE id = 1`
+	case "drop-head":
+		stmt = `DELETE FROM warden_audit WHERE seq >= $1`
+		after = `DELETE FROM warden_audit_head WHERE $1::bigint > 0`
 	default:
-		return fmt.Errorf("postgrestest: unknown tamper op %q (want edit or delete)", op)
+		return fmt.Errorf("postgrestest: unknown tamper op %q (want edit, delete, truncate or drop-head)", op)
 	}
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
@@ -43,8 +52,13 @@ func TamperAudit(ctx context.Context, dsn string, seq int64, op string) error {
 		if err != nil {
 			return err
 		}
-		if tag.RowsAffected() != 1 {
+		if tag.RowsAffected() < 1 {
 			return fmt.Errorf("%w: audit entry %d", store.ErrNotFound, seq)
+		}
+		if after != "" {
+			if _, err := tx.Exec(ctx, after, seq); err != nil {
+				return err
+			}
 		}
 		_, err = tx.Exec(ctx, `ALTER TABLE warden_audit ENABLE TRIGGER warden_audit_no_change`)
 		return err

@@ -18,19 +18,27 @@ import (
 
 // TamperAudit changes the audit log of the SQLite database named by dsn (a
 // "sqlite://PATH" DSN, as [store.Open] takes) without fixing the hash chain: op "edit"
-// changes the rationale of the entry numbered seq, op "delete" removes it. It lifts the
+// changes the rationale of the entry numbered seq, op "delete" removes it, op
+// "truncate" removes it and every newer entry and rewinds the recorded chain head to
+// entry seq-1 (what covers a deleted tail from the log alone), op "drop-head" removes
+// it, every newer entry and the chain-head record. It lifts the
 // append-only triggers for that one statement and puts them back in the same
 // transaction. A seq with no entry is [store.ErrNotFound]. The database may be open in
 // a [sqlite.Store] meanwhile.
 func TamperAudit(ctx context.Context, dsn string, seq int64, op string) (err error) {
-	var stmt string
+	var stmts []string
 	switch op {
 	case "edit":
-		stmt = `UPDATE audit SET rationale = rationale || ' (edited)' WHERE seq = ?`
+		stmts = []string{`UPDATE audit SET rationale = rationale || ' (edited)' WHERE seq = ?1`}
 	case "delete":
-		stmt = `DELETE FROM audit WHERE seq = ?`
+		stmts = []string{`DELETE FROM audit WHERE seq = ?1`}
+	case "truncate":
+		stmts = []string{`DELETE FROM audit WHERE seq >= ?1`,
+			`UPDATE audit_head SET seq = ?1 - 1, hash = coalesce((SELECT hash FROM audit WHERE seq = ?1 - 1), '') WHERE id = 1`}
+	case "drop-head":
+		stmts = []string{`DELETE FROM audit WHERE seq >= ?1`, `DELETE FROM audit_head WHERE ?1 > 0`}
 	default:
-		return fmt.Errorf("sqlitetest: unknown tamper op %q (want edit or delete)", op)
+		return fmt.Errorf("sqlitetest: unknown tamper op %q (want edit, delete, truncate or drop-head)", op)
 	}
 	path, _, err := sqlite.ParseDSN(dsn)
 	if err != nil {
@@ -78,8 +86,10 @@ func TamperAudit(ctx context.Context, dsn string, seq int64, op string) (err err
 			return err
 		}
 	}
-	if _, err := tx.ExecContext(ctx, stmt, seq); err != nil {
-		return err
+	for _, stmt := range stmts {
+		if _, err := tx.ExecContext(ctx, stmt, seq); err != nil {
+			return err
+		}
 	}
 	for _, def := range defs {
 		if _, err := tx.ExecContext(ctx, def); err != nil {
