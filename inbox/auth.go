@@ -3,10 +3,16 @@
 package inbox
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -14,6 +20,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/wardenhq/warden/store"
 )
 
 const (
@@ -29,26 +37,56 @@ type flash struct {
 	Text string
 }
 
-// session is one signed-in operator. Handlers get a copy; the flash lives in the map.
+// session is one signed-in operator. Handlers get a copy.
 type session struct {
-	key       [sha256.Size]byte // SHA-256 of the cookie value: the map key
+	key       [sha256.Size]byte // SHA-256 of the cookie value: the store's key
 	tokenHash string            // the operator token hash it signed in with
 	Operator  string
 	CSRF      string
 	Expires   time.Time
-	flash     *flash
 }
 
-// sessions is the in-memory session table. The map is keyed by the hash of the cookie
-// value, so the table never holds a usable cookie.
+// sessionPrefix prefixes the store checkpoint of each session, followed by the hex
+// SHA-256 of its cookie value.
+const sessionPrefix = "warden.inbox.session:"
+
+// sessionRecord is a session as the store keeps it. A signed-out (or otherwise
+// ended) session is kept as a record with Ended set and nothing else.
+type sessionRecord struct {
+	Operator  string    `json:"operator,omitempty"`
+	TokenHash string    `json:"token_hash,omitempty"`
+	CSRF      string    `json:"csrf,omitempty"`
+	Expires   time.Time `json:"expires,omitzero"`
+	Ended     bool      `json:"ended,omitempty"`
+}
+
+// sessions is the session table. Sessions live in the store (as checkpoints keyed by
+// the hash of the cookie value, so the store never holds a usable cookie), so a sign-in
+// survives a restart and holds on every replica sharing the store, and a sign-out on
+// one replica ends the session on all of them: every request reads its session from
+// the store. A store that cannot be read signs nobody in.
+//
+// What stays in this process: the flash messages (a one-time notice on the next page,
+// shown by the replica that set it) and the sessions this process started or served,
+// so that an operator change ends them in the store too (every replica also checks the
+// operator on every request).
 type sessions struct {
+	st  store.Store
+	log *slog.Logger
+
 	mu        sync.Mutex
-	m         map[[sha256.Size]byte]*session // guarded by mu
-	lastSweep time.Time                      // guarded by mu
+	seen      map[[sha256.Size]byte]*localSession // guarded by mu
+	lastSweep time.Time                           // guarded by mu
 }
 
-func newSessions() *sessions {
-	return &sessions{m: make(map[[sha256.Size]byte]*session)}
+// localSession is what this process keeps of a session.
+type localSession struct {
+	session
+	flash *flash
+}
+
+func newSessions(st store.Store, log *slog.Logger) *sessions {
+	return &sessions{st: st, log: log, seen: make(map[[sha256.Size]byte]*localSession)}
 }
 
 func randomToken() string {
@@ -57,75 +95,116 @@ func randomToken() string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// create starts a session for op and returns its cookie value.
-func (s *sessions) create(op Operator, now, expires time.Time) (string, session) {
+func sessionID(key [sha256.Size]byte) string { return sessionPrefix + hex.EncodeToString(key[:]) }
+
+// create starts a session for op and returns its cookie value. It fails when the
+// store does not take the session: then nobody is signed in.
+func (s *sessions) create(ctx context.Context, op Operator, now, expires time.Time) (string, session, error) {
 	id := randomToken()
-	ss := &session{key: sha256.Sum256([]byte(id)), tokenHash: op.TokenHash, Operator: op.Name, CSRF: randomToken(), Expires: expires}
+	ss := session{key: sha256.Sum256([]byte(id)), tokenHash: op.TokenHash, Operator: op.Name, CSRF: randomToken(), Expires: expires}
+	rec, err := json.Marshal(sessionRecord{Operator: ss.Operator, TokenHash: ss.tokenHash, CSRF: ss.CSRF, Expires: ss.Expires})
+	if err != nil {
+		return "", session{}, err
+	}
+	if err := s.st.PutCheckpoint(ctx, sessionID(ss.key), rec); err != nil {
+		return "", session{}, fmt.Errorf("recording the session in the store: %w", err)
+	}
+	s.remember(ss, now)
+	return id, ss, nil
+}
+
+// remember keeps ss in this process's table, dropping expired entries once a minute.
+func (s *sessions) remember(ss session, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if now.Sub(s.lastSweep) > time.Minute {
 		s.lastSweep = now
-		for k, v := range s.m {
+		for k, v := range s.seen {
 			if !now.Before(v.Expires) {
-				delete(s.m, k)
+				delete(s.seen, k)
 			}
 		}
 	}
-	s.m[ss.key] = ss
-	return id, *ss
+	if _, ok := s.seen[ss.key]; !ok {
+		s.seen[ss.key] = &localSession{session: ss}
+	}
 }
 
-// get returns the live session for a cookie value. An expired session is removed.
-func (s *sessions) get(id string, now time.Time) (session, bool) {
+// get returns the live session for a cookie value, read from the store: not there,
+// ended, expired or unreadable is not signed in.
+func (s *sessions) get(ctx context.Context, id string, now time.Time) (session, bool) {
 	if id == "" || len(id) > 128 {
 		return session{}, false
 	}
-	key := sha256.Sum256([]byte(id))
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ss, ok := s.m[key]
-	if !ok {
-		return session{}, false
+	ss, ok := s.load(ctx, sha256.Sum256([]byte(id)), now)
+	if ok {
+		s.remember(ss, now)
 	}
-	if !now.Before(ss.Expires) {
-		delete(s.m, key)
-		return session{}, false
-	}
-	return *ss, true
+	return ss, ok
 }
 
-// alive reports whether the session with this key still exists and has not expired.
-func (s *sessions) alive(key [sha256.Size]byte, now time.Time) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ss, ok := s.m[key]
-	return ok && now.Before(ss.Expires)
+// alive reports whether the session with this key is in the store, not ended and
+// not expired.
+func (s *sessions) alive(ctx context.Context, key [sha256.Size]byte, now time.Time) bool {
+	_, ok := s.load(ctx, key, now)
+	return ok
 }
 
-// retain ends every session for which keep returns false and returns how many.
-func (s *sessions) retain(keep func(*session) bool) int {
+func (s *sessions) load(ctx context.Context, key [sha256.Size]byte, now time.Time) (session, bool) {
+	data, err := s.st.GetCheckpoint(ctx, sessionID(key))
+	if err != nil {
+		if !errors.Is(err, store.ErrNotFound) {
+			s.log.Error("inbox: reading a session from the store failed; treating it as signed out", "err", err)
+		}
+		return session{}, false
+	}
+	var rec sessionRecord
+	if err := json.Unmarshal(data, &rec); err != nil {
+		s.log.Error("inbox: a session in the store is not readable; treating it as signed out", "err", err)
+		return session{}, false
+	}
+	if rec.Ended || rec.Operator == "" || rec.TokenHash == "" || rec.CSRF == "" || !now.Before(rec.Expires) {
+		return session{}, false
+	}
+	return session{key: key, tokenHash: rec.TokenHash, Operator: rec.Operator, CSRF: rec.CSRF, Expires: rec.Expires}, true
+}
+
+// end ends the session with this key in the store (on every replica) and here.
+func (s *sessions) end(ctx context.Context, key [sha256.Size]byte) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for k, ss := range s.m {
-		if !keep(ss) {
-			delete(s.m, k)
-			n++
+	delete(s.seen, key)
+	s.mu.Unlock()
+	if err := s.st.PutCheckpoint(ctx, sessionID(key), []byte(`{"ended":true}`)); err != nil {
+		return fmt.Errorf("ending the session in the store: %w", err)
+	}
+	return nil
+}
+
+// retain ends every session this process knows for which keep returns false and
+// returns how many.
+func (s *sessions) retain(ctx context.Context, keep func(*session) bool) int {
+	s.mu.Lock()
+	var drop [][sha256.Size]byte
+	for k, ss := range s.seen {
+		if !keep(&ss.session) {
+			drop = append(drop, k)
 		}
 	}
-	return n
-}
-
-func (s *sessions) remove(key [sha256.Size]byte) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.m, key)
+	s.mu.Unlock()
+	for _, k := range drop {
+		if err := s.end(ctx, k); err != nil {
+			// The session's operator is checked on every request too, so it cannot
+			// be used; the record stays until it expires.
+			s.log.Error("inbox: ending a removed operator's session in the store failed", "err", err)
+		}
+	}
+	return len(drop)
 }
 
 func (s *sessions) setFlash(key [sha256.Size]byte, f flash) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if ss, ok := s.m[key]; ok {
+	if ss, ok := s.seen[key]; ok {
 		ss.flash = &f
 	}
 }
@@ -133,7 +212,7 @@ func (s *sessions) setFlash(key [sha256.Size]byte, f flash) {
 func (s *sessions) takeFlash(key [sha256.Size]byte) *flash {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ss, ok := s.m[key]
+	ss, ok := s.seen[key]
 	if !ok {
 		return nil
 	}
@@ -224,12 +303,14 @@ func (ib *Inbox) currentSession(r *http.Request) (session, bool) {
 	if err != nil {
 		return session{}, false
 	}
-	s, ok := ib.sessions.get(c.Value, ib.now())
+	s, ok := ib.sessions.get(r.Context(), c.Value, ib.now())
 	if !ok {
 		return session{}, false
 	}
 	if !ib.ops.Load().valid(s.tokenHash, s.Operator) {
-		ib.sessions.remove(s.key)
+		if err := ib.sessions.end(context.WithoutCancel(r.Context()), s.key); err != nil {
+			ib.log.Error("inbox: ending a removed operator's session in the store failed", "err", err)
+		}
 		return session{}, false
 	}
 	return s, true
@@ -237,8 +318,8 @@ func (ib *Inbox) currentSession(r *http.Request) (session, bool) {
 
 // sessionLive reports whether s has not ended: not signed out, not expired, and its
 // operator still configured with its token.
-func (ib *Inbox) sessionLive(s session) bool {
-	return ib.ops.Load().valid(s.tokenHash, s.Operator) && ib.sessions.alive(s.key, ib.now())
+func (ib *Inbox) sessionLive(ctx context.Context, s session) bool {
+	return ib.ops.Load().valid(s.tokenHash, s.Operator) && ib.sessions.alive(ctx, s.key, ib.now())
 }
 
 // safeNext returns where to go after signing in: next when it is a local path under
@@ -377,10 +458,21 @@ func (ib *Inbox) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if old, ok := ib.currentSession(r); ok {
-		ib.sessions.remove(old.key)
+		if err := ib.sessions.end(context.WithoutCancel(r.Context()), old.key); err != nil {
+			ib.log.Error("inbox: sign-in could not end the previous session", "operator", op.Name, "err", err)
+			ib.render(w, r, http.StatusInternalServerError, "login", &page{Title: "Sign in", Data: loginData{
+				Next: next, Error: "Signing in failed: the store could not record it. Nobody was signed in; try again, and see the gateway's log."}})
+			return
+		}
 	}
 	expires := now.Add(ib.ttl)
-	id, _ := ib.sessions.create(op, now, expires)
+	id, _, err := ib.sessions.create(context.WithoutCancel(r.Context()), op, now, expires)
+	if err != nil {
+		ib.log.Error("inbox: sign-in could not be recorded", "operator", op.Name, "err", err)
+		ib.render(w, r, http.StatusInternalServerError, "login", &page{Title: "Sign in", Data: loginData{
+			Next: next, Error: "Signing in failed: the store could not record it. Nobody was signed in; try again, and see the gateway's log."}})
+		return
+	}
 	http.SetCookie(w, &http.Cookie{
 		Name:     cookieName,
 		Value:    id,
@@ -396,7 +488,13 @@ func (ib *Inbox) login(w http.ResponseWriter, r *http.Request) {
 }
 
 func (ib *Inbox) logout(w http.ResponseWriter, r *http.Request, s session) {
-	ib.sessions.remove(s.key)
+	if err := ib.sessions.end(context.WithoutCancel(r.Context()), s.key); err != nil {
+		// The cookie is cleared below all the same; the session itself stays valid
+		// until it expires, so say so.
+		ib.log.Error("inbox: sign-out could not be recorded: the session stays valid until it expires", "operator", s.Operator, "err", err, "expires", s.Expires)
+		ib.renderError(w, r, &s, http.StatusInternalServerError, "Sign-out failed", "Signing out failed: the store could not record it, so the session stays valid until it expires. Try again, and see the gateway's log.")
+		return
+	}
 	http.SetCookie(w, &http.Cookie{
 		Name:     cookieName,
 		Value:    "",

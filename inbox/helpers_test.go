@@ -41,12 +41,16 @@ type fixture struct {
 type fixtureOptions struct {
 	tls       bool
 	operators []inbox.Operator // default: operatorName with operatorToken
+	store     store.Store      // default: a new SQLite file
 	modify    func(*inbox.Options)
 }
 
 func newFixture(t *testing.T, fo fixtureOptions) *fixture {
 	t.Helper()
-	st := openStore(t)
+	st := fo.store
+	if st == nil {
+		st = openStore(t)
+	}
 	ops := fo.operators
 	if ops == nil {
 		ops = []inbox.Operator{{Name: operatorName, TokenHash: inbox.HashToken(operatorToken)}}

@@ -27,8 +27,10 @@
 // so serve the inbox over TLS end to end.) The decisions an operator makes are recorded
 // under the operator's name.
 //
-// Sessions live in memory: restarting the process signs every operator out. Several
-// replicas behind one address need sticky sessions (or operators sign in per replica).
+// Sessions live in the store: a sign-in survives a restart and holds on every replica
+// sharing the store, and signing out on one replica ends it on all (each request reads
+// its session from the store; one that cannot be read is not signed in). Only flash
+// notices stay in the process that set them.
 //
 // # Defences
 //
@@ -58,6 +60,7 @@
 package inbox
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -203,7 +206,7 @@ func New(st store.Store, ops []Operator, opts *Options) (*Inbox, error) {
 		now:       o.Now,
 		static:    loadStatic(),
 		failDelay: 300 * time.Millisecond,
-		sessions:  newSessions(),
+		sessions:  newSessions(st, o.Logger),
 		limiter:   newLimiter(loginFailuresPerMinute, time.Minute),
 		done:      make(chan struct{}),
 	}
@@ -262,7 +265,7 @@ func (ib *Inbox) SetOperators(ops []Operator) error {
 		set, _ = newOperatorSet(nil) // fail closed: nobody signs in until a valid list arrives
 	}
 	old := ib.ops.Swap(set)
-	ended := ib.sessions.retain(func(ss *session) bool { return set.valid(ss.tokenHash, ss.Operator) })
+	ended := ib.sessions.retain(context.Background(), func(ss *session) bool { return set.valid(ss.tokenHash, ss.Operator) })
 	close(old.changed)
 	if err != nil {
 		ib.log.Error("inbox: the new operator list is not valid; nobody can sign in until it is fixed", "err", err, "sessions_ended", ended)

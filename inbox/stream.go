@@ -179,7 +179,7 @@ func (ib *Inbox) stream(w http.ResponseWriter, r *http.Request, s session) {
 		case <-ib.done:
 			return
 		case <-changed:
-			if !ib.sessionLive(s) {
+			if !ib.sessionLive(r.Context(), s) {
 				fmt.Fprint(w, "event: signedout\ndata: {}\n\n")
 				rc.Flush()
 				return
@@ -190,7 +190,7 @@ func (ib *Inbox) stream(w http.ResponseWriter, r *http.Request, s session) {
 			rc.Flush()
 			return
 		case st := <-ch:
-			if !ib.sessionLive(s) {
+			if !ib.sessionLive(r.Context(), s) {
 				fmt.Fprint(w, "event: signedout\ndata: {}\n\n")
 				rc.Flush()
 				return
@@ -198,7 +198,7 @@ func (ib *Inbox) stream(w http.ResponseWriter, r *http.Request, s session) {
 			b, _ := json.Marshal(st)
 			_, err = fmt.Fprintf(w, "event: pending\ndata: %s\n\n", b)
 		case <-ka.C:
-			if !ib.sessionLive(s) {
+			if !ib.sessionLive(r.Context(), s) {
 				fmt.Fprint(w, "event: signedout\ndata: {}\n\n")
 				rc.Flush()
 				return
