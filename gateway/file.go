@@ -26,6 +26,10 @@ type File struct {
 	File string
 	// Policy is the policy file every call is checked against.
 	Policy string
+	// ShadowPolicy, when set, is a candidate policy file evaluated whole beside
+	// Policy on every check, as a shadow: where it is stricter its verdict is recorded
+	// (the warden.shadow event, the call's audit record), and it never changes a call.
+	ShadowPolicy string
 	// Store is the store DSN (sqlite://..., postgres://...).
 	Store string
 	// Transport decides which servers may start or be connected to.
@@ -175,7 +179,7 @@ type configDecoder struct {
 	stdioOnly bool              // ParseFileStdio: an unset token_env is no error
 }
 
-var topKeys = []string{"policy", "store", "transport", "servers", "project_file", "listen", "path", "stdio", "clients", "oauth", "operators", "ui", "approvals", "limits", "audit"}
+var topKeys = []string{"policy", "shadow_policy", "store", "transport", "servers", "project_file", "listen", "path", "stdio", "clients", "oauth", "operators", "ui", "approvals", "limits", "audit"}
 
 func (d *configDecoder) top(root *yaml.Node, c *File) {
 	kvs, ok := d.MappingHint(root, "the top level", "a gateway config is a mapping of "+strings.Join(topKeys, ", "))
@@ -189,6 +193,8 @@ func (d *configDecoder) top(root *yaml.Node, c *File) {
 		switch kv.Key {
 		case "policy":
 			c.Policy = d.Path(kv.Value, "policy")
+		case "shadow_policy":
+			c.ShadowPolicy = d.Path(kv.Value, "shadow_policy")
 		case "store":
 			if s, ok := d.NonEmpty(kv.Value, "store"); ok {
 				c.Store = d.storeDSN(s)

@@ -116,6 +116,7 @@ type upstreamEntry struct {
 type gatewayState struct {
 	cfg     *File
 	pol     *policy.Policy
+	cand    *policy.Policy       // shadow_policy, or nil
 	views   map[string]*roleView // by role; "" is the policy's active role
 	tools   map[string]*governedTool
 	clients map[string]Client // by token hash

@@ -87,7 +87,7 @@ func parse(name string, data []byte, opts *LoadOptions, shadowOnly bool) (*Polic
 		return nil, d.Err()
 	}
 	if f.shadowFile && !shadowOnly {
-		d.Fail(f.enforceNode, "load it as a shadow policy (shadow_policy in gateway.yaml) to see what it would decide, or remove `enforce: false` to enforce it", "this file is a shadow policy (enforce: false) and cannot be loaded as the enforcing policy")
+		d.Errs = append(d.Errs, shadowFileError{yamlstrict.Located(name, f.enforceNode, "this file is a shadow policy (enforce: false) and cannot be loaded as the enforcing policy", "load it as a shadow policy (shadow_policy in gateway.yaml) to see what it would decide, or remove `enforce: false` to enforce it")})
 		return nil, d.Err()
 	}
 	// The whole file first (shadow items enforcing): it reports every problem of every
@@ -108,6 +108,16 @@ func parse(name string, data []byte, opts *LoadOptions, shadowOnly bool) (*Polic
 	p.warnings = d.lint(f, full)
 	return p, nil
 }
+
+// ErrShadowFile is what [Parse] reports (errors.Is) for a file whose top level says
+// `enforce: false`: it is a shadow policy, to be loaded with [ParseShadow]. The error
+// itself is a *[warden.ConfigError] at the enforce key.
+var ErrShadowFile = errors.New("policy: a shadow policy file cannot be the enforcing policy")
+
+type shadowFileError struct{ *warden.ConfigError }
+
+func (e shadowFileError) Unwrap() error        { return e.ConfigError }
+func (e shadowFileError) Is(target error) bool { return target == ErrShadowFile }
 
 // maxFileSize bounds what Parse reads: a policy is configuration, not data.
 const maxFileSize = 1 << 20

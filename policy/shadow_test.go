@@ -2,6 +2,7 @@ package policy_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -137,6 +138,13 @@ func TestShadowFileRefusedAsEnforcing(t *testing.T) {
 	want := "candidate.yaml:2:10: this file is a shadow policy (enforce: false) and cannot be loaded as the enforcing policy (load it as a shadow policy (shadow_policy in gateway.yaml) to see what it would decide, or remove `enforce: false` to enforce it)"
 	if err == nil || err.Error() != want {
 		t.Fatalf("err = %v\nwant  %s", err, want)
+	}
+	var ce *warden.ConfigError
+	if !errors.Is(err, policy.ErrShadowFile) || !errors.As(err, &ce) || ce.Line != 2 {
+		t.Fatalf("err %v: not ErrShadowFile, or not a located *warden.ConfigError", err)
+	}
+	if _, err := policy.Parse("p.yaml", []byte("version: 1\npreset: safe\nrulez: 1\n"), nil); errors.Is(err, policy.ErrShadowFile) {
+		t.Fatal("every error is ErrShadowFile")
 	}
 	sh, err := policy.ParseShadow("candidate.yaml", []byte(src), nil)
 	if err != nil {
