@@ -16,6 +16,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/gateway"
+	"github.com/wardenhq/warden/internal/mcptest"
 	"github.com/wardenhq/warden/policy"
 	"github.com/wardenhq/warden/store"
 )
@@ -220,4 +222,44 @@ func parse(t *testing.T, src string) *policy.Policy {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// A shadow file named as the gateway's policy is refused at Start: a file meant to be
+// evaluated only never becomes the enforcing policy.
+func TestShadowFileRefusedAsThePolicy(t *testing.T) {
+	dir := t.TempDir()
+	pol := mcptest.WriteFile(t, dir, "policy.yaml", []byte("version: 1\nenforce: false\nmode: allow_all\n"))
+	data := []byte("policy: policy.yaml\nstore: sqlite://warden.db\n" + gwDefaultIdentities)
+	file := mcptest.WriteFile(t, dir, "gateway.yaml", data)
+	cfg, err := gateway.ParseFile(file, data, gwGetenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(context.Background(), cfg.Store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	gw, err := gateway.New(cfg, &gateway.Options{Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		gw.Close(ctx)
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err = gw.Start(ctx)
+	want := pol + ":2:10: this file is a shadow policy (enforce: false) and cannot be loaded as the enforcing policy (load it as a shadow policy (shadow_policy in gateway.yaml) to see what it would decide, or remove `enforce: false` to enforce it)"
+	if err == nil || err.Error() != want {
+		t.Fatalf("Start: %v\nwant %s", err, want)
+	}
+	if _, _, err := gateway.CheckPolicy(cfg); err == nil || err.Error() != want {
+		t.Fatalf("CheckPolicy: %v", err)
+	}
+	if gw.Revision() != "" {
+		t.Fatalf("revision %s in force", gw.Revision())
+	}
 }
