@@ -239,6 +239,15 @@ func (g *Gateway) Revision() string {
 	return ""
 }
 
+// ShadowRevision returns the revision of the shadow policy in force (shadow_policy),
+// or "" when there is none.
+func (g *Gateway) ShadowRevision() string {
+	if cand := g.state.Load().cand; cand != nil {
+		return cand.Revision()
+	}
+	return ""
+}
+
 var _ warden.Journal = sendJournal{}
 
 // Ready reports whether the gateway has finished its first discovery and every

@@ -117,7 +117,14 @@ func (g *Gateway) Reload(ctx context.Context, cfg *File) error {
 	for _, e := range stale {
 		go e.up.Close(context.Background())
 	}
-	g.log.Info("gateway configuration in force", "revision", pol.Revision(), "tools", len(st.names), "servers", len(next))
+	attrs := []any{"revision", pol.Revision(), "tools", len(st.names), "servers", len(next)}
+	if sh := pol.Shadow(); sh != nil {
+		attrs = append(attrs, "shadow_items_revision", sh.Revision())
+	}
+	if cand != nil {
+		attrs = append(attrs, "shadow_policy_revision", cand.Revision())
+	}
+	g.log.Info("gateway configuration in force", attrs...)
 	return nil
 }
 
