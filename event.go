@@ -38,7 +38,9 @@ const (
 	// the shadow would decide, and Outcome says it in words ("would halt", "would
 	// deny", "would ask", or "fault" with the failure in Error); Detail is the enforcing
 	// decision's effect; Capability, Target, RuleID, Rationale and Reason are the
-	// shadow's check and answer.
+	// shadow's check and answer. It is sent when the call is journaled, possibly after
+	// its warden.tool.end, so it is not one of the call's pipeline events: Start is
+	// zero, and CallID ties it to the call.
 	EventShadow = "warden.shadow"
 )
 

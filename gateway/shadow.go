@@ -189,8 +189,10 @@ func (g *Gateway) shadowVerdicts(ctx context.Context, checks []shadowCheck, c wa
 			v.Effect, v.Rationale = "fault", f.fault
 		}
 		out = append(out, v)
+		// Start stays zero: the verdict is not one of the call's pipeline events (it may
+		// come after warden.tool.end); CallID ties it to the call.
 		g.sink.Emit(ctx, warden.Event{
-			Name: warden.EventShadow, Time: now, Start: now,
+			Name: warden.EventShadow, Time: now,
 			Session: c.Session, Identity: c.Identity, CallID: c.ID, Tool: c.Tool, Revision: v.Revision,
 			Checker: name, Capability: f.check.req.Capability, Target: f.check.req.Target,
 			Effect: f.d.Effect, RuleID: v.RuleID, Rationale: v.Rationale, Reason: v.Reason,

@@ -79,7 +79,7 @@ func TestShadowDenyLetsTheCallRun(t *testing.T) {
 	if ev.Tool != "mcp__notes__write_note" || ev.Identity.Principal != "writer-agent" || ev.CallID != rec.CallID ||
 		ev.Checker != "policy" || ev.Effect != warden.Deny || ev.Outcome != "would deny" || ev.Detail != "allow" ||
 		ev.RuleID != "shadow-no-todo" || ev.Rationale != "todo notes will be refused" || ev.Revision != shadowRev ||
-		ev.Capability != warden.CapToolCall || ev.Target != "mcp__notes__write_note" || ev.Error != "" {
+		ev.Capability != warden.CapToolCall || ev.Target != "mcp__notes__write_note" || ev.Error != "" || !ev.Start.IsZero() || ev.Time.IsZero() {
 		t.Fatalf("shadow event %+v", ev)
 	}
 
