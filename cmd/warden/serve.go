@@ -205,6 +205,7 @@ func (p *serveProgram) Run(ctx context.Context) error {
 		ticks = tick.C
 	}
 
+	applyInbox := func(next *gateway.File) { applyOperators(ib, next, log) }
 	var runErr error
 loop:
 	for {
@@ -212,10 +213,10 @@ loop:
 		case <-ctx.Done():
 			break loop
 		case <-hup:
-			applyOperators(ib, reloadGateway(ctx, gw, watch, log, "SIGHUP"), log)
+			reloadGateway(ctx, gw, watch, log, "SIGHUP", applyInbox)
 		case <-ticks:
 			if watch.changed() {
-				applyOperators(ib, reloadGateway(ctx, gw, watch, log, "file change"), log)
+				reloadGateway(ctx, gw, watch, log, "file change", applyInbox)
 			}
 		case err := <-serveErr:
 			if !errors.Is(err, errStdioClosed) {
