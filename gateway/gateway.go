@@ -220,6 +220,7 @@ func (g *Gateway) Start(ctx context.Context) error {
 		interval = defaultHeadInterval
 	}
 	g.bgWG.Go(func() { g.head.run(g.bg, interval) })
+	g.bgWG.Go(func() { g.runStateSweep(g.bg, mrtrSweepInterval) })
 	return nil
 }
 

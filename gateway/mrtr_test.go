@@ -333,3 +333,32 @@ func TestStatelessHaltIsThePrincipals(t *testing.T) {
 	bob := connect2026(t, e.url, gwBobToken, e.tr, nil)
 	gwWant(t, call2026(t, bob, &mcp.CallToolParams{Name: "mcp__notes__write_note", Arguments: map[string]any{"name": "b", "text": "fine"}}), false, `Wrote note "b" (4 bytes).`)
 }
+
+// Issued requestStates do not pile up in the store: a sweep deletes those written more
+// than their lifetime plus a margin ago, and nothing younger. A state whose checkpoint
+// is gone is refused, never honoured.
+func TestMRTRStatesSwept(t *testing.T) {
+	e := gwStart(t, gwSetup{identities: gwSelfApproveIdentities, extra: mrtrExtra})
+	e.writeNotes(t, "drop", "keep")
+	cs := connect2026(t, e.url, gwWriterToken, e.tr, manualMRTR())
+	used := ask2026(t, cs, "keep")
+	gwWant(t, retry2026(t, cs, "keep", used.RequestState, "accept"), false, `Deleted note "keep".`)
+	asked := ask2026(t, cs, "drop")
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if n, err := e.gw.SweepStates(ctx, time.Now()); err != nil || n != 0 {
+		t.Fatalf("a sweep now deleted %d states (err %v), want 0", n, err)
+	}
+	if n, err := e.gw.SweepStates(ctx, time.Now().Add(gateway.MRTRStateLife-time.Minute)); err != nil || n != 0 {
+		t.Fatalf("a sweep within the states' life deleted %d (err %v), want 0", n, err)
+	}
+	if n, err := e.gw.SweepStates(ctx, time.Now().Add(gateway.MRTRStateLife+time.Second)); err != nil || n != 2 {
+		t.Fatalf("a sweep past the states' life deleted %d (err %v), want 2 (the used one and the open one)", n, err)
+	}
+	if n, err := e.st.DeleteCheckpoints(ctx, gateway.MRTRStatePrefix, time.Now().Add(time.Hour)); err != nil || n != 0 {
+		t.Errorf("states left after the sweep: %d (err %v)", n, err)
+	}
+	gwWant(t, retry2026(t, cs, "drop", asked.RequestState, "accept"), true, "The requestState of this retry is not valid: it was changed, or it was not issued by this gateway. Nothing ran; call again without it to be asked again.")
+	gwWant(t, retry2026(t, cs, "keep", used.RequestState, "accept"), true, "The requestState of this retry is not valid: it was changed, or it was not issued by this gateway. Nothing ran; call again without it to be asked again.")
+}

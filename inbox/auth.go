@@ -73,11 +73,26 @@ type sessionRecord struct {
 type sessions struct {
 	st  store.Store
 	log *slog.Logger
+	ttl time.Duration // how long a sign-in lasts (Options.SessionTTL)
 
-	mu        sync.Mutex
-	seen      map[[sha256.Size]byte]*localSession // guarded by mu
-	lastSweep time.Time                           // guarded by mu
+	mu         sync.Mutex
+	seen       map[[sha256.Size]byte]*localSession // guarded by mu
+	lastSweep  time.Time                           // guarded by mu
+	storeSwept time.Time                           // guarded by mu; the last sweep of the store
+	sweeping   bool                                // guarded by mu
 }
+
+// The store keeps a record per sign-in; records of sessions that ended or expired
+// are deleted by a sweep that a request starts (in the background) at most every
+// sessionSweepInterval: the records last written more than the session lifetime plus
+// sessionSweepMargin ago, which are all expired (a record is written at sign-in and
+// at sign-out, and a session lasts the lifetime from its sign-in). The margin covers
+// replicas whose clocks disagree. Replicas sharing a store should have the same
+// lifetime: one with a shorter lifetime signs out the other's older sessions.
+const (
+	sessionSweepInterval = 10 * time.Minute
+	sessionSweepMargin   = time.Hour
+)
 
 // localSession is what this process keeps of a session.
 type localSession struct {
@@ -85,8 +100,42 @@ type localSession struct {
 	flash *flash
 }
 
-func newSessions(st store.Store, log *slog.Logger) *sessions {
-	return &sessions{st: st, log: log, seen: make(map[[sha256.Size]byte]*localSession)}
+func newSessions(st store.Store, log *slog.Logger, ttl time.Duration) *sessions {
+	return &sessions{st: st, log: log, ttl: ttl, seen: make(map[[sha256.Size]byte]*localSession)}
+}
+
+// sweepStore deletes the store's records of sessions that ended or expired before
+// now (see sessionSweepInterval) and returns how many.
+func (s *sessions) sweepStore(ctx context.Context, now time.Time) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	return s.st.DeleteCheckpoints(ctx, sessionPrefix, now.Add(-s.ttl-sessionSweepMargin))
+}
+
+// maybeSweepStore starts a sweep of the store in the background when the last one is
+// sessionSweepInterval old (the first one interval after the first request) and none
+// is running. Called with mu held.
+func (s *sessions) maybeSweepStore(now time.Time) {
+	switch {
+	case s.storeSwept.IsZero():
+		s.storeSwept = now
+		return
+	case s.sweeping || now.Sub(s.storeSwept) < sessionSweepInterval:
+		return
+	}
+	s.storeSwept, s.sweeping = now, true
+	go func() {
+		n, err := s.sweepStore(context.Background(), now)
+		switch {
+		case err != nil:
+			s.log.Warn("inbox: could not delete ended sessions from the store; trying again later", "err", err)
+		case n > 0:
+			s.log.Debug("inbox: deleted ended sessions from the store", "count", n)
+		}
+		s.mu.Lock()
+		s.sweeping = false
+		s.mu.Unlock()
+	}()
 }
 
 func randomToken() string {
@@ -140,6 +189,9 @@ func (s *sessions) get(ctx context.Context, id string, now time.Time) (session, 
 	if ok {
 		s.remember(ss, now)
 	}
+	s.mu.Lock()
+	s.maybeSweepStore(now)
+	s.mu.Unlock()
 	return ss, ok
 }
 

@@ -206,7 +206,7 @@ func New(st store.Store, ops []Operator, opts *Options) (*Inbox, error) {
 		now:       o.Now,
 		static:    loadStatic(),
 		failDelay: 300 * time.Millisecond,
-		sessions:  newSessions(st, o.Logger),
+		sessions:  newSessions(st, o.Logger, o.SessionTTL),
 		limiter:   newLimiter(loginFailuresPerMinute, time.Minute),
 		done:      make(chan struct{}),
 	}

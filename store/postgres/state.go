@@ -94,6 +94,26 @@ func (s *Store) claim(ctx context.Context, tx pgx.Tx, id string, claim []byte, p
 
 func scanPin(sc core.Scanner) (store.Pin, error) { return core.ScanPin(sc, utc) }
 
+// DeleteCheckpoints deletes the checkpoints under prefix last written before before.
+func (s *Store) DeleteCheckpoints(ctx context.Context, prefix string, before time.Time) (int, error) {
+	if err := s.check(); err != nil {
+		return 0, err
+	}
+	if prefix == "" {
+		return 0, errors.New("postgres: deleting checkpoints: the prefix is empty: name the kind of checkpoint to delete")
+	}
+	var n int64
+	err := s.bounded(ctx, func(ctx context.Context) error {
+		tag, err := s.pool.Exec(ctx, `DELETE FROM warden_checkpoints WHERE starts_with(id, $1) AND updated < $2`, prefix, store.NormalizeTime(before))
+		n = tag.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("postgres: deleting checkpoints %s*: %w", prefix, err)
+	}
+	return int(n), nil
+}
+
 // GetPin returns the pin of one tool.
 func (s *Store) GetPin(ctx context.Context, name string) (store.Pin, error) {
 	if err := s.check(); err != nil {

@@ -130,6 +130,7 @@ func Run(t *testing.T, newDSN func(t *testing.T) string, open Opener, opts *Opti
 		{"Checkpoints", testCheckpoints},
 		{"Checkpoints/ClaimOnce", testClaimCheckpoint},
 		{"Checkpoints/ClaimConcurrent", testClaimConcurrent},
+		{"Checkpoints/Delete", testDeleteCheckpoints},
 		{"Pins", testPins},
 		{"Closed", testClosed},
 	}
