@@ -7,6 +7,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net/url"
 	"reflect"
 	"slices"
 	"sort"
@@ -125,6 +127,7 @@ func (g *Gateway) discover(ctx context.Context, entries []*upstreamEntry) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			logStarting(g.log, e.cfg)
 			tools, problems, err := e.up.Discover(ctx)
 			for _, p := range problems {
 				g.log.Warn("upstream tool refused", "server", p.Server, "tool", p.Tool, "problem", p.Problem)
@@ -391,4 +394,24 @@ func (g *Gateway) swap(st *gatewayState) {
 		g.installed[name] = key
 	}
 	g.installCatalog(st.cat)
+}
+
+// logStarting says which upstream the gateway is about to start or reach, before the
+// wait for it (a `go run` server is compiled first, which on a fresh machine takes
+// minutes with nothing else printed). It names the command, or the URL's scheme and
+// host, and never arguments, headers or a URL's path and query, which can hold
+// secrets.
+func logStarting(log *slog.Logger, c upstream.ServerConfig) {
+	switch {
+	case c.Command == "go" && len(c.Args) > 0 && c.Args[0] == "run":
+		log.Info("starting upstream server (building it with go run first: the first start can take a minute or more)", "server", c.Name, "command", c.Command)
+	case c.Command != "":
+		log.Info("starting upstream server", "server", c.Name, "command", c.Command)
+	default:
+		where := "the configured URL"
+		if u, err := url.Parse(c.URL); err == nil && u.Host != "" {
+			where = u.Scheme + "://" + u.Host
+		}
+		log.Info("connecting to upstream server", "server", c.Name, "url", where)
+	}
 }
