@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -298,19 +299,32 @@ func TestMRTRReplicasOnPostgres(t *testing.T) {
 	servers := "servers:\n  notes:\n    command: notes-server\n    args: [-dir, \"" + notes + "\"]\n"
 	a := gwStart(t, gwSetup{identities: gwSelfApproveIdentities, extra: mrtrExtra, store: u.String(), servers: servers})
 	c := gwStart(t, gwSetup{identities: gwSelfApproveIdentities, extra: mrtrExtra, store: u.String(), servers: servers})
-	a.writeNotes(t, "drop")
+	a.writeNotes(t, "drop", "x", "y")
+
+	// Both replicas make the MAC key at once on first use; the store keeps one, so
+	// each verifies the states the other issued.
+	var onA, onC *mcp.CallToolResult
+	var wg sync.WaitGroup
+	wg.Go(func() { onA = ask2026(t, connect2026(t, a.url, gwWriterToken, a.tr, manualMRTR()), "x") })
+	wg.Go(func() { onC = ask2026(t, connect2026(t, c.url, gwWriterToken, c.tr, manualMRTR()), "y") })
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	gwWant(t, retry2026(t, connect2026(t, c.url, gwWriterToken, c.tr, manualMRTR()), "x", onA.RequestState, "accept"), false, `Deleted note "x".`)
+	gwWant(t, retry2026(t, connect2026(t, a.url, gwWriterToken, a.tr, manualMRTR()), "y", onC.RequestState, "accept"), false, `Deleted note "y".`)
 
 	asked := ask2026(t, connect2026(t, a.url, gwWriterToken, a.tr, manualMRTR()), "drop")
 	gwWant(t, retry2026(t, connect2026(t, c.url, gwWriterToken, c.tr, manualMRTR()), "drop", asked.RequestState, "accept"), false, `Deleted note "drop".`)
 	gwWant(t, retry2026(t, connect2026(t, a.url, gwWriterToken, a.tr, manualMRTR()), "drop", asked.RequestState, "accept"), true, "This approval was already used. Nothing ran; call again to be asked again.")
 	ran := 0
 	for _, r := range a.calls(t, "mcp__notes__delete_note", "writer-agent") {
-		if r.Executed {
+		if r.Executed && strings.Contains(string(r.Args), `"drop"`) {
 			ran++
 		}
 	}
 	if ran != 1 {
-		t.Errorf("%d executed deletes in the shared audit log, want 1", ran)
+		t.Errorf("%d executed deletes of drop in the shared audit log, want 1", ran)
 	}
 }
 

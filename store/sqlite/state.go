@@ -85,6 +85,29 @@ func (s *Store) ClaimCheckpoint(ctx context.Context, id string, claim []byte) ([
 	return prev, nil
 }
 
+// CreateCheckpoint stores data under id unless id holds a checkpoint, and returns
+// what id holds. The writer holds the write lock from the insert to the read.
+func (s *Store) CreateCheckpoint(ctx context.Context, id string, data []byte) ([]byte, error) {
+	if id == "" {
+		return nil, errors.New("sqlite: checkpoint ID is empty")
+	}
+	data = append([]byte{}, data...) // never NULL; and the caller keeps its slice
+	var got []byte
+	err := s.w.do(ctx, func(t *wtx) error {
+		if _, err := t.exec(`INSERT INTO checkpoints (id, data, updated) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING`, id, data, s.now().UnixMicro()); err != nil {
+			return fmt.Errorf("sqlite: creating checkpoint %s: %w", id, err)
+		}
+		return s.drv.RowErr(t.queryRow(`SELECT data FROM checkpoints WHERE id = ?`, id).Scan(&got), "checkpoint", id)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if got == nil {
+		got = []byte{}
+	}
+	return got, nil
+}
+
 // DeleteCheckpoints deletes the checkpoints under prefix last written before before.
 func (s *Store) DeleteCheckpoints(ctx context.Context, prefix string, before time.Time) (int, error) {
 	lo, hi, err := prefixRange(prefix)

@@ -48,6 +48,54 @@ func testCheckpoints(t *testing.T, s *subject) {
 	}
 }
 
+// A checkpoint created once: the first creator's data is what every creator gets,
+// concurrent ones included, and a stored checkpoint is never replaced by a create.
+func testCreateCheckpoint(t *testing.T, s *subject) {
+	ctx := ctxFor(t)
+	got, err := s.CreateCheckpoint(ctx, "key", []byte("first"))
+	check(t, err)
+	if string(got) != "first" {
+		t.Fatalf("CreateCheckpoint of a new id = %q, want first", got)
+	}
+	got, err = s.CreateCheckpoint(ctx, "key", []byte("second"))
+	check(t, err)
+	if string(got) != "first" {
+		t.Errorf("CreateCheckpoint of a stored id = %q, want the stored first", got)
+	}
+	if got, err := s.GetCheckpoint(ctx, "key"); err != nil || string(got) != "first" {
+		t.Errorf("GetCheckpoint after two creates = %q, %v", got, err)
+	}
+	if _, err := s.CreateCheckpoint(ctx, "", []byte("x")); err == nil {
+		t.Error("CreateCheckpoint with an empty id succeeded")
+	}
+	other := s.open(t, s.dsn, s.clock.Now) // another process on the same database
+	const n = 16
+	results := make(chan string, n)
+	for i := range n {
+		st := store.Store(s)
+		if i%2 == 1 {
+			st = other
+		}
+		go func() {
+			got, err := st.CreateCheckpoint(ctx, "race", []byte(fmt.Sprintf("creator-%d", i)))
+			if err != nil {
+				results <- "error: " + err.Error()
+				return
+			}
+			results <- string(got)
+		}()
+	}
+	first := <-results
+	if !strings.HasPrefix(first, "creator-") {
+		t.Fatalf("a concurrent create: %s", first)
+	}
+	for range n - 1 {
+		if got := <-results; got != first {
+			t.Errorf("concurrent creators got %q and %q; all must get the same", first, got)
+		}
+	}
+}
+
 // Sweeps delete old checkpoints of one kind: by prefix, as plain text, by the time each
 // was last written, claimed ones too; nothing else.
 func testDeleteCheckpoints(t *testing.T, s *subject) {
@@ -255,6 +303,8 @@ func testClosed(t *testing.T, s *subject) {
 	wantErr(t, "ConsumeApproval after Close", err, store.ErrClosed)
 	_, err = s.DeleteCheckpoints(ctx, "run-", s.clock.Now())
 	wantErr(t, "DeleteCheckpoints after Close", err, store.ErrClosed)
+	_, err = s.CreateCheckpoint(ctx, "run-1", nil)
+	wantErr(t, "CreateCheckpoint after Close", err, store.ErrClosed)
 	if err := s.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
 	}
