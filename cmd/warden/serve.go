@@ -166,6 +166,8 @@ func (p *serveProgram) Run(ctx context.Context) error {
 			return configError(fmt.Errorf("%s: metrics.listen %s: %w (pick a free address for metrics.listen, or remove the metrics section)", cfg.File, cfg.MetricsListen, err))
 		}
 		defer mln.Close() // on an early return; the metrics server closes it too
+	} else if cfg.MetricsListen != "" {
+		log.Info("metrics.listen is not opened with --stdio", "address", cfg.MetricsListen)
 	}
 
 	var srv *http.Server

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -143,5 +145,35 @@ func TestServeMetricsListenTaken(t *testing.T) {
 	}
 	if strings.Contains(r.stderr, "warden gateway listening") {
 		t.Errorf("the MCP listener was opened before the metrics listener failed:\n%s", r.stderr)
+	}
+}
+
+// TestServeStdioMetricsNotOpened: with --stdio, metrics.listen is not opened (stdio
+// copies share the config and would compete for the port), and the log says so.
+func TestServeStdioMetricsNotOpened(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	dir := t.TempDir()
+	policy, err := filepath.Abs(filepath.Join("..", "..", "examples", "gateway", "policy.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := gwConfig{policy: policy, store: "sqlite://" + filepath.Join(dir, "warden.db"), wait: "1s",
+		servers: "  notes:\n    command: not-admitted\n", stdioRole: "reader"}
+	config := filepath.Join(dir, "gateway.yaml")
+	writeFile(t, config, cfg.yaml()+"metrics:\n  listen: "+taken.Addr().String()+"\n")
+	var stderr bytes.Buffer
+	p, err := newServeProgram(serveOptions{config: config, stdio: true}, strings.NewReader(""), &bytes.Buffer{}, &stderr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Run(context.Background()); err != nil {
+		t.Fatalf("Run: %v\nstderr: %s", err, stderr.String())
+	}
+	if want := `msg="metrics.listen is not opened with --stdio" address=` + taken.Addr().String() + "\n"; !strings.Contains(stderr.String(), want) {
+		t.Errorf("stderr does not say %q:\n%s", want, stderr.String())
 	}
 }
