@@ -29,7 +29,7 @@ import (
 // ([upstream.Server.Executable]) with the gateway's per-call slot (progress forwarding, the
 // deferred audit intent, the full result).
 func (g *Gateway) executable(gt *governedTool) warden.Executable {
-	return gt.up.ExecutableWith(gt.tool, slotHook)
+	return g.metrics.timeUpstream(gt.tool.Server, gt.up.ExecutableWith(gt.tool, slotHook))
 }
 
 // slotHook takes the call's options from the gateway's slot, and gives the slot the
@@ -45,7 +45,7 @@ func slotHook(ctx context.Context) (*upstream.CallOptions, func(*mcp.CallToolRes
 // options are the upstream request options of the slot's call: its audit intent
 // written right before sending, progress and log messages forwarded.
 func (s *resultSlot) options() *upstream.CallOptions {
-	opts := &upstream.CallOptions{BeforeSend: s.beginIntent, Client: s.asks}
+	opts := &upstream.CallOptions{BeforeSend: s.beforeSend, Client: s.asks}
 	if s.progress != nil {
 		opts.Progress = s.progress.forward
 	}
@@ -87,6 +87,22 @@ type resultSlot struct {
 	deferred bool // Begin was called: an intent waits to be written
 	begun    bool // the intent is written, as ref
 	ref      warden.JournalRef
+
+	// For the metrics: when the upstream request was sent (zero: it was not), and
+	// whether it was kept from being sent because its intent could not be written.
+	sentAt       time.Time
+	intentFailed bool
+}
+
+// beforeSend is the upstream request's [upstream.CallOptions.BeforeSend]: the audit
+// intent is written, and the request is sent from now on.
+func (s *resultSlot) beforeSend(ctx context.Context) error {
+	if err := s.beginIntent(ctx); err != nil {
+		s.intentFailed = true
+		return err
+	}
+	s.sentAt = time.Now()
+	return nil
 }
 
 // beginIntent writes the call's deferred audit intent: the upstream is about to
@@ -385,7 +401,10 @@ func (g *Gateway) refuse(ctx context.Context, st *gatewayState, name string, id 
 		}
 	}
 	ctx = context.WithoutCancel(ctx) // the refusal happened: it is recorded and told
-	if err := g.opts.Store.RecordCall(ctx, rec); err != nil {
+	t0 := time.Now()
+	err := g.opts.Store.RecordCall(ctx, rec)
+	g.metrics.observeAudit("record", time.Since(t0), err)
+	if err != nil {
 		g.log.Error("cannot record a refused call", "tool", name, "error", err)
 	}
 	now := time.Now()

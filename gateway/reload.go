@@ -59,6 +59,9 @@ func (g *Gateway) Reload(ctx context.Context, cfg *File) error {
 		if old.cfg.Listen != cfg.Listen || old.cfg.Path != cfg.Path || old.cfg.UIPath != cfg.UIPath {
 			g.log.Warn("listen, path and ui apply after a restart; the running values stay in force")
 		}
+		if old.cfg.MetricsListen != cfg.MetricsListen {
+			g.log.Warn("metrics.listen applies after a restart; the running value stays in force")
+		}
 	}
 	// Upstreams: keep those whose configuration and transport policy are unchanged.
 	next := map[string]*upstreamEntry{}
@@ -305,7 +308,7 @@ func (g *Gateway) build(cfg *File, pol *policy.Policy, ups map[string]*upstreamE
 	}
 	st.views = map[string]*roleView{}
 	// The journal of this revision: audit.redact_args applies from the revision that sets it.
-	journal := sendJournal{g.journal.With(&audit.Options{RedactArgs: cfg.RedactArgs, Deferred: true, Logger: g.log})}
+	journal := sendJournal{g.journal.With(&audit.Options{RedactArgs: cfg.RedactArgs, Deferred: true, Logger: g.log, Observe: g.metrics.observeAudit})}
 	for role, p := range views {
 		var reg warden.Registry
 		for _, name := range st.names {
@@ -313,7 +316,7 @@ func (g *Gateway) build(cfg *File, pol *policy.Policy, ups map[string]*upstreamE
 				return nil, err
 			}
 		}
-		for _, x := range append(st.cat.executables(), askExecutables(servers)...) {
+		for _, x := range append(g.metrics.timeUpstreams(st.cat.executables()), askExecutables(servers)...) {
 			if err := reg.Register(x); err != nil {
 				return nil, err
 			}

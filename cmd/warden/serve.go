@@ -156,10 +156,24 @@ func (p *serveProgram) Run(ctx context.Context) error {
 		return configError(err)
 	}
 
+	// The metrics listener is opened first, so that a port it cannot have stops the
+	// start before any client is served. Not with --stdio: copies sharing the config
+	// would compete for the port.
+	var mln net.Listener
+	if cfg.MetricsListen != "" && !o.stdio {
+		if mln, err = net.Listen("tcp", cfg.MetricsListen); err != nil {
+			gw.Close(context.Background())
+			return configError(fmt.Errorf("%s: metrics.listen %s: %w (pick a free address for metrics.listen, or remove the metrics section)", cfg.File, cfg.MetricsListen, err))
+		}
+		defer mln.Close() // on an early return; the metrics server closes it too
+	} else if cfg.MetricsListen != "" {
+		log.Info("metrics.listen is not opened with --stdio", "address", cfg.MetricsListen)
+	}
+
 	var srv *http.Server
 	var ib *inbox.Inbox
 	var requests requestCounter
-	serveErr := make(chan error, 2)
+	serveErr := make(chan error, 3)
 	if cfg.Listen != "" && !o.stdio {
 		mux := http.NewServeMux()
 		mux.Handle(cfg.Path, gw.MCPHandler())
@@ -185,6 +199,12 @@ func (p *serveProgram) Run(ctx context.Context) error {
 		srv = &http.Server{Handler: requests.wrap(mux), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 		log.Info("warden gateway listening", "mcp", "http://"+ln.Addr().String()+cfg.Path, "inbox", inboxURL(ln, cfg, ib != nil))
 		go func() { serveErr <- srv.Serve(ln) }()
+	}
+	var msrv *http.Server
+	if mln != nil {
+		msrv = metricsServer(gw, log)
+		log.Info("warden metrics listening", "url", "http://"+mln.Addr().String()+"/metrics")
+		go func() { serveErr <- msrv.Serve(mln) }()
 	}
 	if o.stdio {
 		go func() {
@@ -252,7 +272,25 @@ loop:
 	if err := gw.Close(sctx); err != nil {
 		log.Warn("shutdown", "error", err)
 	}
+	if msrv != nil {
+		// Last, so the gateway can be watched until it has stopped.
+		if err := msrv.Shutdown(sctx); err != nil {
+			msrv.Close()
+		}
+	}
 	return runErr
+}
+
+// metricsServer serves the gateway's metrics at /metrics and nothing else.
+func metricsServer(gw *gateway.Gateway, log *slog.Logger) *http.Server {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", gw.MetricsHandler())
+	return &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		WriteTimeout:      time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
 }
 
 // inboxOperators returns the operators of cfg as the inbox takes them.
