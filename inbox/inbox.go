@@ -23,9 +23,10 @@
 // immediately and the old token no longer signs in. An operator exchanges the token at the login form for a
 // session cookie (HttpOnly, SameSite=Strict, Secure when the request came over TLS)
 // that expires after Options.SessionTTL. (Secure is set when the request reached this
-// process over TLS: behind a proxy that terminates TLS the cookie is not marked Secure,
-// so serve the inbox over TLS end to end.) The decisions an operator makes are recorded
-// under the operator's name.
+// process over TLS, or came straight from one of Options.TrustedProxies with
+// X-Forwarded-Proto: https; behind any other proxy that terminates TLS the cookie is
+// not marked Secure.) The decisions an operator makes are recorded under the
+// operator's name.
 //
 // Sessions live in the store: a sign-in survives a restart and holds on every replica
 // sharing the store, and signing out on one replica ends it on all (each request reads
@@ -54,8 +55,11 @@
 //     card is decided only on the call's own page (GET {path}pending/{id}), which
 //     shows every character.
 //   - A wrong token gets one generic message after a constant delay, and failed sign-ins
-//     are limited per remote address (10 a minute). The address is the TCP peer: behind
-//     a reverse proxy every operator shares the proxy's budget.
+//     are limited per remote address (10 a minute). The address is the TCP peer, or,
+//     when the peer is one of Options.TrustedProxies, the client its X-Forwarded-For
+//     names (see internal/clientaddr); the forwarding headers of any other peer are
+//     ignored, so a client cannot leave its budget by sending them. Behind a proxy
+//     that is not listed every operator shares the proxy's budget.
 //   - The login form only redirects to paths under the inbox's own prefix.
 package inbox
 

@@ -20,7 +20,8 @@
 // address is taken as its IPv4 address.
 //
 // X-Forwarded-Proto from a trusted peer: the right-most value (the one the nearest
-// proxy set) decides; "https", in any case, makes the request secure. It can only add
+// proxy set) decides; "https", in any ASCII case, with spaces or tabs around it,
+// makes the request secure. It can only add
 // security: a request that came over TLS is secure whatever the header says.
 //
 // The RFC 7239 Forwarded header is not read.
@@ -153,11 +154,24 @@ func (r *Resolver) Resolve(req *http.Request) Client {
 		if i := strings.LastIndexByte(last, ','); i >= 0 {
 			last = last[i+1:]
 		}
-		if strings.EqualFold(strings.TrimSpace(last), "https") {
-			c.Secure = true
-		}
+		c.Secure = c.Secure || isHTTPS(strings.Trim(last, " \t"))
 	}
 	return c
+}
+
+// isHTTPS reports whether v is "https" in any ASCII case (no Unicode folding: "httpſ"
+// is not https).
+func isHTTPS(v string) bool {
+	const want = "https"
+	if len(v) != len(want) {
+		return false
+	}
+	for i := range len(want) {
+		if v[i]|0x20 != want[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // walk returns the client named by the X-Forwarded-For values xff of a request whose

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-func mustResolver(t *testing.T, entries ...string) *Resolver {
+func mustResolver(t testing.TB, entries ...string) *Resolver {
 	t.Helper()
 	var ps []netip.Prefix
 	for _, e := range entries {
@@ -235,6 +235,10 @@ func TestResolve(t *testing.T) {
 			want: want{host: "10.0.0.2", proxy: "10.0.0.2"}},
 		{name: "not quite https", remote: "10.0.0.2:5000", proto: []string{"https2"},
 			want: want{host: "10.0.0.2", proxy: "10.0.0.2"}},
+		{name: "no Unicode folding", remote: "10.0.0.2:5000", proto: []string{"httpſ"},
+			want: want{host: "10.0.0.2", proxy: "10.0.0.2"}},
+		{name: "tabs around", remote: "10.0.0.2:5000", proto: []string{"http,\tHttpS\t"},
+			want: want{host: "10.0.0.2", secure: true, proxy: "10.0.0.2"}},
 		{name: "TLS stays secure whatever the proxy says", remote: "10.0.0.2:5000", tls: true, proto: []string{"http"},
 			want: want{host: "10.0.0.2", secure: true, proxy: "10.0.0.2"}},
 		{name: "untrusted peer over TLS", remote: "203.0.113.5:4000", tls: true, proto: []string{"http"},
