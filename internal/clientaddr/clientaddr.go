@@ -21,8 +21,8 @@
 //
 // X-Forwarded-Proto from a trusted peer: the right-most value (the one the nearest
 // proxy set) decides; "https", in any ASCII case, with spaces or tabs around it,
-// makes the request secure. It can only add
-// security: a request that came over TLS is secure whatever the header says.
+// makes the request secure. It can only add security: a request that came over TLS
+// is secure whatever the header says.
 //
 // The RFC 7239 Forwarded header is not read.
 package clientaddr
