@@ -35,6 +35,7 @@ var importRules = []struct {
 	{"internal/oidctest", nil},
 	{"internal/faultserver", nil},
 	{"internal/conformanceserver", nil},
+	{"internal/clientaddr", nil},
 	{"internal/spectext", []string{"internal/jsontext"}},
 	{"internal/fanout", []string{"."}},
 	{"internal/yamlstrict", []string{"."}},
@@ -67,11 +68,11 @@ var importRules = []struct {
 	// (which declares what it needs of the gateway instead of importing it).
 	{"pin", []string{".", "internal/fanout", "store"}},
 	{"upstream", []string{".", "internal/fanout", "internal/yamlstrict", "pin", "schema"}},
-	{"inbox", []string{".", "internal/display", "pin", "store"}},
+	{"inbox", []string{".", "internal/clientaddr", "internal/display", "pin", "store"}},
 	// The OAuth resource server: token verification and RFC 9728 metadata, no MCP and
 	// no gateway types.
 	{"gateway/oauth", nil},
-	{"gateway", []string{".", "audit", "gateway/oauth", "inbox", "internal/display", "internal/fanout", "internal/yamlstrict", "pin", "policy", "schema", "store", "upstream"}},
+	{"gateway", []string{".", "audit", "gateway/oauth", "inbox", "internal/clientaddr", "internal/display", "internal/fanout", "internal/yamlstrict", "pin", "policy", "schema", "store", "upstream"}},
 	// warden run's parts.
 	{"workspace", []string{".", "hook", "internal/fileerr", "shell"}},
 	{"checkpoint", []string{".", "hook", "internal/fileerr", "internal/seal", "store"}},

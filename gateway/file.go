@@ -3,6 +3,7 @@ package gateway
 import (
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -41,6 +42,10 @@ type File struct {
 	// Listen is the HTTP front's address ("" = no HTTP front); Path the MCP endpoint.
 	Listen string
 	Path   string
+	// TrustedProxies are the reverse proxies in front of the HTTP front whose
+	// X-Forwarded-For and X-Forwarded-Proto headers are believed (see
+	// internal/clientaddr); single addresses are /32 or /128, IPv4-mapped ones IPv4.
+	TrustedProxies []netip.Prefix
 	// Stdio is the identity of the stdio front: principal "stdio" when none is
 	// configured, and an empty role means the policy's active role.
 	Stdio Client
@@ -181,7 +186,7 @@ type configDecoder struct {
 	metricsListen *yaml.Node
 }
 
-var topKeys = []string{"policy", "store", "transport", "servers", "project_file", "listen", "path", "stdio", "clients", "oauth", "operators", "ui", "approvals", "limits", "audit", "metrics"}
+var topKeys = []string{"policy", "store", "transport", "servers", "project_file", "listen", "path", "trusted_proxies", "stdio", "clients", "oauth", "operators", "ui", "approvals", "limits", "audit", "metrics"}
 
 func (d *configDecoder) top(root *yaml.Node, c *File) {
 	kvs, ok := d.MappingHint(root, "the top level", "a gateway config is a mapping of "+strings.Join(topKeys, ", "))
@@ -219,6 +224,8 @@ func (d *configDecoder) top(root *yaml.Node, c *File) {
 				}
 				c.Path = s
 			}
+		case "trusted_proxies":
+			c.TrustedProxies = d.trustedProxies(kv.Value)
 		case "stdio":
 			c.Stdio = d.client(kv.Value, "stdio", false)
 		case "clients":
@@ -251,6 +258,9 @@ func (d *configDecoder) top(root *yaml.Node, c *File) {
 	}
 	if c.Listen == "" && (len(c.Clients) > 0 || c.OAuth != nil) {
 		d.Fail(root, "add `listen: 127.0.0.1:8080` or remove clients and oauth", "clients and oauth are for HTTP clients, but no listen address is set")
+	}
+	if c.Listen == "" && len(c.TrustedProxies) > 0 {
+		d.Fail(root, "add `listen: 127.0.0.1:8080` or remove trusted_proxies", "trusted_proxies is for the HTTP front, but no listen address is set")
 	}
 	if c.Listen != "" && len(c.Clients) == 0 && c.OAuth == nil {
 		d.Fail(root, "add a client with a token (token_env or token_sha256) or an oauth section; the HTTP front refuses every request without one", "listen is set but no clients are configured")

@@ -27,9 +27,9 @@ import (
 // the tool definitions of the servers kept are listed and their pins checked again,
 // and the new revision replaces the old one atomically. On any error the old revision
 // stays in force and the error says why. Settings that need a restart (listen, path,
-// ui) are reported in the log and otherwise ignored; the operators are the inbox's,
-// which its owner updates (Inbox.SetOperators). A Reload before [Gateway.Start] is
-// refused and changes nothing.
+// ui, trusted_proxies) are reported in the log and otherwise ignored; the operators
+// are the inbox's, which its owner updates (Inbox.SetOperators). A Reload before
+// [Gateway.Start] is refused and changes nothing.
 func (g *Gateway) Reload(ctx context.Context, cfg *File) error {
 	pol, err := policy.LoadFile(cfg.Policy, nil)
 	if err != nil {
@@ -56,8 +56,9 @@ func (g *Gateway) Reload(ctx context.Context, cfg *File) error {
 	if old := g.state.Load(); old != nil {
 		// Operators are not the gateway's: the inbox takes the new list at once (see
 		// warden serve); only the addresses need a restart.
-		if old.cfg.Listen != cfg.Listen || old.cfg.Path != cfg.Path || old.cfg.UIPath != cfg.UIPath {
-			g.log.Warn("listen, path and ui apply after a restart; the running values stay in force")
+		if old.cfg.Listen != cfg.Listen || old.cfg.Path != cfg.Path || old.cfg.UIPath != cfg.UIPath ||
+			!slices.Equal(old.cfg.TrustedProxies, cfg.TrustedProxies) {
+			g.log.Warn("listen, path, ui and trusted_proxies apply after a restart; the running values stay in force")
 		}
 		if old.cfg.MetricsListen != cfg.MetricsListen {
 			g.log.Warn("metrics.listen applies after a restart; the running value stays in force")

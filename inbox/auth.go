@@ -13,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"path"
@@ -21,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/wardenhq/warden/internal/clientaddr"
 	"github.com/wardenhq/warden/store"
 )
 
@@ -273,7 +273,8 @@ func (s *sessions) takeFlash(key [sha256.Size]byte) *flash {
 	return f
 }
 
-// limiter counts failed sign-ins per remote host in fixed windows.
+// limiter counts failed sign-ins per client address (behind any trusted proxies) in
+// fixed windows.
 type limiter struct {
 	max    int
 	window time.Duration
@@ -318,12 +319,13 @@ func (l *limiter) fail(host string, now time.Time) {
 	b.n++
 }
 
-func remoteHost(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
+// remoteAttrs are the log attributes naming a client: its address, and the trusted
+// proxy it came through when there was one.
+func remoteAttrs(c clientaddr.Client) []any {
+	if c.Proxy == "" {
+		return []any{"remote", c.Host}
 	}
-	return host
+	return []any{"remote", c.Host, "proxy", c.Proxy}
 }
 
 // operatorFor returns the operator whose hash is the token's. Every configured hash is
@@ -484,10 +486,12 @@ func (ib *Inbox) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	next := ib.safeNext(r.PostForm.Get("next"))
-	host := remoteHost(r)
+	// The client behind any trusted proxies: the limit counts it, not the proxy.
+	client := ib.clients.Resolve(r)
+	host := client.Host
 	now := ib.now()
 	if ib.limiter.blocked(host, now) {
-		ib.log.Warn("inbox: sign-in refused: too many failures", "remote", host)
+		ib.log.Warn("inbox: sign-in refused: too many failures", remoteAttrs(client)...)
 		ib.render(w, r, http.StatusTooManyRequests, "login", &page{Title: "Sign in", Data: loginData{
 			Next: next, Error: "Too many failed sign-ins from your address. Wait a minute and try again."}})
 		return
@@ -495,7 +499,7 @@ func (ib *Inbox) login(w http.ResponseWriter, r *http.Request) {
 	op, ok := ib.operatorFor(r.PostForm.Get("token"))
 	if !ok {
 		ib.limiter.fail(host, now)
-		ib.log.Warn("inbox: sign-in with an unknown token", "remote", host)
+		ib.log.Warn("inbox: sign-in with an unknown token", remoteAttrs(client)...)
 		// A constant pause after every failure slows guessing; it is the same whatever
 		// the token was, so it tells nothing about it.
 		t := time.NewTimer(ib.failDelay)
@@ -532,10 +536,10 @@ func (ib *Inbox) login(w http.ResponseWriter, r *http.Request) {
 		Expires:  expires,
 		MaxAge:   int(ib.ttl / time.Second),
 		HttpOnly: true,
-		Secure:   r.TLS != nil,
+		Secure:   client.Secure,
 		SameSite: http.SameSiteStrictMode,
 	})
-	ib.log.Info("inbox: operator signed in", "operator", op.Name, "remote", host)
+	ib.log.Info("inbox: operator signed in", append([]any{"operator", op.Name}, remoteAttrs(client)...)...)
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
@@ -553,7 +557,7 @@ func (ib *Inbox) logout(w http.ResponseWriter, r *http.Request, s session) {
 		Path:     ib.path,
 		MaxAge:   -1,
 		HttpOnly: true,
-		Secure:   r.TLS != nil,
+		Secure:   ib.clients.Resolve(r).Secure,
 		SameSite: http.SameSiteStrictMode,
 	})
 	ib.log.Info("inbox: operator signed out", "operator", s.Operator)

@@ -184,7 +184,7 @@ func (p *serveProgram) Run(ctx context.Context) error {
 		mux.Handle("/healthz", health)
 		mux.Handle("/readyz", health)
 		if len(cfg.Operators) > 0 {
-			ib, err = inbox.New(st, inboxOperators(cfg), &inbox.Options{Path: cfg.UIPath, Events: gw.Events().ForCall, Logger: log})
+			ib, err = inbox.New(st, inboxOperators(cfg), &inbox.Options{Path: cfg.UIPath, Events: gw.Events().ForCall, Logger: log, TrustedProxies: cfg.TrustedProxies})
 			if err != nil {
 				gw.Close(context.Background())
 				return configError(fmt.Errorf("%s: web inbox: %w", cfg.File, err))
