@@ -43,6 +43,7 @@ func KeyPaths() []string {
 		"approvals":    approvalsKeys,
 		"limits":       limitsKeys,
 		"audit":        auditKeys,
+		"traces":       tracesKeys,
 	}
 	var out []string
 	for _, top := range topKeys {

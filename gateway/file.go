@@ -77,6 +77,8 @@ type File struct {
 	HeadInterval time.Duration
 	HeadFile     string
 	HeadWebhook  string
+	// Traces, when set, is the traces section (see [Traces]); nil when there is none.
+	Traces *Traces
 }
 
 // Client is an identity the gateway serves: a principal with a role, and for HTTP
@@ -175,7 +177,7 @@ type configDecoder struct {
 	stdioOnly bool              // ParseFileStdio: an unset token_env is no error
 }
 
-var topKeys = []string{"policy", "store", "transport", "servers", "project_file", "listen", "path", "stdio", "clients", "oauth", "operators", "ui", "approvals", "limits", "audit"}
+var topKeys = []string{"policy", "store", "transport", "servers", "project_file", "listen", "path", "stdio", "clients", "oauth", "operators", "ui", "approvals", "limits", "audit", "traces"}
 
 func (d *configDecoder) top(root *yaml.Node, c *File) {
 	kvs, ok := d.MappingHint(root, "the top level", "a gateway config is a mapping of "+strings.Join(topKeys, ", "))
@@ -229,6 +231,8 @@ func (d *configDecoder) top(root *yaml.Node, c *File) {
 			d.limits(kv.Value, c)
 		case "audit":
 			d.audit(kv.Value, c)
+		case "traces":
+			c.Traces = d.traces(kv.Value)
 		default:
 			d.Fail(kv.KeyNode, "known keys: "+strings.Join(topKeys, ", ")+yamlstrict.Suggest(kv.Key, topKeys), "unknown key %q", kv.Key)
 		}

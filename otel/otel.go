@@ -1,6 +1,9 @@
 // Package otel turns Warden's call events into OpenTelemetry spans: one span per tool
 // call, started when the call began and ended when it finished, whether it ran or not,
-// with the decision, rule id, policy revision and deciding stage as attributes. Every
+// with the decision, rule id, policy revision and deciding stage as attributes
+// (warden.decision is the permission checks' effect: the first check's, or the last
+// one that did not allow; a call no check decided gets the one its status implies:
+// allow for a call that ran, deny for a refusal, halt, ask for a pending call). Every
 // event of the call is attached as a span event (names and operator text only: events
 // never carry argument or result values). With [Options.StageSpans], the permission
 // checks, the middleware and the execution also get child spans.
@@ -28,6 +31,12 @@ type Options struct {
 	StageSpans bool
 	// MaxOpenCalls bounds the calls buffered at once; 0 means 10,000.
 	MaxOpenCalls int
+	// Attributes, when set, adds attributes to each call's span. It is called once per
+	// call, with the context of the call's warden.tool.end event (the context the
+	// emitter passed, so whatever the caller put in it) and that event. What it returns
+	// must follow the rule of events: names and labels, never argument or result
+	// values.
+	Attributes func(ctx context.Context, end warden.Event) []attribute.KeyValue
 }
 
 // Sink is a [warden.Sink] that records spans with a tracer. Safe for concurrent use.
@@ -121,8 +130,12 @@ func (s *Sink) record(ctx context.Context, end warden.Event, events []warden.Eve
 			decision = e.Effect.String()
 		}
 	}
-	if decision != "" {
-		span.SetAttributes(attribute.String("warden.decision", decision))
+	if decision == "" {
+		decision = statusDecision(end.Status)
+	}
+	span.SetAttributes(attribute.String("warden.decision", decision))
+	if s.opts.Attributes != nil {
+		span.SetAttributes(s.opts.Attributes(ctx, end)...)
 	}
 	if s.opts.StageSpans {
 		s.stageSpans(ctx, end, events)
@@ -134,6 +147,20 @@ func (s *Sink) record(ctx context.Context, end warden.Event, events []warden.Eve
 		span.SetStatus(codes.Unset, string(end.Status))
 	}
 	span.End(trace.WithTimestamp(end.Time))
+}
+
+// statusDecision is the decision of a call no permission check decided (refused at
+// lookup or by the gate, say): what its status implies.
+func statusDecision(st warden.Status) string {
+	switch st {
+	case warden.StatusRan, warden.StatusFailed:
+		return "allow"
+	case warden.StatusHalted:
+		return "halt"
+	case warden.StatusPending:
+		return "ask"
+	}
+	return "deny"
 }
 
 // stageSpans adds a child span per stage that had events: from its first event to the
