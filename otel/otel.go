@@ -3,7 +3,9 @@
 // with the decision, rule id, policy revision and deciding stage as attributes
 // (warden.decision is the permission checks' effect: the first check's, or the last
 // one that did not allow; a call no check decided gets the one its status implies:
-// allow for a call that ran, deny for a refusal, halt, ask for a pending call). Every
+// allow for a call that ran, deny for a refusal, halt, ask for a pending call;
+// warden.rule_id is the end event's, else the rule of the check that gave the
+// decision). Every
 // event of the call is attached as a span event (names and operator text only: events
 // never carry argument or result values). With [Options.StageSpans], the permission
 // checks, the middleware and the execution also get child spans.
@@ -123,17 +125,21 @@ func (s *Sink) record(ctx context.Context, end warden.Event, events []warden.Eve
 	add("warden.tenant", end.Identity.Tenant)
 	add("warden.principal", end.Identity.Principal)
 	ctx, span := s.tracer.Start(ctx, "warden.tool_call "+end.Tool, trace.WithTimestamp(end.Start), trace.WithAttributes(attrs...))
-	var decision string
+	var decision, rule string
 	for _, e := range events {
 		span.AddEvent(e.Name, trace.WithTimestamp(e.Time), trace.WithAttributes(eventAttrs(e)...))
 		if e.Name == warden.EventPermissionCheck && (decision == "" || e.Effect != warden.Allow) {
-			decision = e.Effect.String()
+			decision, rule = e.Effect.String(), e.RuleID
 		}
 	}
 	if decision == "" {
 		decision = statusDecision(end.Status)
 	}
 	span.SetAttributes(attribute.String("warden.decision", decision))
+	if end.RuleID == "" && rule != "" {
+		// The end of a call that ran names no rule: the deciding check's is the call's.
+		span.SetAttributes(attribute.String("warden.rule_id", rule))
+	}
 	if s.opts.Attributes != nil {
 		span.SetAttributes(s.opts.Attributes(ctx, end)...)
 	}

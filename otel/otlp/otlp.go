@@ -33,7 +33,6 @@ package otlp
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -58,6 +57,8 @@ const (
 	EnvSDKDisabled    = "OTEL_SDK_DISABLED"
 	EnvEndpoint       = "OTEL_EXPORTER_OTLP_ENDPOINT"
 	EnvTracesEndpoint = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
+	EnvProtocol       = "OTEL_EXPORTER_OTLP_PROTOCOL"
+	EnvTracesProtocol = "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"
 )
 
 // Defaults.
@@ -129,6 +130,13 @@ func Start(ctx context.Context, cfg Config) (*Exporter, error) {
 	if err != nil {
 		return nil, err
 	}
+	for _, name := range []string{EnvTracesProtocol, EnvProtocol} {
+		switch v := getenv(name); v {
+		case "", "http/protobuf", "http/json":
+		default:
+			return nil, fmt.Errorf("%s %q: warden exports traces over OTLP/HTTP only; set http/protobuf (the default) or http/json, or unset it", name, v)
+		}
+	}
 	opts := []otlptracehttp.Option{}
 	if endpoint != "" {
 		opts = append(opts, otlptracehttp.WithEndpointURL(endpoint))
@@ -183,12 +191,17 @@ func (e *Exporter) Endpoint() string { return e.endpoint }
 // give it a deadline, so that a collector that is down cannot hold a shutdown. The
 // error reports spans that could not be exported.
 func (e *Exporter) Shutdown(ctx context.Context) error {
-	ferr := e.tp.ForceFlush(ctx)
-	serr := e.tp.Shutdown(ctx)
-	if lost := e.exp.lostSinceStart(); lost > 0 && ferr == nil {
-		ferr = fmt.Errorf("%d span batches could not be exported to %s", lost, e.endpoint)
+	err := e.tp.ForceFlush(ctx)
+	if serr := e.tp.Shutdown(ctx); err == nil {
+		err = serr
 	}
-	return errors.Join(ferr, serr)
+	if err != nil {
+		return fmt.Errorf("the last spans were not exported: %w", err)
+	}
+	if lost := e.exp.lostSinceStart(); lost > 0 {
+		return fmt.Errorf("%d span batches could not be exported", lost)
+	}
+	return nil
 }
 
 // ResolveEndpoint returns the URL spans are posted to for an endpoint of the config:
