@@ -390,6 +390,7 @@ func (g *Gateway) refuse(ctx context.Context, st *gatewayState, name string, id 
 		}
 	}
 	ctx = context.WithoutCancel(ctx) // the refusal happened: it is recorded and told
+	ctx = withRefusedOrigin(ctx, st, name)
 	if err := g.opts.Store.RecordCall(ctx, rec); err != nil {
 		g.log.Error("cannot record a refused call", "tool", name, "error", err)
 	}

@@ -16,13 +16,30 @@ type CallOrigin struct {
 	Role string
 }
 
-// CallOriginOf returns the origin of the call whose event's context ctx is. It
-// reports false for a context that is not a governed call's (a call the gateway
-// refused before the pipeline, or an event of no call).
+// CallOriginOf returns the origin of the call whose event's context ctx is. A tool
+// call the gateway refused before the pipeline (a hidden tool, a halted session) has
+// its server and remote tool but no role. It reports false for a context of no call
+// the gateway knows the origin of.
 func CallOriginOf(ctx context.Context) (CallOrigin, bool) {
-	slot, _ := ctx.Value(slotKey{}).(*resultSlot)
-	if slot == nil {
-		return CallOrigin{}, false
+	if slot, _ := ctx.Value(slotKey{}).(*resultSlot); slot != nil {
+		return CallOrigin{Server: slot.server, RemoteTool: slot.remote, Role: slot.role}, true
 	}
-	return CallOrigin{Server: slot.server, RemoteTool: slot.remote, Role: slot.role}, true
+	o, ok := ctx.Value(originKey{}).(CallOrigin)
+	return o, ok
+}
+
+type originKey struct{}
+
+// withRefusedOrigin gives the context of a refusal made before the pipeline the
+// origin of the tool refused, when it is a served tool and the context carries no
+// call's slot.
+func withRefusedOrigin(ctx context.Context, st *gatewayState, name string) context.Context {
+	if slot, _ := ctx.Value(slotKey{}).(*resultSlot); slot != nil {
+		return ctx
+	}
+	gt, ok := st.tools[name]
+	if !ok {
+		return ctx
+	}
+	return context.WithValue(ctx, originKey{}, CallOrigin{Server: gt.tool.Server, RemoteTool: gt.tool.Remote})
 }

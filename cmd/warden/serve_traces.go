@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
+	gotel "go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/wardenhq/warden"
@@ -16,6 +18,8 @@ import (
 // traceShutdownTimeout bounds exporting the last spans at shutdown: a collector that
 // is down costs a shutdown this long at most.
 const traceShutdownTimeout = 5 * time.Second
+
+var otelErrorsOnce sync.Once
 
 // startTraces starts exporting a span per call when the config's traces section or
 // the OTEL_* variables ask for it (nil when they do not). An error is a setting that
@@ -36,6 +40,9 @@ func startTraces(ctx context.Context, cfg *gateway.File, log *slog.Logger) (*otl
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", cfg.File, err)
 	}
+	// OpenTelemetry's own errors (beside the exporter's, which it logs) go to this
+	// log, not the standard logger; set once, for the first serve of the process.
+	otelErrorsOnce.Do(func() { gotel.SetErrorHandler(otlp.ErrorHandler(log)) })
 	log.Info("traces: exporting a span per call over OTLP/HTTP", "endpoint", exp.Endpoint())
 	return exp, nil
 }

@@ -29,8 +29,9 @@ func withoutOTEL(env []string, extra ...string) []string {
 }
 
 // tracedCalls makes, as the writer client, an allowed call (list_notes) and one the
-// policy denies (write_note of a secret* note, rule no-secret-notes), then stops the
-// gateway with SIGTERM and waits for it to exit.
+// policy denies (write_note of a secret* note, rule no-secret-notes), as the reader a
+// call of a tool its role does not see (delete_note), then stops the gateway with
+// SIGTERM and waits for it to exit.
 func tracedCalls(t *testing.T, g *gatewayProc) {
 	t.Helper()
 	cs := connect(t, g.url, demoWriterToken)
@@ -42,6 +43,10 @@ func tracedCalls(t *testing.T, g *gatewayProc) {
 		t.Fatalf("write_note of a secret note: isError=%v %q; want the policy's refusal", res.IsError, mcptest.ResultText(res))
 	}
 	cs.Close()
+	// A tool the reader's role does not see is refused before the pipeline.
+	reader := connect(t, g.url, demoReaderToken)
+	callToolErr(t, reader, toolDeleteNote, map[string]any{"name": "secret-plans"})
+	reader.Close()
 	stopGateway(t, g)
 }
 
@@ -106,7 +111,7 @@ func TestServeTraces(t *testing.T) {
 	}
 	tracedCalls(t, g)
 
-	if got, want := rec.Names(), []string{"warden.tool_call " + toolListNotes, "warden.tool_call " + toolWriteNote}; !slices.Equal(got, want) {
+	if got, want := rec.Names(), []string{"warden.tool_call " + toolDeleteNote, "warden.tool_call " + toolListNotes, "warden.tool_call " + toolWriteNote}; !slices.Equal(got, want) {
 		t.Fatalf("spans %v, want %v (receiver refused %v)", got, want, rec.Errors())
 	}
 	wantAttrs(t, spanByName(t, rec, "warden.tool_call "+toolListNotes), map[string]string{
@@ -119,6 +124,11 @@ func TestServeTraces(t *testing.T) {
 		"warden.decision": "deny", "warden.stage": "permission", "warden.status": "refused", "warden.executed": "false",
 		"warden.rule_id": "no-secret-notes", "warden.revision": pol.Revision(), "warden.principal": "writer-agent", "warden.role": "writer",
 		"warden.upstream.server": "notes", "warden.upstream.tool": "write_note", "warden.tool": toolWriteNote,
+	})
+	wantAttrs(t, spanByName(t, rec, "warden.tool_call "+toolDeleteNote), map[string]string{
+		"warden.decision": "deny", "warden.stage": "lookup", "warden.status": "refused", "warden.executed": "false",
+		"warden.revision": pol.Revision(), "warden.principal": "reader-agent",
+		"warden.upstream.server": "notes", "warden.upstream.tool": "delete_note", "warden.tool": toolDeleteNote,
 	})
 	for _, s := range rec.Spans() {
 		if s.Resource["service.name"] != "warden-test" || s.Resource["service.version"] == "" {
@@ -163,7 +173,7 @@ func TestServeTracesFromEnvAndDisabled(t *testing.T) {
 		offLog = g.log.String()
 	})
 	wg.Wait()
-	if got, want := rec.Names(), []string{"warden.tool_call " + toolListNotes, "warden.tool_call " + toolWriteNote}; !slices.Equal(got, want) {
+	if got, want := rec.Names(), []string{"warden.tool_call " + toolDeleteNote, "warden.tool_call " + toolListNotes, "warden.tool_call " + toolWriteNote}; !slices.Equal(got, want) {
 		t.Fatalf("OTEL_EXPORTER_OTLP_ENDPOINT: spans %v, want %v (receiver refused %v)", got, want, rec.Errors())
 	}
 	for _, s := range rec.Spans() {

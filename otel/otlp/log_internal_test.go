@@ -23,7 +23,7 @@ func (failingExporter) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) err
 func TestExportErrorsRateLimited(t *testing.T) {
 	var logs bytes.Buffer
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	e := &loggingExporter{SpanExporter: failingExporter{}, log: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{ReplaceAttr: dropTime})), endpoint: "http://c/v1/traces", now: func() time.Time { return now }}
+	e := &loggingExporter{SpanExporter: failingExporter{}, log: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{ReplaceAttr: dropTime})), endpoint: "http://c/v1/traces", limit: limiter{now: func() time.Time { return now }}}
 	for _, step := range []time.Duration{0, time.Second, 30 * time.Second, 28 * time.Second, time.Second, time.Second} {
 		now = now.Add(step)
 		if err := e.ExportSpans(context.Background(), nil); err != nil {
@@ -49,4 +49,16 @@ func dropTime(_ []string, a slog.Attr) slog.Attr {
 		return slog.Attr{}
 	}
 	return a
+}
+
+func TestErrorHandlerRateLimited(t *testing.T) {
+	var logs bytes.Buffer
+	h := ErrorHandler(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{ReplaceAttr: dropTime})))
+	for range 3 {
+		h.Handle(errors.New("partial success: 2 spans rejected"))
+	}
+	want := `level=WARN msg="traces: OpenTelemetry error" errors_not_logged=0 error="partial success: 2 spans rejected"` + "\n"
+	if logs.String() != want {
+		t.Errorf("log:\n%s\nwant:\n%s", logs.String(), want)
+	}
 }

@@ -41,6 +41,7 @@ import (
 	"sync"
 	"time"
 
+	gotel "go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -159,7 +160,7 @@ func Start(ctx context.Context, cfg Config) (*Exporter, error) {
 	if shown == "" {
 		shown = envEndpoint()
 	}
-	exp := &loggingExporter{SpanExporter: client, log: log, endpoint: shown, now: time.Now}
+	exp := &loggingExporter{SpanExporter: client, log: log, endpoint: shown}
 
 	res, err := newResource(ctx, cfg)
 	if err != nil {
@@ -297,12 +298,10 @@ type loggingExporter struct {
 	sdktrace.SpanExporter
 	log      *slog.Logger
 	endpoint string
-	now      func() time.Time
+	limit    limiter
 
-	mu         sync.Mutex
-	lastLogged time.Time
-	suppressed int
-	lost       int
+	mu   sync.Mutex
+	lost int
 }
 
 func (e *loggingExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
@@ -312,16 +311,10 @@ func (e *loggingExporter) ExportSpans(ctx context.Context, spans []sdktrace.Read
 	}
 	e.mu.Lock()
 	e.lost++
-	now := e.now()
-	if !e.lastLogged.IsZero() && now.Sub(e.lastLogged) < errorLogInterval {
-		e.suppressed++
-		e.mu.Unlock()
-		return nil
-	}
-	suppressed := e.suppressed
-	e.lastLogged, e.suppressed = now, 0
 	e.mu.Unlock()
-	e.log.Warn("traces: spans could not be exported; calls go on, their spans are lost", "endpoint", e.endpoint, "spans", len(spans), "failures_not_logged", suppressed, "error", err)
+	if suppressed, ok := e.limit.allow(); ok {
+		e.log.Warn("traces: spans could not be exported; calls go on, their spans are lost", "endpoint", e.endpoint, "spans", len(spans), "failures_not_logged", suppressed, "error", err)
+	}
 	return nil
 }
 
@@ -329,4 +322,44 @@ func (e *loggingExporter) lostSinceStart() int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.lost
+}
+
+// limiter lets one message through per errorLogInterval and counts the others.
+type limiter struct {
+	now func() time.Time // nil: time.Now
+
+	mu         sync.Mutex
+	last       time.Time
+	suppressed int
+}
+
+// allow reports whether a message may be logged now, and how many were not since the
+// last one that was.
+func (l *limiter) allow() (suppressed int, ok bool) {
+	now := time.Now
+	if l.now != nil {
+		now = l.now
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t := now()
+	if !l.last.IsZero() && t.Sub(l.last) < errorLogInterval {
+		l.suppressed++
+		return 0, false
+	}
+	suppressed, l.last, l.suppressed = l.suppressed, t, 0
+	return suppressed, true
+}
+
+// ErrorHandler returns a handler for OpenTelemetry's global errors (otel.SetErrorHandler)
+// that logs them to log at warning level, at most once per minute, counting the ones
+// not logged. Without one, the SDK writes them to the standard logger. The exporter's
+// own failures do not reach it (Start's exporter logs them itself).
+func ErrorHandler(log *slog.Logger) gotel.ErrorHandler {
+	l := &limiter{}
+	return gotel.ErrorHandlerFunc(func(err error) {
+		if suppressed, ok := l.allow(); ok {
+			log.Warn("traces: OpenTelemetry error", "errors_not_logged", suppressed, "error", err)
+		}
+	})
 }
