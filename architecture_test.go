@@ -32,6 +32,7 @@ var importRules = []struct {
 	{"internal/fileerr", nil},
 	{"internal/errlines", nil},
 	{"internal/mcptest", nil},
+	{"internal/otlptest", nil},
 	{"internal/oidctest", nil},
 	{"internal/faultserver", nil},
 	{"internal/conformanceserver", nil},
@@ -53,6 +54,7 @@ var importRules = []struct {
 	// and the audit log (package hook stays below workspace and checkpoint).
 	{"hook/cli", []string{".", "audit", "hook", "internal/errlines", "policy", "policy/explain", "store", "store/postgres", "store/sqlite"}},
 	{"otel", []string{"."}},
+	{"otel/otlp", []string{".", "otel"}},
 	{"store", []string{".", "internal/fnmatch"}},
 	{"store/internal/core", []string{".", "store"}},
 	{"store/storetest", []string{".", "store"}},

@@ -69,7 +69,11 @@ type resultSlot struct {
 	// server names the upstream the call goes to ("" for none): its requests during
 	// the call are answered by the caller (asks).
 	server string
-	asks   *upstream.ClientRequests
+	// remote is the called tool's name on that server ("" for none) and role the
+	// caller's configured role ("" for the policy's active role): what a call's span
+	// says beside its events (see [CallOriginOf]).
+	remote, role string
+	asks         *upstream.ClientRequests
 	// forward passes an upstream's request (sampling, elicitation) to the client.
 	forward func(context.Context) (mcp.Result, string, error)
 	// def is the definition hash of what is called ("" for none); mrtr is set on the
@@ -241,7 +245,7 @@ func (g *Gateway) callTool(ctx context.Context, f *front, name string, req *mcp.
 		return textResult(fmt.Sprintf("Invalid arguments for %s: %v. Send the arguments as one JSON object.", name, err), true), nil
 	}
 	slot := newSlot(g, name, req.Session, req.Params.GetProgressToken())
-	slot.server, slot.def = st.tools[name].tool.Server, st.tools[name].tool.Hash
+	slot.server, slot.def, slot.remote = st.tools[name].tool.Server, st.tools[name].tool.Hash, st.tools[name].tool.Remote
 	slot.mrtr = f.mrtrOf(req.Params.RequestState, req.Params.InputResponses, req.ClientCapabilities())
 	out, text, ok := g.govern(ctx, f, st, cl, req.Session, slot, name, args)
 	if slot.ask != nil {
@@ -287,6 +291,7 @@ func (g *Gateway) govern(ctx context.Context, f *front, st *gatewayState, cl Cli
 		return warden.Outcome{}, text, false
 	}
 	view := st.views[cl.Role]
+	slot.role = cl.Role
 	if slot.server != "" {
 		// nil on the stateless front: protocol 2026-07-28 has no server-to-client requests.
 		slot.asks = g.clientAsks(f, st, cl, ss, slot.server)
@@ -401,6 +406,7 @@ func (g *Gateway) refuse(ctx context.Context, st *gatewayState, name string, id 
 		}
 	}
 	ctx = context.WithoutCancel(ctx) // the refusal happened: it is recorded and told
+	ctx = withRefusedOrigin(ctx, st, name)
 	t0 := time.Now()
 	err := g.opts.Store.RecordCall(ctx, rec)
 	g.metrics.observeAudit("record", time.Since(t0), err)

@@ -44,6 +44,7 @@ func KeyPaths() []string {
 		"limits":       limitsKeys,
 		"audit":        auditKeys,
 		"metrics":      metricsKeys,
+		"traces":       tracesKeys,
 	}
 	var out []string
 	for _, top := range topKeys {

@@ -86,6 +86,8 @@ type File struct {
 	// MetricsListen is the address of the Prometheus metrics listener ("" = none):
 	// its own, never the HTTP front's (see [Gateway.MetricsHandler]).
 	MetricsListen string
+	// Traces, when set, is the traces section (see [Traces]); nil when there is none.
+	Traces *Traces
 }
 
 // Client is an identity the gateway serves: a principal with a role, and for HTTP
@@ -186,7 +188,7 @@ type configDecoder struct {
 	metricsListen *yaml.Node
 }
 
-var topKeys = []string{"policy", "store", "transport", "servers", "project_file", "listen", "path", "trusted_proxies", "stdio", "clients", "oauth", "operators", "ui", "approvals", "limits", "audit", "metrics"}
+var topKeys = []string{"policy", "store", "transport", "servers", "project_file", "listen", "path", "trusted_proxies", "stdio", "clients", "oauth", "operators", "ui", "approvals", "limits", "audit", "metrics", "traces"}
 
 func (d *configDecoder) top(root *yaml.Node, c *File) {
 	kvs, ok := d.MappingHint(root, "the top level", "a gateway config is a mapping of "+strings.Join(topKeys, ", "))
@@ -244,6 +246,8 @@ func (d *configDecoder) top(root *yaml.Node, c *File) {
 			d.audit(kv.Value, c)
 		case "metrics":
 			d.metrics(kv.Value, c)
+		case "traces":
+			c.Traces = d.traces(kv.Value)
 		default:
 			d.Fail(kv.KeyNode, "known keys: "+strings.Join(topKeys, ", ")+yamlstrict.Suggest(kv.Key, topKeys), "unknown key %q", kv.Key)
 		}

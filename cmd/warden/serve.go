@@ -17,6 +17,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
+	"github.com/wardenhq/warden"
 	"github.com/wardenhq/warden/gateway"
 	"github.com/wardenhq/warden/inbox"
 	"github.com/wardenhq/warden/store"
@@ -146,7 +147,16 @@ func (p *serveProgram) Run(ctx context.Context) error {
 		return configError(fmt.Errorf("%s: opening the store %s: %w", cfg.File, redactDSN(cfg.Store), err))
 	}
 	defer st.Close()
-	gw, err := gateway.New(cfg, &gateway.Options{Store: st, Logger: log, Version: version()})
+	traces, err := startTraces(ctx, cfg, log)
+	if err != nil {
+		return configError(err)
+	}
+	defer stopTraces(ctx, traces, log) // after gw.Close: the last calls' spans are sent
+	var sinks []warden.Sink
+	if traces != nil {
+		sinks = append(sinks, traces.Sink())
+	}
+	gw, err := gateway.New(cfg, &gateway.Options{Store: st, Logger: log, Version: version(), Sinks: sinks})
 	if err == nil {
 		if err = gw.Start(ctx); err != nil {
 			gw.Close(context.Background())
