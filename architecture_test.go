@@ -32,9 +32,11 @@ var importRules = []struct {
 	{"internal/fileerr", nil},
 	{"internal/errlines", nil},
 	{"internal/mcptest", nil},
+	{"internal/otlptest", nil},
 	{"internal/oidctest", nil},
 	{"internal/faultserver", nil},
 	{"internal/conformanceserver", nil},
+	{"internal/clientaddr", nil},
 	{"internal/spectext", []string{"internal/jsontext"}},
 	{"internal/fanout", []string{"."}},
 	{"internal/yamlstrict", []string{"."}},
@@ -52,6 +54,7 @@ var importRules = []struct {
 	// and the audit log (package hook stays below workspace and checkpoint).
 	{"hook/cli", []string{".", "audit", "hook", "internal/errlines", "policy", "policy/explain", "store", "store/postgres", "store/sqlite"}},
 	{"otel", []string{"."}},
+	{"otel/otlp", []string{".", "otel"}},
 	{"store", []string{".", "internal/fnmatch"}},
 	{"store/internal/core", []string{".", "store"}},
 	{"store/storetest", []string{".", "store"}},
@@ -67,11 +70,11 @@ var importRules = []struct {
 	// (which declares what it needs of the gateway instead of importing it).
 	{"pin", []string{".", "internal/fanout", "store"}},
 	{"upstream", []string{".", "internal/fanout", "internal/yamlstrict", "pin", "schema"}},
-	{"inbox", []string{".", "internal/display", "pin", "store"}},
+	{"inbox", []string{".", "internal/clientaddr", "internal/display", "pin", "store"}},
 	// The OAuth resource server: token verification and RFC 9728 metadata, no MCP and
 	// no gateway types.
 	{"gateway/oauth", nil},
-	{"gateway", []string{".", "audit", "gateway/oauth", "inbox", "internal/display", "internal/fanout", "internal/yamlstrict", "pin", "policy", "schema", "store", "upstream"}},
+	{"gateway", []string{".", "audit", "gateway/oauth", "inbox", "internal/clientaddr", "internal/display", "internal/fanout", "internal/yamlstrict", "pin", "policy", "schema", "store", "upstream"}},
 	// warden run's parts.
 	{"workspace", []string{".", "hook", "internal/fileerr", "shell"}},
 	{"checkpoint", []string{".", "hook", "internal/fileerr", "internal/seal", "store"}},

@@ -41,6 +41,14 @@ type Options struct {
 	// Logger receives the failures of deferred entries (each retry, and an entry
 	// given up because the store was closed). nil discards them.
 	Logger *slog.Logger
+	// Observe, when set, is told of every write of the journal to the store: op is
+	// "begin" (an intent), "end" (a completion) or "record" (a call that never ran),
+	// d how long the write took and err its error (nil once it is durable). A
+	// deferred entry is observed once per attempt, when the store answers it (d runs
+	// from handing the entry to the store to its commit), and also when the store
+	// would not take it at all. Observe runs on the call's goroutine or, for a
+	// deferred commit, on the store's: it must not block nor call the store.
+	Observe func(op string, d time.Duration, err error)
 }
 
 // DefaultMaxPending is the bound of [Options.MaxPending] when it is zero.
@@ -110,7 +118,9 @@ func shadowOf(ctx context.Context) []store.ShadowVerdict {
 func (j *Journal) Begin(ctx context.Context, c warden.Call, o warden.Outcome) (warden.JournalRef, error) {
 	r := j.record(c, o)
 	r.Shadow = shadowOf(ctx)
+	t0 := time.Now()
 	ref, err := j.s.BeginCall(ctx, r)
+	j.observe("begin", t0, err)
 	if err != nil {
 		return 0, err
 	}
@@ -134,9 +144,12 @@ func (j *Journal) End(ctx context.Context, ref warden.JournalRef, _ warden.Call,
 		ApprovedBy: o.ApprovedBy,
 	}
 	if !j.opts.Deferred {
-		return j.s.EndCall(ctx, sref, c)
+		t0 := time.Now()
+		err := j.s.EndCall(ctx, sref, c)
+		j.observe("end", t0, err)
+		return err
 	}
-	w := &write{j: j, what: fmt.Sprintf("the completion of audit entry %d", sref.Seq), pause: FirstRetryPause}
+	w := &write{j: j, op: "end", what: fmt.Sprintf("the completion of audit entry %d", sref.Seq), pause: FirstRetryPause}
 	w.queue = func(ctx context.Context) error { return j.s.EndCallLater(ctx, sref, c, w.settle) }
 	return j.d.start(ctx, w)
 }
@@ -147,11 +160,21 @@ func (j *Journal) Record(ctx context.Context, c warden.Call, o warden.Outcome) e
 	r := j.record(c, o)
 	r.Shadow = shadowOf(ctx)
 	if !j.opts.Deferred {
-		return j.s.RecordCall(ctx, r)
+		t0 := time.Now()
+		err := j.s.RecordCall(ctx, r)
+		j.observe("record", t0, err)
+		return err
 	}
-	w := &write{j: j, what: fmt.Sprintf("the record of call %q", c.ID), pause: FirstRetryPause}
+	w := &write{j: j, op: "record", what: fmt.Sprintf("the record of call %q", c.ID), pause: FirstRetryPause}
 	w.queue = func(ctx context.Context) error { return j.s.RecordCallLater(ctx, r, w.settle) }
 	return j.d.start(ctx, w)
+}
+
+// observe tells Options.Observe of one write that began at t0.
+func (j *Journal) observe(op string, t0 time.Time, err error) {
+	if j.opts.Observe != nil {
+		j.opts.Observe(op, time.Since(t0), err)
+	}
 }
 
 // Flush waits until every deferred entry of this journal (and of those made by With)
@@ -185,7 +208,8 @@ func (d *deferred) start(ctx context.Context, w *write) error {
 		return ctx.Err()
 	}
 	d.add()
-	if err := w.queue(ctx); err != nil {
+	if err := w.attempt(ctx); err != nil {
+		w.j.observe(w.op, w.sent, err)
 		d.done()
 		return err
 	}
@@ -249,18 +273,32 @@ func plural(n int, one, many string) string {
 // write is one deferred entry and its attempts.
 type write struct {
 	j        *Journal
+	op       string // "end" or "record", for Options.Observe
 	what     string
 	queue    func(ctx context.Context) error // one attempt: hands the entry to the store
 	pause    time.Duration                   // before the next attempt
 	attempts int
+	sent     time.Time // when the current attempt was handed to the store
+}
+
+// attempt hands the entry to the store once, noting when.
+func (w *write) attempt(ctx context.Context) error {
+	w.sent = time.Now()
+	return w.queue(ctx)
 }
 
 // settle is the store's answer to one attempt (called from the store's goroutine, so it
 // must not block: a retry is queued from a timer's goroutine).
 func (w *write) settle(err error) {
 	w.attempts++
+	durable := err == nil || errors.Is(err, store.ErrAlreadyCompleted) && w.attempts > 1
+	if durable {
+		w.j.observe(w.op, w.sent, nil)
+	} else {
+		w.j.observe(w.op, w.sent, err)
+	}
 	switch {
-	case err == nil, errors.Is(err, store.ErrAlreadyCompleted) && w.attempts > 1:
+	case durable:
 		// Durable (an earlier attempt whose commit looked failed had committed).
 		if w.attempts > 1 {
 			w.j.log.Info("audit: a deferred entry is durable after retries", "entry", w.what, "attempts", w.attempts)
@@ -284,7 +322,7 @@ func (w *write) settle(err error) {
 
 // retry queues the next attempt; when the store will not take it, that is the answer.
 func (w *write) retry() {
-	if err := w.queue(context.Background()); err != nil {
+	if err := w.attempt(context.Background()); err != nil {
 		w.settle(err)
 	}
 }

@@ -29,7 +29,7 @@ import (
 // ([upstream.Server.Executable]) with the gateway's per-call slot (progress forwarding, the
 // deferred audit intent, the full result).
 func (g *Gateway) executable(gt *governedTool) warden.Executable {
-	return gt.up.ExecutableWith(gt.tool, slotHook)
+	return g.metrics.timeUpstream(gt.tool.Server, gt.up.ExecutableWith(gt.tool, slotHook))
 }
 
 // slotHook takes the call's options from the gateway's slot, and gives the slot the
@@ -45,7 +45,7 @@ func slotHook(ctx context.Context) (*upstream.CallOptions, func(*mcp.CallToolRes
 // options are the upstream request options of the slot's call: its audit intent
 // written right before sending, progress and log messages forwarded.
 func (s *resultSlot) options() *upstream.CallOptions {
-	opts := &upstream.CallOptions{BeforeSend: s.beginIntent, Client: s.asks}
+	opts := &upstream.CallOptions{BeforeSend: s.beforeSend, Client: s.asks}
 	if s.progress != nil {
 		opts.Progress = s.progress.forward
 	}
@@ -69,7 +69,11 @@ type resultSlot struct {
 	// server names the upstream the call goes to ("" for none): its requests during
 	// the call are answered by the caller (asks).
 	server string
-	asks   *upstream.ClientRequests
+	// remote is the called tool's name on that server ("" for none) and role the
+	// caller's configured role ("" for the policy's active role): what a call's span
+	// says beside its events (see [CallOriginOf]).
+	remote, role string
+	asks         *upstream.ClientRequests
 	// forward passes an upstream's request (sampling, elicitation) to the client.
 	forward func(context.Context) (mcp.Result, string, error)
 	// def is the definition hash of what is called ("" for none); mrtr is set on the
@@ -91,6 +95,22 @@ type resultSlot struct {
 	// shadow is their verdicts, decided when the intent was begun (see shadow.go).
 	notes  shadowNotes
 	shadow []store.ShadowVerdict
+
+	// For the metrics: when the upstream request was sent (zero: it was not), and
+	// whether it was kept from being sent because its intent could not be written.
+	sentAt       time.Time
+	intentFailed bool
+}
+
+// beforeSend is the upstream request's [upstream.CallOptions.BeforeSend]: the audit
+// intent is written, and the request is sent from now on.
+func (s *resultSlot) beforeSend(ctx context.Context) error {
+	if err := s.beginIntent(ctx); err != nil {
+		s.intentFailed = true
+		return err
+	}
+	s.sentAt = time.Now()
+	return nil
 }
 
 // beginIntent writes the call's deferred audit intent: the upstream is about to
@@ -239,7 +259,7 @@ func (g *Gateway) callTool(ctx context.Context, f *front, name string, req *mcp.
 		return textResult(fmt.Sprintf("Invalid arguments for %s: %v. Send the arguments as one JSON object.", name, err), true), nil
 	}
 	slot := newSlot(g, name, req.Session, req.Params.GetProgressToken())
-	slot.server, slot.def = st.tools[name].tool.Server, st.tools[name].tool.Hash
+	slot.server, slot.def, slot.remote = st.tools[name].tool.Server, st.tools[name].tool.Hash, st.tools[name].tool.Remote
 	slot.mrtr = f.mrtrOf(req.Params.RequestState, req.Params.InputResponses, req.ClientCapabilities())
 	out, text, ok := g.govern(ctx, f, st, cl, req.Session, slot, name, args)
 	if slot.ask != nil {
@@ -285,6 +305,7 @@ func (g *Gateway) govern(ctx context.Context, f *front, st *gatewayState, cl Cli
 		return warden.Outcome{}, text, false
 	}
 	view := st.views[cl.Role]
+	slot.role = cl.Role
 	if slot.server != "" {
 		// nil on the stateless front: protocol 2026-07-28 has no server-to-client requests.
 		slot.asks = g.clientAsks(f, st, cl, ss, slot.server)
@@ -399,7 +420,11 @@ func (g *Gateway) refuse(ctx context.Context, st *gatewayState, name string, id 
 		}
 	}
 	ctx = context.WithoutCancel(ctx) // the refusal happened: it is recorded and told
-	if err := g.opts.Store.RecordCall(ctx, rec); err != nil {
+	ctx = withRefusedOrigin(ctx, st, name)
+	t0 := time.Now()
+	err := g.opts.Store.RecordCall(ctx, rec)
+	g.metrics.observeAudit("record", time.Since(t0), err)
+	if err != nil {
 		g.log.Error("cannot record a refused call", "tool", name, "error", err)
 	}
 	now := time.Now()

@@ -49,6 +49,8 @@ func KeyPaths() []string {
 		"approvals":    approvalsKeys,
 		"limits":       limitsKeys,
 		"audit":        auditKeys,
+		"metrics":      metricsKeys,
+		"traces":       tracesKeys,
 	}
 	var out []string
 	for _, top := range topKeys {

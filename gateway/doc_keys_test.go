@@ -91,7 +91,7 @@ func TestKeyPathsMatchDecoder(t *testing.T) {
 	}
 	// A key outside the lists is refused in every section, so the lists are what
 	// the decoder checks against.
-	for _, section := range []string{"transport", "project_file", "stdio", "ui", "approvals", "limits", "audit"} {
+	for _, section := range []string{"transport", "project_file", "stdio", "ui", "approvals", "limits", "audit", "metrics", "traces"} {
 		file := filepath.Join(dir, section+".yaml")
 		_, err := gateway.ParseFile(file, []byte("policy: p.yaml\n"+section+":\n  no_such_key: 1\n"), func(string) string { return "" })
 		if err == nil || !strings.Contains(err.Error(), `unknown key "no_such_key"`) {

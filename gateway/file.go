@@ -3,6 +3,7 @@ package gateway
 import (
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -45,6 +46,10 @@ type File struct {
 	// Listen is the HTTP front's address ("" = no HTTP front); Path the MCP endpoint.
 	Listen string
 	Path   string
+	// TrustedProxies are the reverse proxies in front of the HTTP front whose
+	// X-Forwarded-For and X-Forwarded-Proto headers are believed (see
+	// internal/clientaddr); single addresses are /32 or /128, IPv4-mapped ones IPv4.
+	TrustedProxies []netip.Prefix
 	// Stdio is the identity of the stdio front: principal "stdio" when none is
 	// configured, and an empty role means the policy's active role.
 	Stdio Client
@@ -81,6 +86,12 @@ type File struct {
 	HeadInterval time.Duration
 	HeadFile     string
 	HeadWebhook  string
+
+	// MetricsListen is the address of the Prometheus metrics listener ("" = none):
+	// its own, never the HTTP front's (see [Gateway.MetricsHandler]).
+	MetricsListen string
+	// Traces, when set, is the traces section (see [Traces]); nil when there is none.
+	Traces *Traces
 }
 
 // Client is an identity the gateway serves: a principal with a role, and for HTTP
@@ -177,9 +188,11 @@ type configDecoder struct {
 	upstream.SectionDecoder
 	hashes    map[string]string // token hash -> who holds it
 	stdioOnly bool              // ParseFileStdio: an unset token_env is no error
+	// metricsListen is the value node of metrics.listen, to locate a clash with listen.
+	metricsListen *yaml.Node
 }
 
-var topKeys = []string{"policy", "shadow_policy", "store", "transport", "servers", "project_file", "listen", "path", "stdio", "clients", "oauth", "operators", "ui", "approvals", "limits", "audit"}
+var topKeys = []string{"policy", "shadow_policy", "store", "transport", "servers", "project_file", "listen", "path", "trusted_proxies", "stdio", "clients", "oauth", "operators", "ui", "approvals", "limits", "audit", "metrics", "traces"}
 
 func (d *configDecoder) top(root *yaml.Node, c *File) {
 	kvs, ok := d.MappingHint(root, "the top level", "a gateway config is a mapping of "+strings.Join(topKeys, ", "))
@@ -219,6 +232,8 @@ func (d *configDecoder) top(root *yaml.Node, c *File) {
 				}
 				c.Path = s
 			}
+		case "trusted_proxies":
+			c.TrustedProxies = d.trustedProxies(kv.Value)
 		case "stdio":
 			c.Stdio = d.client(kv.Value, "stdio", false)
 		case "clients":
@@ -235,6 +250,10 @@ func (d *configDecoder) top(root *yaml.Node, c *File) {
 			d.limits(kv.Value, c)
 		case "audit":
 			d.audit(kv.Value, c)
+		case "metrics":
+			d.metrics(kv.Value, c)
+		case "traces":
+			c.Traces = d.traces(kv.Value)
 		default:
 			d.Fail(kv.KeyNode, "known keys: "+strings.Join(topKeys, ", ")+yamlstrict.Suggest(kv.Key, topKeys), "unknown key %q", kv.Key)
 		}
@@ -250,8 +269,14 @@ func (d *configDecoder) top(root *yaml.Node, c *File) {
 	if c.Listen == "" && (len(c.Clients) > 0 || c.OAuth != nil) {
 		d.Fail(root, "add `listen: 127.0.0.1:8080` or remove clients and oauth", "clients and oauth are for HTTP clients, but no listen address is set")
 	}
+	if c.Listen == "" && len(c.TrustedProxies) > 0 {
+		d.Fail(root, "add `listen: 127.0.0.1:8080` or remove trusted_proxies", "trusted_proxies is for the HTTP front, but no listen address is set")
+	}
 	if c.Listen != "" && len(c.Clients) == 0 && c.OAuth == nil {
 		d.Fail(root, "add a client with a token (token_env or token_sha256) or an oauth section; the HTTP front refuses every request without one", "listen is set but no clients are configured")
+	}
+	if c.MetricsListen != "" && c.MetricsListen == c.Listen && !strings.HasSuffix(c.Listen, ":0") {
+		d.Fail(d.metricsListen, "give metrics.listen another port, e.g. 127.0.0.1:9464: the metrics are served on a listener of their own", "metrics.listen %s is the address of listen", c.MetricsListen)
 	}
 	if c.Stdio.Principal == "" {
 		c.Stdio.Principal = "stdio"
@@ -347,6 +372,7 @@ var (
 	approvalsKeys   = []string{"wait", "expires", "elicitation"}
 	limitsKeys      = []string{"max_request_bytes", "call_timeout", "cancel_grace", "session_idle"}
 	auditKeys       = []string{"redact_args", "head_interval", "head_file", "head_webhook"}
+	metricsKeys     = []string{"listen"}
 )
 
 func (d *configDecoder) client(n *yaml.Node, where string, needToken bool) Client {
@@ -554,4 +580,24 @@ func (d *configDecoder) audit(n *yaml.Node, c *File) {
 			}
 		}
 	}
+}
+
+func (d *configDecoder) metrics(n *yaml.Node, c *File) {
+	for _, kv := range d.Known(n, "metrics", metricsKeys) {
+		s, ok := d.NonEmpty(kv.Value, "metrics.listen")
+		if !ok {
+			continue
+		}
+		if _, port, err := net.SplitHostPort(s); err != nil || !validPort(port) {
+			d.Fail(kv.Value, "write host:port with a numeric port, e.g. 127.0.0.1:9464 (0 picks a free port)", "metrics.listen %q is not host:port", s)
+			continue
+		}
+		c.MetricsListen, d.metricsListen = s, kv.Value
+	}
+}
+
+// validPort reports whether port is a decimal port number, 0 to 65535.
+func validPort(port string) bool {
+	n, err := strconv.ParseUint(port, 10, 16)
+	return err == nil && n <= 65535
 }

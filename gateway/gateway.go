@@ -102,6 +102,8 @@ type Gateway struct {
 	bgWG     sync.WaitGroup
 
 	head *headPublisher // publishes the audit chain's head (see head.go)
+
+	metrics *metrics // the Prometheus registry and metrics (see metrics.go)
 }
 
 type upstreamEntry struct {
@@ -167,10 +169,11 @@ func New(file *File, opts *Options) (*Gateway, error) {
 		installedTemplates: map[string]string{},
 		subs:               subscriptions{sessions: map[string]map[*mcp.ServerSession]bool{}, owner: map[string]*upstream.Server{}, watched: map[*mcp.ServerSession]bool{}},
 	}
-	g.journal = audit.NewJournal(o.Store, &audit.Options{Deferred: true, Logger: log})
+	g.metrics = newMetrics(g)
+	g.journal = audit.NewJournal(o.Store, &audit.Options{Deferred: true, Logger: log, Observe: g.metrics.observeAudit})
 	g.head = newHeadPublisher(o.Store, g.File, log)
 	g.bg, g.bgCancel = context.WithCancel(context.Background())
-	g.sink = fanout.Sinks{Log: log, Sinks: append([]warden.Sink{g.events, logSink{log}}, o.Sinks...)}
+	g.sink = fanout.Sinks{Log: log, Sinks: append([]warden.Sink{g.events, logSink{log}, g.metrics}, o.Sinks...)}
 	version := o.Version
 	if version == "" {
 		version = "dev"
@@ -221,6 +224,7 @@ func (g *Gateway) Start(ctx context.Context) error {
 		interval = defaultHeadInterval
 	}
 	g.bgWG.Go(func() { g.head.run(g.bg, interval) })
+	g.bgWG.Go(func() { g.runStateSweep(g.bg, mrtrSweepInterval) })
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/wardenhq/warden/store"
@@ -46,6 +47,9 @@ type headPublisher struct {
 	conf   func() *File // the configuration in force: its HeadFile and HeadWebhook
 	client *http.Client
 	now    func() time.Time
+
+	// seq is the seq of the head last read and logged, for the metrics (0: none yet).
+	seq atomic.Int64
 
 	mu sync.Mutex
 	// The head each destination last took; a destination that failed is tried again
@@ -102,6 +106,7 @@ func (p *headPublisher) publish(ctx context.Context) {
 		p.log.Info("gateway: audit chain head", "seq", h.Seq, "hash", h.Hash)
 		p.logged = h
 	}
+	p.seq.Store(h.Seq)
 	body, err := json.Marshal(publishedHead{Seq: h.Seq, Hash: h.Hash, Time: p.now().UTC()})
 	if err != nil {
 		p.log.Error("gateway: encoding the audit chain head", "err", err)

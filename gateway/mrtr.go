@@ -78,8 +78,8 @@ type mrtrKeys struct {
 }
 
 // macKey returns the requestState MAC key: the one in the store, made (32 random
-// bytes) when there is none. refresh reads it again (another replica may have made
-// the one in force at the same moment as this one).
+// bytes) when there is none. The store creates it once (CreateCheckpoint), so replicas
+// that make it at the same moment all get the same key. refresh reads it again.
 func (g *Gateway) macKey(ctx context.Context, refresh bool) ([]byte, error) {
 	k := &g.mrtrKeys
 	k.mu.Lock()
@@ -92,10 +92,7 @@ func (g *Gateway) macKey(ctx context.Context, refresh bool) ([]byte, error) {
 	if errors.Is(err, store.ErrNotFound) {
 		fresh := make([]byte, 32)
 		rand.Read(fresh)
-		if err := s.PutCheckpoint(ctx, mrtrKeyCheckpoint, fresh); err != nil {
-			return nil, err
-		}
-		key, err = s.GetCheckpoint(ctx, mrtrKeyCheckpoint)
+		key, err = s.CreateCheckpoint(ctx, mrtrKeyCheckpoint, fresh)
 	}
 	if err != nil {
 		return nil, err

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -298,19 +299,32 @@ func TestMRTRReplicasOnPostgres(t *testing.T) {
 	servers := "servers:\n  notes:\n    command: notes-server\n    args: [-dir, \"" + notes + "\"]\n"
 	a := gwStart(t, gwSetup{identities: gwSelfApproveIdentities, extra: mrtrExtra, store: u.String(), servers: servers})
 	c := gwStart(t, gwSetup{identities: gwSelfApproveIdentities, extra: mrtrExtra, store: u.String(), servers: servers})
-	a.writeNotes(t, "drop")
+	a.writeNotes(t, "drop", "x", "y")
+
+	// Both replicas make the MAC key at once on first use; the store keeps one, so
+	// each verifies the states the other issued.
+	var onA, onC *mcp.CallToolResult
+	var wg sync.WaitGroup
+	wg.Go(func() { onA = ask2026(t, connect2026(t, a.url, gwWriterToken, a.tr, manualMRTR()), "x") })
+	wg.Go(func() { onC = ask2026(t, connect2026(t, c.url, gwWriterToken, c.tr, manualMRTR()), "y") })
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	gwWant(t, retry2026(t, connect2026(t, c.url, gwWriterToken, c.tr, manualMRTR()), "x", onA.RequestState, "accept"), false, `Deleted note "x".`)
+	gwWant(t, retry2026(t, connect2026(t, a.url, gwWriterToken, a.tr, manualMRTR()), "y", onC.RequestState, "accept"), false, `Deleted note "y".`)
 
 	asked := ask2026(t, connect2026(t, a.url, gwWriterToken, a.tr, manualMRTR()), "drop")
 	gwWant(t, retry2026(t, connect2026(t, c.url, gwWriterToken, c.tr, manualMRTR()), "drop", asked.RequestState, "accept"), false, `Deleted note "drop".`)
 	gwWant(t, retry2026(t, connect2026(t, a.url, gwWriterToken, a.tr, manualMRTR()), "drop", asked.RequestState, "accept"), true, "This approval was already used. Nothing ran; call again to be asked again.")
 	ran := 0
 	for _, r := range a.calls(t, "mcp__notes__delete_note", "writer-agent") {
-		if r.Executed {
+		if r.Executed && strings.Contains(string(r.Args), `"drop"`) {
 			ran++
 		}
 	}
 	if ran != 1 {
-		t.Errorf("%d executed deletes in the shared audit log, want 1", ran)
+		t.Errorf("%d executed deletes of drop in the shared audit log, want 1", ran)
 	}
 }
 
@@ -332,4 +346,33 @@ func TestStatelessHaltIsThePrincipals(t *testing.T) {
 	}
 	bob := connect2026(t, e.url, gwBobToken, e.tr, nil)
 	gwWant(t, call2026(t, bob, &mcp.CallToolParams{Name: "mcp__notes__write_note", Arguments: map[string]any{"name": "b", "text": "fine"}}), false, `Wrote note "b" (4 bytes).`)
+}
+
+// Issued requestStates do not pile up in the store: a sweep deletes those written more
+// than their lifetime plus a margin ago, and nothing younger. A state whose checkpoint
+// is gone is refused, never honoured.
+func TestMRTRStatesSwept(t *testing.T) {
+	e := gwStart(t, gwSetup{identities: gwSelfApproveIdentities, extra: mrtrExtra})
+	e.writeNotes(t, "drop", "keep")
+	cs := connect2026(t, e.url, gwWriterToken, e.tr, manualMRTR())
+	used := ask2026(t, cs, "keep")
+	gwWant(t, retry2026(t, cs, "keep", used.RequestState, "accept"), false, `Deleted note "keep".`)
+	asked := ask2026(t, cs, "drop")
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if n, err := e.gw.SweepStates(ctx, time.Now()); err != nil || n != 0 {
+		t.Fatalf("a sweep now deleted %d states (err %v), want 0", n, err)
+	}
+	if n, err := e.gw.SweepStates(ctx, time.Now().Add(gateway.MRTRStateLife-time.Minute)); err != nil || n != 0 {
+		t.Fatalf("a sweep within the states' life deleted %d (err %v), want 0", n, err)
+	}
+	if n, err := e.gw.SweepStates(ctx, time.Now().Add(gateway.MRTRStateLife+time.Second)); err != nil || n != 2 {
+		t.Fatalf("a sweep past the states' life deleted %d (err %v), want 2 (the used one and the open one)", n, err)
+	}
+	if n, err := e.st.DeleteCheckpoints(ctx, gateway.MRTRStatePrefix, time.Now().Add(time.Hour)); err != nil || n != 0 {
+		t.Errorf("states left after the sweep: %d (err %v)", n, err)
+	}
+	gwWant(t, retry2026(t, cs, "drop", asked.RequestState, "accept"), true, "The requestState of this retry is not valid: it was changed, or it was not issued by this gateway. Nothing ran; call again without it to be asked again.")
+	gwWant(t, retry2026(t, cs, "keep", used.RequestState, "accept"), true, "The requestState of this retry is not valid: it was changed, or it was not issued by this gateway. Nothing ran; call again without it to be asked again.")
 }

@@ -7,6 +7,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net/url"
 	"reflect"
 	"slices"
 	"sort"
@@ -25,9 +27,9 @@ import (
 // the tool definitions of the servers kept are listed and their pins checked again,
 // and the new revision replaces the old one atomically. On any error the old revision
 // stays in force and the error says why. Settings that need a restart (listen, path,
-// ui) are reported in the log and otherwise ignored; the operators are the inbox's,
-// which its owner updates (Inbox.SetOperators). A Reload before [Gateway.Start] is
-// refused and changes nothing.
+// ui, trusted_proxies) are reported in the log and otherwise ignored; the operators
+// are the inbox's, which its owner updates (Inbox.SetOperators). A Reload before
+// [Gateway.Start] is refused and changes nothing.
 func (g *Gateway) Reload(ctx context.Context, cfg *File) error {
 	pol, cand, err := loadPolicies(cfg)
 	if err != nil {
@@ -58,8 +60,12 @@ func (g *Gateway) Reload(ctx context.Context, cfg *File) error {
 	if old := g.state.Load(); old != nil {
 		// Operators are not the gateway's: the inbox takes the new list at once (see
 		// warden serve); only the addresses need a restart.
-		if old.cfg.Listen != cfg.Listen || old.cfg.Path != cfg.Path || old.cfg.UIPath != cfg.UIPath {
-			g.log.Warn("listen, path and ui apply after a restart; the running values stay in force")
+		if old.cfg.Listen != cfg.Listen || old.cfg.Path != cfg.Path || old.cfg.UIPath != cfg.UIPath ||
+			!slices.Equal(old.cfg.TrustedProxies, cfg.TrustedProxies) {
+			g.log.Warn("listen, path, ui and trusted_proxies apply after a restart; the running values stay in force")
+		}
+		if old.cfg.MetricsListen != cfg.MetricsListen {
+			g.log.Warn("metrics.listen applies after a restart; the running value stays in force")
 		}
 	}
 	// Upstreams: keep those whose configuration and transport policy are unchanged.
@@ -136,6 +142,7 @@ func (g *Gateway) discover(ctx context.Context, entries []*upstreamEntry) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			logStarting(g.log, e.cfg)
 			tools, problems, err := e.up.Discover(ctx)
 			for _, p := range problems {
 				g.log.Warn("upstream tool refused", "server", p.Server, "tool", p.Tool, "problem", p.Problem)
@@ -318,7 +325,7 @@ func (g *Gateway) build(cfg *File, pol, cand *policy.Policy, ups map[string]*ups
 	}
 	st.views = map[string]*roleView{}
 	// The journal of this revision: audit.redact_args applies from the revision that sets it.
-	journal := sendJournal{g.journal.With(&audit.Options{RedactArgs: cfg.RedactArgs, Deferred: true, Logger: g.log}), g}
+	journal := sendJournal{g.journal.With(&audit.Options{RedactArgs: cfg.RedactArgs, Deferred: true, Logger: g.log, Observe: g.metrics.observeAudit}), g}
 	for role, p := range views {
 		var reg warden.Registry
 		for _, name := range st.names {
@@ -326,7 +333,7 @@ func (g *Gateway) build(cfg *File, pol, cand *policy.Policy, ups map[string]*ups
 				return nil, err
 			}
 		}
-		for _, x := range append(st.cat.executables(), askExecutables(servers)...) {
+		for _, x := range append(g.metrics.timeUpstreams(st.cat.executables()), askExecutables(servers)...) {
 			if err := reg.Register(x); err != nil {
 				return nil, err
 			}
@@ -413,4 +420,24 @@ func (g *Gateway) swap(st *gatewayState) {
 		g.installed[name] = key
 	}
 	g.installCatalog(st.cat)
+}
+
+// logStarting says which upstream the gateway is about to start or reach, before the
+// wait for it (a `go run` server is compiled first, which on a fresh machine takes
+// minutes with nothing else printed). It names the command, or the URL's scheme and
+// host, and never arguments, headers or a URL's path and query, which can hold
+// secrets.
+func logStarting(log *slog.Logger, c upstream.ServerConfig) {
+	switch {
+	case c.Command == "go" && len(c.Args) > 0 && c.Args[0] == "run":
+		log.Info("starting upstream server (building it with go run first: the first start can take a minute or more)", "server", c.Name, "command", c.Command)
+	case c.Command != "":
+		log.Info("starting upstream server", "server", c.Name, "command", c.Command)
+	default:
+		where := "the configured URL"
+		if u, err := url.Parse(c.URL); err == nil && u.Host != "" {
+			where = u.Scheme + "://" + u.Host
+		}
+		log.Info("connecting to upstream server", "server", c.Name, "url", where)
+	}
 }

@@ -13,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"path"
@@ -21,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/wardenhq/warden/internal/clientaddr"
 	"github.com/wardenhq/warden/store"
 )
 
@@ -73,11 +73,26 @@ type sessionRecord struct {
 type sessions struct {
 	st  store.Store
 	log *slog.Logger
+	ttl time.Duration // how long a sign-in lasts (Options.SessionTTL)
 
-	mu        sync.Mutex
-	seen      map[[sha256.Size]byte]*localSession // guarded by mu
-	lastSweep time.Time                           // guarded by mu
+	mu         sync.Mutex
+	seen       map[[sha256.Size]byte]*localSession // guarded by mu
+	lastSweep  time.Time                           // guarded by mu
+	storeSwept time.Time                           // guarded by mu; the last sweep of the store
+	sweeping   bool                                // guarded by mu
 }
+
+// The store keeps a record per sign-in; records of sessions that ended or expired
+// are deleted by a sweep that a request starts (in the background) at most every
+// sessionSweepInterval: the records last written more than the session lifetime plus
+// sessionSweepMargin ago, which are all expired (a record is written at sign-in and
+// at sign-out, and a session lasts the lifetime from its sign-in). The margin covers
+// replicas whose clocks disagree. Replicas sharing a store should have the same
+// lifetime: one with a shorter lifetime signs out the other's older sessions.
+const (
+	sessionSweepInterval = 10 * time.Minute
+	sessionSweepMargin   = time.Hour
+)
 
 // localSession is what this process keeps of a session.
 type localSession struct {
@@ -85,8 +100,42 @@ type localSession struct {
 	flash *flash
 }
 
-func newSessions(st store.Store, log *slog.Logger) *sessions {
-	return &sessions{st: st, log: log, seen: make(map[[sha256.Size]byte]*localSession)}
+func newSessions(st store.Store, log *slog.Logger, ttl time.Duration) *sessions {
+	return &sessions{st: st, log: log, ttl: ttl, seen: make(map[[sha256.Size]byte]*localSession)}
+}
+
+// sweepStore deletes the store's records of sessions that ended or expired before
+// now (see sessionSweepInterval) and returns how many.
+func (s *sessions) sweepStore(ctx context.Context, now time.Time) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	return s.st.DeleteCheckpoints(ctx, sessionPrefix, now.Add(-s.ttl-sessionSweepMargin))
+}
+
+// maybeSweepStore starts a sweep of the store in the background when the last one is
+// sessionSweepInterval old (the first one interval after the first request) and none
+// is running. Called with mu held.
+func (s *sessions) maybeSweepStore(now time.Time) {
+	switch {
+	case s.storeSwept.IsZero():
+		s.storeSwept = now
+		return
+	case s.sweeping || now.Sub(s.storeSwept) < sessionSweepInterval:
+		return
+	}
+	s.storeSwept, s.sweeping = now, true
+	go func() {
+		n, err := s.sweepStore(context.Background(), now)
+		switch {
+		case err != nil:
+			s.log.Warn("inbox: could not delete ended sessions from the store; trying again later", "err", err)
+		case n > 0:
+			s.log.Debug("inbox: deleted ended sessions from the store", "count", n)
+		}
+		s.mu.Lock()
+		s.sweeping = false
+		s.mu.Unlock()
+	}()
 }
 
 func randomToken() string {
@@ -140,6 +189,9 @@ func (s *sessions) get(ctx context.Context, id string, now time.Time) (session, 
 	if ok {
 		s.remember(ss, now)
 	}
+	s.mu.Lock()
+	s.maybeSweepStore(now)
+	s.mu.Unlock()
 	return ss, ok
 }
 
@@ -221,7 +273,8 @@ func (s *sessions) takeFlash(key [sha256.Size]byte) *flash {
 	return f
 }
 
-// limiter counts failed sign-ins per remote host in fixed windows.
+// limiter counts failed sign-ins per client address (behind any trusted proxies) in
+// fixed windows.
 type limiter struct {
 	max    int
 	window time.Duration
@@ -266,12 +319,13 @@ func (l *limiter) fail(host string, now time.Time) {
 	b.n++
 }
 
-func remoteHost(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
+// remoteAttrs are the log attributes naming a client: its address, and the trusted
+// proxy it came through when there was one.
+func remoteAttrs(c clientaddr.Client) []any {
+	if c.Proxy == "" {
+		return []any{"remote", c.Host}
 	}
-	return host
+	return []any{"remote", c.Host, "proxy", c.Proxy}
 }
 
 // operatorFor returns the operator whose hash is the token's. Every configured hash is
@@ -432,10 +486,12 @@ func (ib *Inbox) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	next := ib.safeNext(r.PostForm.Get("next"))
-	host := remoteHost(r)
+	// The client behind any trusted proxies: the limit counts it, not the proxy.
+	client := ib.clients.Resolve(r)
+	host := client.Host
 	now := ib.now()
 	if ib.limiter.blocked(host, now) {
-		ib.log.Warn("inbox: sign-in refused: too many failures", "remote", host)
+		ib.log.Warn("inbox: sign-in refused: too many failures", remoteAttrs(client)...)
 		ib.render(w, r, http.StatusTooManyRequests, "login", &page{Title: "Sign in", Data: loginData{
 			Next: next, Error: "Too many failed sign-ins from your address. Wait a minute and try again."}})
 		return
@@ -443,7 +499,7 @@ func (ib *Inbox) login(w http.ResponseWriter, r *http.Request) {
 	op, ok := ib.operatorFor(r.PostForm.Get("token"))
 	if !ok {
 		ib.limiter.fail(host, now)
-		ib.log.Warn("inbox: sign-in with an unknown token", "remote", host)
+		ib.log.Warn("inbox: sign-in with an unknown token", remoteAttrs(client)...)
 		// A constant pause after every failure slows guessing; it is the same whatever
 		// the token was, so it tells nothing about it.
 		t := time.NewTimer(ib.failDelay)
@@ -480,10 +536,10 @@ func (ib *Inbox) login(w http.ResponseWriter, r *http.Request) {
 		Expires:  expires,
 		MaxAge:   int(ib.ttl / time.Second),
 		HttpOnly: true,
-		Secure:   r.TLS != nil,
+		Secure:   client.Secure,
 		SameSite: http.SameSiteStrictMode,
 	})
-	ib.log.Info("inbox: operator signed in", "operator", op.Name, "remote", host)
+	ib.log.Info("inbox: operator signed in", append([]any{"operator", op.Name}, remoteAttrs(client)...)...)
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
@@ -501,7 +557,7 @@ func (ib *Inbox) logout(w http.ResponseWriter, r *http.Request, s session) {
 		Path:     ib.path,
 		MaxAge:   -1,
 		HttpOnly: true,
-		Secure:   r.TLS != nil,
+		Secure:   ib.clients.Resolve(r).Secure,
 		SameSite: http.SameSiteStrictMode,
 	})
 	ib.log.Info("inbox: operator signed out", "operator", s.Operator)

@@ -23,9 +23,10 @@
 // immediately and the old token no longer signs in. An operator exchanges the token at the login form for a
 // session cookie (HttpOnly, SameSite=Strict, Secure when the request came over TLS)
 // that expires after Options.SessionTTL. (Secure is set when the request reached this
-// process over TLS: behind a proxy that terminates TLS the cookie is not marked Secure,
-// so serve the inbox over TLS end to end.) The decisions an operator makes are recorded
-// under the operator's name.
+// process over TLS, or came straight from one of Options.TrustedProxies with
+// X-Forwarded-Proto: https; behind any other proxy that terminates TLS the cookie is
+// not marked Secure.) The decisions an operator makes are recorded under the
+// operator's name.
 //
 // Sessions live in the store: a sign-in survives a restart and holds on every replica
 // sharing the store, and signing out on one replica ends it on all (each request reads
@@ -54,8 +55,11 @@
 //     card is decided only on the call's own page (GET {path}pending/{id}), which
 //     shows every character.
 //   - A wrong token gets one generic message after a constant delay, and failed sign-ins
-//     are limited per remote address (10 a minute). The address is the TCP peer: behind
-//     a reverse proxy every operator shares the proxy's budget.
+//     are limited per remote address (10 a minute). The address is the TCP peer, or,
+//     when the peer is one of Options.TrustedProxies, the client its X-Forwarded-For
+//     names (see internal/clientaddr); the forwarding headers of any other peer are
+//     ignored, so a client cannot leave its budget by sending them. Behind a proxy
+//     that is not listed every operator shares the proxy's budget.
 //   - The login form only redirects to paths under the inbox's own prefix.
 package inbox
 
@@ -68,12 +72,14 @@ import (
 	"html/template"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/internal/clientaddr"
 	"github.com/wardenhq/warden/store"
 )
 
@@ -129,6 +135,13 @@ type Options struct {
 	// Now is the clock used for sessions, rate limits and relative times. Default
 	// time.Now. (Expiry of pending decisions is judged by the store.)
 	Now func() time.Time
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For and
+	// X-Forwarded-Proto headers are believed, when the request comes straight from
+	// one of them: the sign-in limit and the log then count the client they name, and
+	// the session cookie is Secure when the client's connection was HTTPS. From any
+	// other peer the headers are ignored. None (the default): the client is always
+	// the peer, and the cookie is Secure only over TLS.
+	TrustedProxies []netip.Prefix
 }
 
 // Inbox serves the operator web inbox. It is safe for concurrent use. Build one with
@@ -145,6 +158,7 @@ type Inbox struct {
 	static    map[string]staticFile
 	handler   http.Handler
 	failDelay time.Duration // constant delay after a failed sign-in
+	clients   *clientaddr.Resolver
 
 	// ops is the operator set in force; SetOperators replaces it whole. An atomic
 	// pointer so that sign-in and every request read one consistent set without a lock.
@@ -163,7 +177,8 @@ type Inbox struct {
 // returns an error, and no Inbox, when st is nil, there is no operator (without one the
 // inbox must stay off), an operator has an empty or untrimmed name or a hash that is
 // not "sha256:" and 64 lower-case hex digits, two operators share a hash, Path does not
-// start and end with "/" (or is not clean), or SessionTTL is negative.
+// start and end with "/" (or is not clean), SessionTTL is negative, or a trusted proxy
+// prefix is invalid, has bits set past its length or is a /0.
 func New(st store.Store, ops []Operator, opts *Options) (*Inbox, error) {
 	if st == nil {
 		return nil, errors.New("inbox: no store")
@@ -197,6 +212,10 @@ func New(st store.Store, ops []Operator, opts *Options) (*Inbox, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	clients, err := clientaddr.New(o.TrustedProxies)
+	if err != nil {
+		return nil, fmt.Errorf("inbox: %w", err)
+	}
 	ib := &Inbox{
 		store:     st,
 		path:      o.Path,
@@ -206,7 +225,8 @@ func New(st store.Store, ops []Operator, opts *Options) (*Inbox, error) {
 		now:       o.Now,
 		static:    loadStatic(),
 		failDelay: 300 * time.Millisecond,
-		sessions:  newSessions(st, o.Logger),
+		clients:   clients,
+		sessions:  newSessions(st, o.Logger, o.SessionTTL),
 		limiter:   newLimiter(loginFailuresPerMinute, time.Minute),
 		done:      make(chan struct{}),
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"net/http"
 	"net/url"
 	"os"
@@ -194,5 +195,71 @@ func withClockAndTTL(clock *fakeClock, ttl time.Duration) func(*inbox.Options) {
 	return func(o *inbox.Options) {
 		o.Now = clock.Now
 		o.SessionTTL = ttl
+	}
+}
+
+// cookieOf returns the session cookie value c holds for f.
+func cookieOf(t *testing.T, f *fixture, c *http.Client) string {
+	t.Helper()
+	for _, k := range c.Jar.Cookies(mustURL(t, f.base)) {
+		if k.Name == "warden_inbox" {
+			return k.Value
+		}
+	}
+	t.Fatal("the client holds no session cookie")
+	return ""
+}
+
+// The store's session records do not pile up: a sweep deletes those of sessions that
+// ended or expired (written more than the lifetime plus an hour ago), and nothing of a
+// live session; a request starts one in the background every ten minutes.
+func TestSessionsSweptFromTheStore(t *testing.T) {
+	t.Parallel()
+	clock := &fakeClock{t: time.Now()}
+	f := newFixture(t, fixtureOptions{modify: withClockAndTTL(clock, time.Hour)})
+	live, _ := f.signedIn()
+	gone, csrf := f.signedIn()
+	liveID, goneID := inbox.SessionCheckpoint(cookieOf(t, f, live)), inbox.SessionCheckpoint(cookieOf(t, f, gone))
+	if resp, _ := f.post(gone, "/ui/logout", url.Values{"csrf": {csrf}}); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("sign-out: status %d", resp.StatusCode)
+	}
+	ctx := context.Background()
+	if n, err := inbox.SweepSessions(f.ib, time.Now()); err != nil || n != 0 {
+		t.Fatalf("a sweep now deleted %d records (err %v), want 0", n, err)
+	}
+	for _, id := range []string{liveID, goneID} {
+		if _, err := f.st.GetCheckpoint(ctx, id); err != nil {
+			t.Fatalf("record %s after a sweep now: %v", id, err)
+		}
+	}
+	if got := pendingStatus(f, live); got != http.StatusOK {
+		t.Fatalf("the live session after a sweep now: %d, want 200", got)
+	}
+
+	// Two hours and a minute on (lifetime + margin): the next request sweeps.
+	clock.Advance(2*time.Hour + time.Minute)
+	if got := pendingStatus(f, live); got != http.StatusSeeOther {
+		t.Fatalf("an expired session: %d, want 303", got)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, errLive := f.st.GetCheckpoint(ctx, liveID)
+		_, errGone := f.st.GetCheckpoint(ctx, goneID)
+		if errors.Is(errLive, store.ErrNotFound) && errors.Is(errGone, store.ErrNotFound) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the background sweep did not delete the records: live %v, ended %v", errLive, errGone)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// Signing in again works and is not swept. (The store stamps records with its own,
+	// real clock: the sweep is given the time that matches it.)
+	again, _ := f.signedIn()
+	if n, err := inbox.SweepSessions(f.ib, time.Now()); err != nil || n != 0 {
+		t.Errorf("a sweep after a new sign-in deleted %d records (err %v), want 0", n, err)
+	}
+	if got := pendingStatus(f, again); got != http.StatusOK {
+		t.Errorf("a new sign-in after the sweep: %d, want 200", got)
 	}
 }

@@ -1,6 +1,11 @@
 // Package otel turns Warden's call events into OpenTelemetry spans: one span per tool
 // call, started when the call began and ended when it finished, whether it ran or not,
-// with the decision, rule id, policy revision and deciding stage as attributes. Every
+// with the decision, rule id, policy revision and deciding stage as attributes
+// (warden.decision is the permission checks' effect: the first check's, or the last
+// one that did not allow; a call no check decided gets the one its status implies:
+// allow for a call that ran, deny for a refusal, halt, ask for a pending call;
+// warden.rule_id is the end event's, else the rule of the check that gave the
+// decision). Every
 // event of the call is attached as a span event (names and operator text only: events
 // never carry argument or result values). With [Options.StageSpans], the permission
 // checks, the middleware and the execution also get child spans.
@@ -28,6 +33,12 @@ type Options struct {
 	StageSpans bool
 	// MaxOpenCalls bounds the calls buffered at once; 0 means 10,000.
 	MaxOpenCalls int
+	// Attributes, when set, adds attributes to each call's span. It is called once per
+	// call, with the context of the call's warden.tool.end event (the context the
+	// emitter passed, so whatever the caller put in it) and that event. What it returns
+	// must follow the rule of events: names and labels, never argument or result
+	// values.
+	Attributes func(ctx context.Context, end warden.Event) []attribute.KeyValue
 }
 
 // Sink is a [warden.Sink] that records spans with a tracer. Safe for concurrent use.
@@ -114,15 +125,23 @@ func (s *Sink) record(ctx context.Context, end warden.Event, events []warden.Eve
 	add("warden.tenant", end.Identity.Tenant)
 	add("warden.principal", end.Identity.Principal)
 	ctx, span := s.tracer.Start(ctx, "warden.tool_call "+end.Tool, trace.WithTimestamp(end.Start), trace.WithAttributes(attrs...))
-	var decision string
+	var decision, rule string
 	for _, e := range events {
 		span.AddEvent(e.Name, trace.WithTimestamp(e.Time), trace.WithAttributes(eventAttrs(e)...))
 		if e.Name == warden.EventPermissionCheck && (decision == "" || e.Effect != warden.Allow) {
-			decision = e.Effect.String()
+			decision, rule = e.Effect.String(), e.RuleID
 		}
 	}
-	if decision != "" {
-		span.SetAttributes(attribute.String("warden.decision", decision))
+	if decision == "" {
+		decision = statusDecision(end.Status)
+	}
+	span.SetAttributes(attribute.String("warden.decision", decision))
+	if end.RuleID == "" && rule != "" {
+		// The end of a call that ran names no rule: the deciding check's is the call's.
+		span.SetAttributes(attribute.String("warden.rule_id", rule))
+	}
+	if s.opts.Attributes != nil {
+		span.SetAttributes(s.opts.Attributes(ctx, end)...)
 	}
 	if s.opts.StageSpans {
 		s.stageSpans(ctx, end, events)
@@ -134,6 +153,20 @@ func (s *Sink) record(ctx context.Context, end warden.Event, events []warden.Eve
 		span.SetStatus(codes.Unset, string(end.Status))
 	}
 	span.End(trace.WithTimestamp(end.Time))
+}
+
+// statusDecision is the decision of a call no permission check decided (refused at
+// lookup or by the gate, say): what its status implies.
+func statusDecision(st warden.Status) string {
+	switch st {
+	case warden.StatusRan, warden.StatusFailed:
+		return "allow"
+	case warden.StatusHalted:
+		return "halt"
+	case warden.StatusPending:
+		return "ask"
+	}
+	return "deny"
 }
 
 // stageSpans adds a child span per stage that had events: from its first event to the

@@ -2,8 +2,10 @@ package otel_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
+	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
@@ -127,4 +129,33 @@ func TestStandaloneEventAndBound(t *testing.T) {
 		t.Errorf("buffered call has %d events, want 1", n)
 	}
 	_ = tp.Shutdown(ctx)
+}
+
+// Options.Attributes labels each call span with what the emitter's context carries,
+// and a call no permission check decided gets the decision its status implies.
+func TestTraceAttributesHookAndStatusDecision(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	defer func() { _ = tp.Shutdown(context.Background()) }()
+	type key struct{}
+	sink := otel.NewSink(tp.Tracer("t"), &otel.Options{Attributes: func(ctx context.Context, end warden.Event) []attribute.KeyValue {
+		if v, ok := ctx.Value(key{}).(string); ok {
+			return []attribute.KeyValue{attribute.String("test.server", v), attribute.String("test.tool", end.Tool)}
+		}
+		return nil
+	}})
+	ctx := context.WithValue(context.Background(), key{}, "fs")
+	start := tp2time(0)
+	for i, st := range []warden.Status{warden.StatusRefused, warden.StatusHalted, warden.StatusRan, warden.StatusPending} {
+		sink.Emit(ctx, warden.Event{Name: warden.EventToolEnd, CallID: string(rune('a' + i)), Start: start, Time: tp2time(1), Tool: "read", Status: st, Stage: warden.StageGate})
+	}
+	var got []string
+	for _, s := range rec.Ended() {
+		a := attrs(s)
+		got = append(got, a["warden.decision"]+"/"+a["test.server"]+"/"+a["test.tool"])
+	}
+	want := []string{"deny/fs/read", "halt/fs/read", "allow/fs/read", "ask/fs/read"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("spans %v, want %v", got, want)
+	}
 }

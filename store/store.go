@@ -231,6 +231,19 @@ type Store interface {
 	// changes nothing. An unknown id is [ErrNotFound]. Claim before acting on a
 	// checkpoint that must be used once (resuming a paused run with an approval).
 	ClaimCheckpoint(ctx context.Context, id string, claim []byte) ([]byte, error)
+	// CreateCheckpoint stores data under id unless a checkpoint is stored there
+	// already, and returns what id holds afterwards: data, or what was there. Of any
+	// number of concurrent callers, in any processes sharing the database, all get
+	// the same bytes (a key that replicas make on first use is made once).
+	CreateCheckpoint(ctx context.Context, id string, data []byte) ([]byte, error)
+	// DeleteCheckpoints deletes every checkpoint whose id starts with prefix and that
+	// was last written (stored, or claimed) before the given time, by the store's
+	// clock, and returns how many it deleted. The prefix is matched as plain text and
+	// must not be empty: a sweep names the kind of checkpoint it owns. It is for state
+	// that is useless once old (ended sign-ins, expired single-use tokens); a claimed
+	// checkpoint that is deleted can be stored again, so delete claims only once
+	// whatever they guard has expired.
+	DeleteCheckpoints(ctx context.Context, prefix string, before time.Time) (int, error)
 
 	// GetPin returns the pin of a tool definition by tool name, or [ErrNotFound].
 	GetPin(ctx context.Context, name string) (Pin, error)

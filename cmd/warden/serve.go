@@ -17,6 +17,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
+	"github.com/wardenhq/warden"
 	"github.com/wardenhq/warden/gateway"
 	"github.com/wardenhq/warden/inbox"
 	"github.com/wardenhq/warden/store"
@@ -146,7 +147,16 @@ func (p *serveProgram) Run(ctx context.Context) error {
 		return configError(fmt.Errorf("%s: opening the store %s: %w", cfg.File, redactDSN(cfg.Store), err))
 	}
 	defer st.Close()
-	gw, err := gateway.New(cfg, &gateway.Options{Store: st, Logger: log, Version: version()})
+	traces, err := startTraces(ctx, cfg, log)
+	if err != nil {
+		return configError(err)
+	}
+	defer stopTraces(ctx, traces, log) // after gw.Close: the last calls' spans are sent
+	var sinks []warden.Sink
+	if traces != nil {
+		sinks = append(sinks, traces.Sink())
+	}
+	gw, err := gateway.New(cfg, &gateway.Options{Store: st, Logger: log, Version: version(), Sinks: sinks})
 	if err == nil {
 		if err = gw.Start(ctx); err != nil {
 			gw.Close(context.Background())
@@ -156,10 +166,24 @@ func (p *serveProgram) Run(ctx context.Context) error {
 		return configError(err)
 	}
 
+	// The metrics listener is opened first, so that a port it cannot have stops the
+	// start before any client is served. Not with --stdio: copies sharing the config
+	// would compete for the port.
+	var mln net.Listener
+	if cfg.MetricsListen != "" && !o.stdio {
+		if mln, err = net.Listen("tcp", cfg.MetricsListen); err != nil {
+			gw.Close(context.Background())
+			return configError(fmt.Errorf("%s: metrics.listen %s: %w (pick a free address for metrics.listen, or remove the metrics section)", cfg.File, cfg.MetricsListen, err))
+		}
+		defer mln.Close() // on an early return; the metrics server closes it too
+	} else if cfg.MetricsListen != "" {
+		log.Info("metrics.listen is not opened with --stdio", "address", cfg.MetricsListen)
+	}
+
 	var srv *http.Server
 	var ib *inbox.Inbox
 	var requests requestCounter
-	serveErr := make(chan error, 2)
+	serveErr := make(chan error, 3)
 	if cfg.Listen != "" && !o.stdio {
 		mux := http.NewServeMux()
 		mux.Handle(cfg.Path, gw.MCPHandler())
@@ -170,7 +194,7 @@ func (p *serveProgram) Run(ctx context.Context) error {
 		mux.Handle("/healthz", health)
 		mux.Handle("/readyz", health)
 		if len(cfg.Operators) > 0 {
-			ib, err = inbox.New(st, inboxOperators(cfg), &inbox.Options{Path: cfg.UIPath, Events: gw.Events().ForCall, Logger: log})
+			ib, err = inbox.New(st, inboxOperators(cfg), &inbox.Options{Path: cfg.UIPath, Events: gw.Events().ForCall, Logger: log, TrustedProxies: cfg.TrustedProxies})
 			if err != nil {
 				gw.Close(context.Background())
 				return configError(fmt.Errorf("%s: web inbox: %w", cfg.File, err))
@@ -185,6 +209,12 @@ func (p *serveProgram) Run(ctx context.Context) error {
 		srv = &http.Server{Handler: requests.wrap(mux), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 		log.Info("warden gateway listening", "mcp", "http://"+ln.Addr().String()+cfg.Path, "inbox", inboxURL(ln, cfg, ib != nil))
 		go func() { serveErr <- srv.Serve(ln) }()
+	}
+	var msrv *http.Server
+	if mln != nil {
+		msrv = metricsServer(gw, log)
+		log.Info("warden metrics listening", "url", "http://"+mln.Addr().String()+"/metrics")
+		go func() { serveErr <- msrv.Serve(mln) }()
 	}
 	if o.stdio {
 		go func() {
@@ -205,6 +235,7 @@ func (p *serveProgram) Run(ctx context.Context) error {
 		ticks = tick.C
 	}
 
+	applyInbox := func(next *gateway.File) { applyOperators(ib, next, log) }
 	var runErr error
 loop:
 	for {
@@ -212,10 +243,10 @@ loop:
 		case <-ctx.Done():
 			break loop
 		case <-hup:
-			applyOperators(ib, reloadGateway(ctx, gw, watch, log, "SIGHUP"), log)
+			reloadGateway(ctx, gw, watch, log, "SIGHUP", applyInbox)
 		case <-ticks:
 			if watch.changed() {
-				applyOperators(ib, reloadGateway(ctx, gw, watch, log, "file change"), log)
+				reloadGateway(ctx, gw, watch, log, "file change", applyInbox)
 			}
 		case err := <-serveErr:
 			if !errors.Is(err, errStdioClosed) {
@@ -251,7 +282,25 @@ loop:
 	if err := gw.Close(sctx); err != nil {
 		log.Warn("shutdown", "error", err)
 	}
+	if msrv != nil {
+		// Last, so the gateway can be watched until it has stopped.
+		if err := msrv.Shutdown(sctx); err != nil {
+			msrv.Close()
+		}
+	}
 	return runErr
+}
+
+// metricsServer serves the gateway's metrics at /metrics and nothing else.
+func metricsServer(gw *gateway.Gateway, log *slog.Logger) *http.Server {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", gw.MetricsHandler())
+	return &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		WriteTimeout:      time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
 }
 
 // inboxOperators returns the operators of cfg as the inbox takes them.

@@ -25,6 +25,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	shfields "mvdan.cc/sh/v3/shell"
 
 	"github.com/wardenhq/warden/gateway"
 	"github.com/wardenhq/warden/inbox"
@@ -436,6 +437,109 @@ func skipWithoutSignals(t *testing.T) {
 // examples/gateway.
 func TestServeExampleConfig(t *testing.T) {
 	t.Parallel()
+	g := startExampleGateway(t)
+	if !strings.Contains(g.log.String(), "inbox="+g.base+"/ui/") {
+		t.Errorf("the log does not name the inbox at %s/ui/:\n%s", g.base, g.log.String())
+	}
+	if !strings.Contains(g.log.String(), `msg="starting upstream server (building it with go run first: the first start can take a minute or more)" server=notes command=go`) {
+		t.Errorf("the log does not say that the notes server is built first:\n%s", g.log.String())
+	}
+
+	writer := connect(t, g.url, demoWriterToken)
+	want := []string{toolDeleteNote, toolListNotes, toolReadNote, toolSearchNote, toolWriteNote}
+	if got := listToolNames(t, writer); !slices.Equal(got, want) {
+		t.Fatalf("writer sees tools %v, want %v", got, want)
+	}
+	wantOK(t, callTool(t, writer, toolWriteNote, map[string]any{"name": "hello", "text": "written through the example gateway"}), `Wrote note "hello"`)
+	wantOK(t, callTool(t, writer, toolReadNote, map[string]any{"name": "hello"}), "written through the example gateway")
+	if data := readFile(t, filepath.Join(g.dir, ".notes", "hello")); data != "written through the example gateway" {
+		t.Errorf("the note file holds %q", data)
+	}
+
+	reader := connect(t, g.url, demoReaderToken)
+	if got := listToolNames(t, reader); !slices.Equal(got, []string{toolListNotes, toolReadNote, toolSearchNote}) {
+		t.Errorf("reader sees tools %v", got)
+	}
+}
+
+// The README's MCP Inspector command, run as written (the pinned Inspector, its
+// arguments, the demo token) against the example gateway, lists the reader's tools:
+// the README cannot name an Inspector or flags that do not work.
+func TestServeREADMEInspectorCommand(t *testing.T) {
+	t.Parallel()
+	inspector, inspectorArgs := mcptest.InspectorCLI(t)
+	readme := readFile(t, filepath.Join(mcptest.RepoRoot(t), "README.md"))
+	const readmeURL = "http://127.0.0.1:8080/mcp"
+	var words []string
+	for _, block := range strings.Split(readme, "```sh\n")[1:] {
+		block = block[:strings.Index(block, "```")]
+		if !strings.HasPrefix(block, "npx @modelcontextprotocol/inspector") {
+			continue
+		}
+		var err error
+		if words, err = shfields.Fields(strings.ReplaceAll(block, "\\\n", " "), nil); err != nil {
+			t.Fatalf("the README's Inspector command does not parse: %v\n%s", err, block)
+		}
+		break
+	}
+	if len(words) < 3 || words[0] != "npx" {
+		t.Fatalf("README.md has no ```sh block starting with `npx @modelcontextprotocol/inspector`: %q", words)
+	}
+	var pinned struct {
+		Dependencies map[string]string `json:"dependencies"`
+	}
+	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(mcptest.RepoRoot(t), "internal", "mcptest", "testdata", "npm", "package.json"))), &pinned); err != nil {
+		t.Fatal(err)
+	}
+	if want := "@modelcontextprotocol/inspector@" + pinned.Dependencies["@modelcontextprotocol/inspector"]; words[1] != want {
+		t.Fatalf("the README runs %s; the Inspector CI tests is %s: pin the README to it", words[1], want)
+	}
+	if words[2] != "--cli" || !slices.Contains(words, readmeURL) {
+		t.Fatalf("the README's Inspector command is not `--cli %s ...`: %q", readmeURL, words)
+	}
+	g := startExampleGateway(t)
+	args := slices.Clone(inspectorArgs) // the installed pinned Inspector, with --cli
+	for _, w := range words[3:] {
+		if w == readmeURL {
+			w = g.url
+		}
+		args = append(args, w)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, inspector, args...).Output()
+	if err != nil {
+		t.Fatalf("the README's Inspector command: %v\n%s", err, out)
+	}
+	var res struct {
+		Tools []struct {
+			Name string `json:"name"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("the README's Inspector command printed no tools/list result: %v\n%s", err, out)
+	}
+	var names []string
+	for _, tool := range res.Tools {
+		names = append(names, tool.Name)
+	}
+	slices.Sort(names)
+	if want := []string{toolListNotes, toolReadNote, toolSearchNote}; !slices.Equal(names, want) {
+		t.Errorf("the README's Inspector command lists %v, want the reader's %v", names, want)
+	}
+}
+
+// exampleGateway is `warden serve` running examples/gateway/gateway.yaml (on a free
+// port, with its store and notes in dir).
+type exampleGateway struct {
+	*gatewayProc
+	dir string
+}
+
+// startExampleGateway runs the example gateway as the README's main command does,
+// with only the port, the store and the notes directory moved into a temporary dir.
+func startExampleGateway(t *testing.T) exampleGateway {
+	t.Helper()
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("the example starts its upstream with `go run`; go is not on PATH")
 	}
@@ -462,27 +566,7 @@ func TestServeExampleConfig(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "gateway.yaml"), cfg)
 	writeFile(t, filepath.Join(dir, "policy.yaml"), readFile(t, filepath.Join(example, "policy.yaml")))
 
-	env := os.Environ()
-	g := startGateway(t, filepath.Join(dir, "gateway.yaml"), env)
-	if !strings.Contains(g.log.String(), "inbox="+g.base+"/ui/") {
-		t.Errorf("the log does not name the inbox at %s/ui/:\n%s", g.base, g.log.String())
-	}
-
-	writer := connect(t, g.url, demoWriterToken)
-	want := []string{toolDeleteNote, toolListNotes, toolReadNote, toolSearchNote, toolWriteNote}
-	if got := listToolNames(t, writer); !slices.Equal(got, want) {
-		t.Fatalf("writer sees tools %v, want %v", got, want)
-	}
-	wantOK(t, callTool(t, writer, toolWriteNote, map[string]any{"name": "hello", "text": "written through the example gateway"}), `Wrote note "hello"`)
-	wantOK(t, callTool(t, writer, toolReadNote, map[string]any{"name": "hello"}), "written through the example gateway")
-	if data := readFile(t, filepath.Join(dir, ".notes", "hello")); data != "written through the example gateway" {
-		t.Errorf("the note file holds %q", data)
-	}
-
-	reader := connect(t, g.url, demoReaderToken)
-	if got := listToolNames(t, reader); !slices.Equal(got, []string{toolListNotes, toolReadNote, toolSearchNote}) {
-		t.Errorf("reader sees tools %v", got)
-	}
+	return exampleGateway{gatewayProc: startGateway(t, filepath.Join(dir, "gateway.yaml"), os.Environ()), dir: dir}
 }
 
 // ---- 2. an operator decides through the CLI while the call waits ----

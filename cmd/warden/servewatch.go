@@ -141,14 +141,19 @@ func (configChangedError) Error() string {
 	return "the config file changed while it was read; it is loaded on the next check"
 }
 
-// reloadGateway loads the config again and applies it to gw, and returns the config it
-// applied (nil when refused). A refused reload leaves the previous revision in force and
-// says why in the log.
-func reloadGateway(ctx context.Context, gw *gateway.Gateway, w *configWatch, log *slog.Logger, why string) *gateway.File {
+// reloadGateway loads the config again and applies it to gw, then to what else
+// serves it (apply, when not nil: the inbox's operators), and returns the config it
+// applied (nil when refused). The log says "configuration reloaded" only once all of
+// it is in force. A refused reload leaves the previous revision in force and says why
+// in the log.
+func reloadGateway(ctx context.Context, gw *gateway.Gateway, w *configWatch, log *slog.Logger, why string, apply func(*gateway.File)) *gateway.File {
 	next, err := w.load(func(c *gateway.File) error { return gw.Reload(ctx, c) })
 	if err != nil {
 		log.Error("reload refused; the previous configuration stays in force", "trigger", why, "error", err)
 		return nil
+	}
+	if apply != nil {
+		apply(next)
 	}
 	log.Info("configuration reloaded", "trigger", why)
 	return next

@@ -87,13 +87,13 @@ func TestServeReloadRace(t *testing.T) {
 			writeFile(t, pol, watchPolicy(3))
 		}
 	}
-	reloadGateway(ctx, gw, w, log, "file change")
+	reloadGateway(ctx, gw, w, log, "file change", nil)
 	want(2)
 	w.hook = nil
 	if !w.changed() {
 		t.Fatal("an edit saved while the reload was in progress is not seen: the gateway would serve edit 2 forever")
 	}
-	reloadGateway(ctx, gw, w, log, "file change")
+	reloadGateway(ctx, gw, w, log, "file change", nil)
 	want(3)
 	if w.changed() {
 		t.Fatal("changed after reloading every edit")
@@ -106,13 +106,13 @@ func TestServeReloadRace(t *testing.T) {
 			writeFile(t, pol, watchPolicy(4))
 		}
 	}
-	reloadGateway(ctx, gw, w, log, "SIGHUP")
+	reloadGateway(ctx, gw, w, log, "SIGHUP", nil)
 	want(4)
 	w.hook = nil
 	if !w.changed() {
 		t.Fatal("an edit made after the hashing is not seen")
 	}
-	reloadGateway(ctx, gw, w, log, "file change")
+	reloadGateway(ctx, gw, w, log, "file change", nil)
 	want(4)
 	if w.changed() {
 		t.Fatal("changed after reloading every edit")
@@ -141,7 +141,7 @@ func TestServeReloadRace(t *testing.T) {
 
 	// A broken policy is refused and not retried until it changes again.
 	writeFile(t, pol, "version: 1\nrolez: {}\n")
-	reloadGateway(ctx, gw, w, log, "file change")
+	reloadGateway(ctx, gw, w, log, "file change", nil)
 	want(4)
 	if !bytes.Contains([]byte(logs.String()), []byte("reload refused")) {
 		t.Error("the refused reload is not logged")
@@ -153,7 +153,7 @@ func TestServeReloadRace(t *testing.T) {
 	if !w.changed() {
 		t.Fatal("the fixed policy is not seen")
 	}
-	reloadGateway(ctx, gw, w, log, "file change")
+	reloadGateway(ctx, gw, w, log, "file change", nil)
 	want(6)
 }
 
@@ -202,13 +202,13 @@ func TestServeReloadShadowPolicy(t *testing.T) {
 	if !w.changed() {
 		t.Fatal("an edit of the shadow policy is not seen")
 	}
-	reloadGateway(ctx, gw, w, log, "file change")
+	reloadGateway(ctx, gw, w, log, "file change", nil)
 	want(3)
 	writeFile(t, cand, "version: 1\nrulez: {}\n")
 	if !w.changed() {
 		t.Fatal("an edit of the shadow policy is not seen")
 	}
-	reloadGateway(ctx, gw, w, log, "file change")
+	reloadGateway(ctx, gw, w, log, "file change", nil)
 	want(3)
 	if !strings.Contains(logs.String(), "reload refused") || w.changed() {
 		t.Fatal("a broken shadow policy is not refused once")

@@ -98,6 +98,13 @@ func (p *validateProgram) validateGateway(ctx context.Context, file string) (boo
 		for _, c := range cfg.Clients {
 			fmt.Fprintf(&b, "    client %s: role %s\n", c.Principal, roleName(c.Role))
 		}
+		if len(cfg.TrustedProxies) > 0 {
+			ps := make([]string, len(cfg.TrustedProxies))
+			for i, p := range cfg.TrustedProxies {
+				ps[i] = p.String()
+			}
+			fmt.Fprintf(&b, "    trusted proxies (X-Forwarded-For and X-Forwarded-Proto read from them): %s\n", strings.Join(ps, ", "))
+		}
 		if o := cfg.OAuth; o != nil {
 			fmt.Fprintf(&b, "    oauth: resource %s\n", o.Resource)
 			for _, is := range o.Issuers {

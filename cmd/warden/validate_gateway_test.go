@@ -21,6 +21,9 @@ func TestValidateGatewayGolden(t *testing.T) {
 		// Servers the transport policy refuses are warnings, as serve starts without them.
 		{"validate-gateway-ok", []string{"validate", gatewayFixtures + "ok.yaml"}, 0},
 		{"validate-gateway-stdio-only", []string{"validate", gatewayFixtures + "stdio-only.yaml"}, 0},
+		// The reverse proxies whose forwarding headers are read, as the gateway holds them.
+		{"validate-gateway-proxies", []string{"validate", gatewayFixtures + "proxies.yaml"}, 0},
+		{"validate-gateway-proxies-bad", []string{"validate", gatewayFixtures + "proxies-bad.yaml"}, exitUsage},
 		// A gateway config and a policy file in one run: each validated as what it is.
 		{"validate-gateway-and-policy", []string{"validate", gatewayFixtures + "stdio-only.yaml", codingPolicy}, 0},
 		{"validate-gateway-unknown-key", []string{"validate", gatewayFixtures + "unknown-key.yaml"}, exitUsage},

@@ -94,6 +94,58 @@ func (s *Store) claim(ctx context.Context, tx pgx.Tx, id string, claim []byte, p
 
 func scanPin(sc core.Scanner) (store.Pin, error) { return core.ScanPin(sc, utc) }
 
+// CreateCheckpoint stores data under id unless id holds a checkpoint, and returns
+// what id holds. The read is a statement of its own, so it sees the row of a
+// concurrent creator whose insert this one's waited for.
+func (s *Store) CreateCheckpoint(ctx context.Context, id string, data []byte) ([]byte, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	if id == "" {
+		return nil, errors.New("postgres: checkpoint ID is empty")
+	}
+	if data == nil {
+		data = []byte{} // the column is NOT NULL
+	}
+	var got []byte
+	err := s.bounded(ctx, func(ctx context.Context) error {
+		if _, err := s.pool.Exec(ctx, `INSERT INTO warden_checkpoints (id, data, updated) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING`, id, data, store.NormalizeTime(s.now())); err != nil {
+			return err
+		}
+		return s.pool.QueryRow(ctx, `SELECT data FROM warden_checkpoints WHERE id = $1`, id).Scan(&got)
+	})
+	if err != nil {
+		if isNoRows(err) {
+			return nil, fmt.Errorf("postgres: creating checkpoint %s: deleted while it was created: %w", id, store.ErrNotFound)
+		}
+		return nil, fmt.Errorf("postgres: creating checkpoint %s: %w", id, err)
+	}
+	if got == nil {
+		got = []byte{}
+	}
+	return got, nil
+}
+
+// DeleteCheckpoints deletes the checkpoints under prefix last written before before.
+func (s *Store) DeleteCheckpoints(ctx context.Context, prefix string, before time.Time) (int, error) {
+	if err := s.check(); err != nil {
+		return 0, err
+	}
+	if prefix == "" {
+		return 0, errors.New("postgres: deleting checkpoints: the prefix is empty: name the kind of checkpoint to delete")
+	}
+	var n int64
+	err := s.bounded(ctx, func(ctx context.Context) error {
+		tag, err := s.pool.Exec(ctx, `DELETE FROM warden_checkpoints WHERE starts_with(id, $1) AND updated < $2`, prefix, store.NormalizeTime(before))
+		n = tag.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("postgres: deleting checkpoints %s*: %w", prefix, err)
+	}
+	return int(n), nil
+}
+
 // GetPin returns the pin of one tool.
 func (s *Store) GetPin(ctx context.Context, name string) (store.Pin, error) {
 	if err := s.check(); err != nil {

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/wardenhq/warden/store"
 	"github.com/wardenhq/warden/store/internal/core"
@@ -84,6 +85,47 @@ func (s *Store) ClaimCheckpoint(ctx context.Context, id string, claim []byte) ([
 	return prev, nil
 }
 
+// CreateCheckpoint stores data under id unless id holds a checkpoint, and returns
+// what id holds. The writer holds the write lock from the insert to the read.
+func (s *Store) CreateCheckpoint(ctx context.Context, id string, data []byte) ([]byte, error) {
+	if id == "" {
+		return nil, errors.New("sqlite: checkpoint ID is empty")
+	}
+	data = append([]byte{}, data...) // never NULL; and the caller keeps its slice
+	var got []byte
+	err := s.w.do(ctx, func(t *wtx) error {
+		if _, err := t.exec(`INSERT INTO checkpoints (id, data, updated) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING`, id, data, s.now().UnixMicro()); err != nil {
+			return fmt.Errorf("sqlite: creating checkpoint %s: %w", id, err)
+		}
+		return s.drv.RowErr(t.queryRow(`SELECT data FROM checkpoints WHERE id = ?`, id).Scan(&got), "checkpoint", id)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if got == nil {
+		got = []byte{}
+	}
+	return got, nil
+}
+
+// DeleteCheckpoints deletes the checkpoints under prefix last written before before.
+func (s *Store) DeleteCheckpoints(ctx context.Context, prefix string, before time.Time) (int, error) {
+	lo, hi, err := prefixRange(prefix)
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: deleting checkpoints: %w", err)
+	}
+	var n int64
+	err = s.w.do(ctx, func(t *wtx) error {
+		res, err := t.exec(`DELETE FROM checkpoints WHERE id >= ? AND id < ? AND updated < ?`, lo, hi, before.UnixMicro())
+		if err != nil {
+			return fmt.Errorf("sqlite: deleting checkpoints %s*: %w", prefix, err)
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return int(n), err
+}
+
 func scanPin(sc core.Scanner) (store.Pin, error) { return core.ScanPin(sc, fromMicros) }
 
 // GetPin returns the pin of one tool.
@@ -130,4 +172,22 @@ func (s *Store) ListPins(ctx context.Context) ([]store.Pin, error) {
 		return nil, store.ErrClosed
 	}
 	return core.List(ctx, s.drv, "listing pins", scanPin, nil, `SELECT `+core.PinCols+` FROM pins ORDER BY name`)
+}
+
+// prefixRange returns the half-open range [lo, hi) of the ids that start with prefix,
+// in SQLite's byte order, so the delete uses the primary key's index and no pattern
+// (whose wildcards a prefix could hold). An empty prefix, or one of 0xff bytes only,
+// has no such range.
+func prefixRange(prefix string) (lo, hi string, err error) {
+	if prefix == "" {
+		return "", "", errors.New("the prefix is empty: name the kind of checkpoint to delete")
+	}
+	b := []byte(prefix)
+	for i := len(b) - 1; i >= 0; i-- {
+		if b[i] < 0xff {
+			b[i]++
+			return prefix, string(b[:i+1]), nil
+		}
+	}
+	return "", "", fmt.Errorf("checkpoint prefix %q selects no range: name the kind of checkpoint to delete", prefix)
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -44,6 +45,106 @@ func testCheckpoints(t *testing.T, s *subject) {
 	check(t, err)
 	if len(got) != 0 {
 		t.Errorf("empty checkpoint = %v", got)
+	}
+}
+
+// A checkpoint created once: the first creator's data is what every creator gets,
+// concurrent ones included, and a stored checkpoint is never replaced by a create.
+func testCreateCheckpoint(t *testing.T, s *subject) {
+	ctx := ctxFor(t)
+	got, err := s.CreateCheckpoint(ctx, "key", []byte("first"))
+	check(t, err)
+	if string(got) != "first" {
+		t.Fatalf("CreateCheckpoint of a new id = %q, want first", got)
+	}
+	got, err = s.CreateCheckpoint(ctx, "key", []byte("second"))
+	check(t, err)
+	if string(got) != "first" {
+		t.Errorf("CreateCheckpoint of a stored id = %q, want the stored first", got)
+	}
+	if got, err := s.GetCheckpoint(ctx, "key"); err != nil || string(got) != "first" {
+		t.Errorf("GetCheckpoint after two creates = %q, %v", got, err)
+	}
+	if _, err := s.CreateCheckpoint(ctx, "", []byte("x")); err == nil {
+		t.Error("CreateCheckpoint with an empty id succeeded")
+	}
+	other := s.open(t, s.dsn, s.clock.Now) // another process on the same database
+	const n = 16
+	results := make(chan string, n)
+	for i := range n {
+		st := store.Store(s)
+		if i%2 == 1 {
+			st = other
+		}
+		go func() {
+			got, err := st.CreateCheckpoint(ctx, "race", []byte(fmt.Sprintf("creator-%d", i)))
+			if err != nil {
+				results <- "error: " + err.Error()
+				return
+			}
+			results <- string(got)
+		}()
+	}
+	first := <-results
+	if !strings.HasPrefix(first, "creator-") {
+		t.Fatalf("a concurrent create: %s", first)
+	}
+	for range n - 1 {
+		if got := <-results; got != first {
+			t.Errorf("concurrent creators got %q and %q; all must get the same", first, got)
+		}
+	}
+}
+
+// Sweeps delete old checkpoints of one kind: by prefix, as plain text, by the time each
+// was last written, claimed ones too; nothing else.
+func testDeleteCheckpoints(t *testing.T, s *subject) {
+	ctx := ctxFor(t)
+	_, err := s.DeleteCheckpoints(ctx, "", s.clock.Now())
+	if err == nil || !strings.Contains(err.Error(), "the prefix is empty: name the kind of checkpoint to delete") {
+		t.Fatalf("DeleteCheckpoints with an empty prefix: %v", err)
+	}
+	for _, id := range []string{"sweep:old-1", "sweep:old-2", "sweep:claimed", "sweepx", "other:old", "sw%:old", "sw_ep:old"} {
+		check(t, s.PutCheckpoint(ctx, id, []byte(id)))
+	}
+	if _, err := s.ClaimCheckpoint(ctx, "sweep:claimed", []byte("claim")); err != nil {
+		t.Fatal(err)
+	}
+	s.clock.Advance(time.Hour)
+	cut := s.clock.Now()
+	s.clock.Advance(time.Minute)
+	check(t, s.PutCheckpoint(ctx, "sweep:new", []byte("new")))
+	check(t, s.PutCheckpoint(ctx, "sweep:old-2", []byte("rewritten"))) // written again: new
+
+	n, err := s.DeleteCheckpoints(ctx, "sweep:", cut)
+	check(t, err)
+	if n != 2 {
+		t.Errorf("DeleteCheckpoints(sweep:) = %d, want 2 (old-1 and claimed)", n)
+	}
+	for id, want := range map[string]bool{"sweep:old-1": false, "sweep:claimed": false, "sweep:old-2": true, "sweep:new": true, "sweepx": true, "other:old": true, "sw%:old": true, "sw_ep:old": true} {
+		_, err := s.GetCheckpoint(ctx, id)
+		if got := err == nil; got != want {
+			t.Errorf("after the sweep, %s kept = %v (err %v), want %v", id, got, err, want)
+		}
+	}
+	// Pattern characters in a prefix are plain text.
+	n, err = s.DeleteCheckpoints(ctx, "sw%", cut)
+	check(t, err)
+	if n != 1 {
+		t.Errorf("DeleteCheckpoints(sw%%) = %d, want 1", n)
+	}
+	n, err = s.DeleteCheckpoints(ctx, "sw_", cut)
+	check(t, err)
+	if n != 1 {
+		t.Errorf("DeleteCheckpoints(sw_) = %d, want 1", n)
+	}
+	if _, err := s.GetCheckpoint(ctx, "sweepx"); err != nil {
+		t.Errorf("sweepx after the pattern sweeps: %v", err)
+	}
+	// A deleted claim can be stored again: it is no longer claimed.
+	check(t, s.PutCheckpoint(ctx, "sweep:claimed", []byte("again")))
+	if _, err := s.ClaimCheckpoint(ctx, "sweep:claimed", []byte("claim")); err != nil {
+		t.Errorf("claiming a checkpoint stored again after its deletion: %v", err)
 	}
 }
 
@@ -200,6 +301,10 @@ func testClosed(t *testing.T, s *subject) {
 	wantErr(t, "CreatePending after Close", err, store.ErrClosed)
 	_, _, err = s.ConsumeApproval(ctx, "sha256:x", "s")
 	wantErr(t, "ConsumeApproval after Close", err, store.ErrClosed)
+	_, err = s.DeleteCheckpoints(ctx, "run-", s.clock.Now())
+	wantErr(t, "DeleteCheckpoints after Close", err, store.ErrClosed)
+	_, err = s.CreateCheckpoint(ctx, "run-1", nil)
+	wantErr(t, "CreateCheckpoint after Close", err, store.ErrClosed)
 	if err := s.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
 	}

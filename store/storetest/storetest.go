@@ -131,6 +131,8 @@ func Run(t *testing.T, newDSN func(t *testing.T) string, open Opener, opts *Opti
 		{"Checkpoints", testCheckpoints},
 		{"Checkpoints/ClaimOnce", testClaimCheckpoint},
 		{"Checkpoints/ClaimConcurrent", testClaimConcurrent},
+		{"Checkpoints/Delete", testDeleteCheckpoints},
+		{"Checkpoints/CreateOnce", testCreateCheckpoint},
 		{"Pins", testPins},
 		{"Closed", testClosed},
 	}
