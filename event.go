@@ -29,6 +29,19 @@ const (
 	EventResultRefused      = "warden.tools.result_refused"
 	EventTransportDenied    = "warden.transport.denied"
 	EventDefinitionChanged  = "warden.tool.definition_changed"
+	// EventShadow is a shadow policy's verdict on a call: a policy evaluated beside
+	// the enforcing one, which never changes the call. It is sent when the shadow is
+	// stricter than the enforcing decision on a check (halt > deny > ask > allow), or
+	// could not decide. Revision is the shadow's revision (not the enforcing one);
+	// Checker names the shadow's source ("policy": the enforcing file's items marked
+	// `enforce: false`; "shadow_policy": a gateway's candidate file); Effect is what
+	// the shadow would decide, and Outcome says it in words ("would halt", "would
+	// deny", "would ask", or "fault" with the failure in Error); Detail is the enforcing
+	// decision's effect; Capability, Target, RuleID, Rationale and Reason are the
+	// shadow's check and answer. It is sent when the call is journaled, possibly after
+	// its warden.tool.end, so it is not one of the call's pipeline events: Start is
+	// zero, and CallID ties it to the call.
+	EventShadow = "warden.shadow"
 )
 
 // Event is one thing that happened on the call path. It is a flat value so emitting one
@@ -273,7 +286,7 @@ func (s LogSink) Emit(ctx context.Context, e Event) {
 	add("checker", e.Checker)
 	add("capability", string(e.Capability))
 	add("target", e.Target)
-	if e.Name == EventPermissionCheck || e.Name == EventPermissionHalt {
+	if e.Name == EventPermissionCheck || e.Name == EventPermissionHalt || e.Name == EventShadow {
 		attrs = append(attrs, slog.String("effect", e.Effect.String()))
 	}
 	add("rule_id", e.RuleID)

@@ -97,10 +97,29 @@ func (j *Journal) With(opts *Options) *Journal {
 	return n
 }
 
+type shadowKey struct{}
+
+// WithShadow returns a context under which [Journal.Begin] and [Journal.Record] keep
+// the verdicts in the call's record ([store.CallRecord.Shadow]): what shadow policies
+// would have decided about the call (the gateway evaluates them).
+func WithShadow(ctx context.Context, verdicts []store.ShadowVerdict) context.Context {
+	if len(verdicts) == 0 {
+		return ctx
+	}
+	return context.WithValue(ctx, shadowKey{}, verdicts)
+}
+
+func shadowOf(ctx context.Context) []store.ShadowVerdict {
+	v, _ := ctx.Value(shadowKey{}).([]store.ShadowVerdict)
+	return v
+}
+
 // Begin commits the intent to run c before the tool runs.
 func (j *Journal) Begin(ctx context.Context, c warden.Call, o warden.Outcome) (warden.JournalRef, error) {
+	r := j.record(c, o)
+	r.Shadow = shadowOf(ctx)
 	t0 := time.Now()
-	ref, err := j.s.BeginCall(ctx, j.record(c, o))
+	ref, err := j.s.BeginCall(ctx, r)
 	j.observe("begin", t0, err)
 	if err != nil {
 		return 0, err
@@ -139,6 +158,7 @@ func (j *Journal) End(ctx context.Context, ref warden.JournalRef, _ warden.Call,
 // entry is queued.
 func (j *Journal) Record(ctx context.Context, c warden.Call, o warden.Outcome) error {
 	r := j.record(c, o)
+	r.Shadow = shadowOf(ctx)
 	if !j.opts.Deferred {
 		t0 := time.Now()
 		err := j.s.RecordCall(ctx, r)

@@ -91,6 +91,10 @@ type resultSlot struct {
 	deferred bool // Begin was called: an intent waits to be written
 	begun    bool // the intent is written, as ref
 	ref      warden.JournalRef
+	// notes are the enforcing checks of the current pipeline run, for the shadows;
+	// shadow is their verdicts, decided when the intent was begun (see shadow.go).
+	notes  shadowNotes
+	shadow []store.ShadowVerdict
 
 	// For the metrics: when the upstream request was sent (zero: it was not), and
 	// whether it was kept from being sent because its intent could not be written.
@@ -116,7 +120,7 @@ func (s *resultSlot) beginIntent(ctx context.Context) error {
 	if !s.deferred || s.begun {
 		return nil
 	}
-	ref, err := s.journal.Begin(ctx, s.call, s.intent)
+	ref, err := s.journal.Begin(audit.WithShadow(ctx, s.shadow), s.call, s.intent)
 	if err != nil {
 		return fmt.Errorf("the call could not be recorded in the audit log: %w", err)
 	}
@@ -131,7 +135,13 @@ func (s *resultSlot) beginIntent(ctx context.Context) error {
 // or verification failure, a quarantine found at the connection) is recorded as a
 // call that never executed, and one whose intent is written is one the upstream may
 // have received. Calls without the gateway's slot (none today) are journaled at once.
-type sendJournal struct{ inner *audit.Journal }
+//
+// The shadows are asked about the call's checks when its entry is begun or recorded
+// (see shadow.go); their verdicts go into that entry.
+type sendJournal struct {
+	inner *audit.Journal
+	g     *Gateway
+}
 
 func (j sendJournal) Begin(ctx context.Context, c warden.Call, o warden.Outcome) (warden.JournalRef, error) {
 	slot, _ := ctx.Value(slotKey{}).(*resultSlot)
@@ -139,6 +149,7 @@ func (j sendJournal) Begin(ctx context.Context, c warden.Call, o warden.Outcome)
 		return j.inner.Begin(ctx, c, o)
 	}
 	slot.journal, slot.call, slot.intent, slot.deferred, slot.begun = j.inner, c, o, true, false
+	slot.shadow = j.g.shadowVerdicts(ctx, slot.takeChecks(), c)
 	return 0, nil
 }
 
@@ -152,10 +163,13 @@ func (j sendJournal) End(ctx context.Context, ref warden.JournalRef, c warden.Ca
 	}
 	// The request was never sent: no intent was written, and the call did not execute.
 	o.Executed = false
-	return j.inner.Record(ctx, c, o)
+	return j.inner.Record(audit.WithShadow(ctx, slot.shadow), c, o)
 }
 
 func (j sendJournal) Record(ctx context.Context, c warden.Call, o warden.Outcome) error {
+	if slot, _ := ctx.Value(slotKey{}).(*resultSlot); slot != nil {
+		ctx = audit.WithShadow(ctx, j.g.shadowVerdicts(ctx, slot.takeChecks(), c))
+	}
 	return j.inner.Record(ctx, c, o)
 }
 

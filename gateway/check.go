@@ -11,18 +11,24 @@ import (
 // slice each call). warden validate uses it to tell a gateway config from a policy file.
 func TopLevelKeys() []string { return slices.Clone(topKeys) }
 
-// CheckPolicy loads the policy file cfg names and checks that every role cfg gives a
-// client or the stdio front exists in it: what [Gateway.Start] and [Gateway.Reload]
-// check before anything is started. It starts nothing and opens no connection.
-func CheckPolicy(cfg *File) (*policy.Policy, error) {
-	pol, err := policy.LoadFile(cfg.Policy, nil)
+// CheckPolicy loads the policy file cfg names, and its shadow_policy when it names
+// one, and checks that every role cfg gives a client or the stdio front exists in them
+// (in the shadow policy, when it defines roles): what [Gateway.Start] and
+// [Gateway.Reload] check before anything is started. It starts nothing and opens no
+// connection. It returns the enforcing policy and the candidate (nil for none).
+func CheckPolicy(cfg *File) (pol, shadow *policy.Policy, err error) {
+	pol, cand, err := loadPolicies(cfg)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if _, err := policyViews(pol, cfg); err != nil {
-		return nil, err
+	views, err := policyViews(pol, cfg)
+	if err != nil {
+		return nil, nil, err
 	}
-	return pol, nil
+	if _, err := candidateViews(cand, views, cfg); err != nil {
+		return nil, nil, err
+	}
+	return pol, cand, nil
 }
 
 // KeyPaths returns every key a gateway config accepts, as the configuration

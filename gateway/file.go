@@ -27,6 +27,10 @@ type File struct {
 	File string
 	// Policy is the policy file every call is checked against.
 	Policy string
+	// ShadowPolicy, when set, is a candidate policy file evaluated whole beside
+	// Policy on every check, as a shadow: where it is stricter its verdict is recorded
+	// (the warden.shadow event, the call's audit record), and it never changes a call.
+	ShadowPolicy string
 	// Store is the store DSN (sqlite://..., postgres://...).
 	Store string
 	// Transport decides which servers may start or be connected to.
@@ -188,7 +192,7 @@ type configDecoder struct {
 	metricsListen *yaml.Node
 }
 
-var topKeys = []string{"policy", "store", "transport", "servers", "project_file", "listen", "path", "trusted_proxies", "stdio", "clients", "oauth", "operators", "ui", "approvals", "limits", "audit", "metrics", "traces"}
+var topKeys = []string{"policy", "shadow_policy", "store", "transport", "servers", "project_file", "listen", "path", "trusted_proxies", "stdio", "clients", "oauth", "operators", "ui", "approvals", "limits", "audit", "metrics", "traces"}
 
 func (d *configDecoder) top(root *yaml.Node, c *File) {
 	kvs, ok := d.MappingHint(root, "the top level", "a gateway config is a mapping of "+strings.Join(topKeys, ", "))
@@ -202,6 +206,8 @@ func (d *configDecoder) top(root *yaml.Node, c *File) {
 		switch kv.Key {
 		case "policy":
 			c.Policy = d.Path(kv.Value, "policy")
+		case "shadow_policy":
+			c.ShadowPolicy = d.Path(kv.Value, "shadow_policy")
 		case "store":
 			if s, ok := d.NonEmpty(kv.Value, "store"); ok {
 				c.Store = d.storeDSN(s)

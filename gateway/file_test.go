@@ -34,6 +34,7 @@ func TestParseConfigFull(t *testing.T) {
 	writerHash := inbox.HashToken("writer-token-0123456789")
 	data := `# every key
 policy: policy.yaml
+shadow_policy: policies/candidate.yaml
 store: sqlite://data/w.db
 transport:
   allow_commands: true
@@ -94,9 +95,10 @@ audit:
 	}
 	empty := ""
 	want := &gateway.File{
-		File:   file,
-		Policy: filepath.Join(dir, "policy.yaml"),
-		Store:  "sqlite://" + filepath.Join(dir, "data", "w.db"),
+		File:         file,
+		Policy:       filepath.Join(dir, "policy.yaml"),
+		ShadowPolicy: filepath.Join(dir, "policies", "candidate.yaml"),
+		Store:        "sqlite://" + filepath.Join(dir, "data", "w.db"),
 		Transport: upstream.TransportPolicy{
 			AllowCommands: true, Commands: []string{"notes-server"},
 			AllowURLs: true, Hosts: []string{"mcp.example.com"}, AllowInsecureLoopback: true,
@@ -235,6 +237,8 @@ func TestParseConfigErrors(t *testing.T) {
 		{"missing policy", "store: sqlite://x.db\n", 1, "policy is required"},
 		{"empty policy", "policy: ''\n", 1, "policy is empty"},
 		{"policy not a string", "policy: [a]\n", 1, "policy must be a string, got a list"},
+		{"shadow_policy not a string", "policy: p.yaml\nshadow_policy: {a: b}\n", 2, "shadow_policy must be a string, got a mapping"},
+		{"empty shadow_policy", "policy: p.yaml\nshadow_policy: ''\n", 2, "shadow_policy is empty"},
 		{"listen a number", "policy: p.yaml\nlisten: 8080\n", 2, "listen must be a string, got a number"},
 		{"listen not host:port", "policy: p.yaml\nlisten: localhost\n" + reader, 2, `listen "localhost" is not host:port`},
 		{"path not a URL path", "policy: p.yaml\npath: mcp\n", 2, `path "mcp" is not a URL path`},

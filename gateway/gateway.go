@@ -118,6 +118,7 @@ type upstreamEntry struct {
 type gatewayState struct {
 	cfg     *File
 	pol     *policy.Policy
+	cand    *policy.Policy       // shadow_policy, or nil
 	views   map[string]*roleView // by role; "" is the policy's active role
 	tools   map[string]*governedTool
 	clients map[string]Client // by token hash
@@ -238,6 +239,15 @@ func (g *Gateway) File() *File { return g.state.Load().cfg }
 func (g *Gateway) Revision() string {
 	if pol := g.state.Load().pol; pol != nil {
 		return pol.Revision()
+	}
+	return ""
+}
+
+// ShadowRevision returns the revision of the shadow policy in force (shadow_policy),
+// or "" when there is none.
+func (g *Gateway) ShadowRevision() string {
+	if cand := g.state.Load().cand; cand != nil {
+		return cand.Revision()
 	}
 	return ""
 }

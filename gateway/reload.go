@@ -31,12 +31,16 @@ import (
 // are the inbox's, which its owner updates (Inbox.SetOperators). A Reload before
 // [Gateway.Start] is refused and changes nothing.
 func (g *Gateway) Reload(ctx context.Context, cfg *File) error {
-	pol, err := policy.LoadFile(cfg.Policy, nil)
+	pol, cand, err := loadPolicies(cfg)
 	if err != nil {
 		return err
 	}
 	// Every configured role must exist before anything is started for this revision.
-	if _, err := policyViews(pol, cfg); err != nil {
+	views, err := policyViews(pol, cfg)
+	if err != nil {
+		return err
+	}
+	if _, err := candidateViews(cand, views, cfg); err != nil {
 		return err
 	}
 	g.mu.Lock()
@@ -97,7 +101,7 @@ func (g *Gateway) Reload(ctx context.Context, cfg *File) error {
 	}
 	g.discover(ctx, started)
 	g.reverify(ctx, kept)
-	st, err := g.build(cfg, pol, next)
+	st, err := g.build(cfg, pol, cand, next)
 	if err != nil {
 		// Close outside g.mu: an upstream's worker may be waiting for it in rebuild
 		// (after a tools/list_changed), and Close waits for that worker.
@@ -119,7 +123,14 @@ func (g *Gateway) Reload(ctx context.Context, cfg *File) error {
 	for _, e := range stale {
 		go e.up.Close(context.Background())
 	}
-	g.log.Info("gateway configuration in force", "revision", pol.Revision(), "tools", len(st.names), "servers", len(next))
+	attrs := []any{"revision", pol.Revision(), "tools", len(st.names), "servers", len(next)}
+	if sh := pol.Shadow(); sh != nil {
+		attrs = append(attrs, "shadow_items_revision", sh.Revision())
+	}
+	if cand != nil {
+		attrs = append(attrs, "shadow_policy_revision", cand.Revision())
+	}
+	g.log.Info("gateway configuration in force", attrs...)
 	return nil
 }
 
@@ -258,7 +269,7 @@ func (g *Gateway) rebuild() {
 	if g.closed || old == nil {
 		return
 	}
-	st, err := g.build(old.cfg, old.pol, g.upstreams)
+	st, err := g.build(old.cfg, old.pol, old.cand, g.upstreams)
 	if err != nil {
 		g.log.Error("cannot bind the changed tool set; the previous one stays in force", "error", err)
 		return
@@ -266,9 +277,10 @@ func (g *Gateway) rebuild() {
 	g.swap(st)
 }
 
-// build binds one guard per role over the upstreams' tools.
-func (g *Gateway) build(cfg *File, pol *policy.Policy, ups map[string]*upstreamEntry) (*gatewayState, error) {
-	st := &gatewayState{cfg: cfg, pol: pol, tools: map[string]*governedTool{}, clients: map[string]Client{}}
+// build binds one guard per role over the upstreams' tools. cand is the candidate
+// (shadow_policy), or nil.
+func (g *Gateway) build(cfg *File, pol, cand *policy.Policy, ups map[string]*upstreamEntry) (*gatewayState, error) {
+	st := &gatewayState{cfg: cfg, pol: pol, cand: cand, tools: map[string]*governedTool{}, clients: map[string]Client{}}
 	var err error
 	if st.oauth, err = g.oauthFor(cfg); err != nil {
 		return nil, fmt.Errorf("oauth: %w", err)
@@ -307,9 +319,13 @@ func (g *Gateway) build(cfg *File, pol *policy.Policy, ups map[string]*upstreamE
 	if err != nil {
 		return nil, err
 	}
+	cviews, err := candidateViews(cand, views, cfg)
+	if err != nil {
+		return nil, err
+	}
 	st.views = map[string]*roleView{}
 	// The journal of this revision: audit.redact_args applies from the revision that sets it.
-	journal := sendJournal{g.journal.With(&audit.Options{RedactArgs: cfg.RedactArgs, Deferred: true, Logger: g.log, Observe: g.metrics.observeAudit})}
+	journal := sendJournal{g.journal.With(&audit.Options{RedactArgs: cfg.RedactArgs, Deferred: true, Logger: g.log, Observe: g.metrics.observeAudit}), g}
 	for role, p := range views {
 		var reg warden.Registry
 		for _, name := range st.names {
@@ -322,8 +338,14 @@ func (g *Gateway) build(cfg *File, pol *policy.Policy, ups map[string]*upstreamE
 				return nil, err
 			}
 		}
+		// The enforcing policy itself, or wrapped to note its checks for the shadows
+		// (it answers the same: see shadowChecker).
+		var checker warden.Checker = p
+		if shadows := shadowsOf(p, cviews[role]); len(shadows) > 0 {
+			checker = shadowChecker{Policy: p, shadows: shadows}
+		}
 		guard, err := reg.Bind(warden.Config{
-			Checkers: []warden.Checker{p},
+			Checkers: []warden.Checker{checker},
 			Schemas:  schema.Compiler{},
 			Sinks:    []warden.Sink{g.sink},
 			Journal:  journal,

@@ -94,6 +94,29 @@
 // is evaluated and the strongest answer wins (halt > deny > ask > allow). [LoadFile]
 // reads the YAML policy format strictly and gives every policy a [Policy.Revision].
 //
+// # Shadow items and shadow files
+//
+// A rule entry may be a mapping instead of a list of patterns, {patterns: [...],
+// enforce: bool}, and a condition may say enforce: bool; enforce: true (or a plain
+// list) is the same as leaving it out. An item with enforce: false is a shadow item:
+// [Parse] leaves it out of the returned policy exactly as if it were not in the file
+// (decisions and [Policy.Revision] included), and [Policy.Shadow] is the whole file with
+// every shadow item enforcing, which a front end evaluates beside the policy and never
+// instead of it (the gateway records where it is stricter). Shadow items are validated
+// like any other: a mapping with an unknown key, without patterns, or whose enforce is
+// not a boolean is an error. A file whose items are all shadow is what remains without
+// them; when nothing does, it decides nothing and is refused.
+//
+// A file whose top level says enforce: false is a shadow file. [Parse] refuses it
+// ([ErrShadowFile]): a file meant to be evaluated only never becomes the enforcing
+// policy, and never an allow-all by accident. [ParseShadow] and [LoadShadowFile] load
+// it, or any other policy file, as a shadow: every item counts.
+//
+// The two revisions: the enforcing one covers the file without its shadow items (so
+// editing a shadow item voids no approval bound to it), and the shadow's covers the
+// whole file as if every item enforced, which is the revision the file has once its
+// enforce: false marks are removed.
+//
 // # Bounded conditions
 //
 // A [Condition] runs under a cost limit ([DefaultConditionCostLimit], or

@@ -30,13 +30,44 @@ func LoadFile(path string, opts *LoadOptions) (*Policy, error) {
 	return Parse(path, data, opts)
 }
 
+// LoadShadowFile reads and compiles a shadow (candidate) policy file (see
+// [ParseShadow]).
+func LoadShadowFile(path string, opts *LoadOptions) (*Policy, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &warden.ConfigError{File: path, Msg: "cannot read shadow policy file: " + fileerr.Text(err), Hint: "check the path and its permissions"}
+	}
+	return ParseShadow(path, data, opts)
+}
+
 // Parse compiles a policy file's contents; name is used in errors. The file is validated
 // strictly: unknown keys, duplicate keys, wrong types, empty or malformed patterns, an
 // unknown mode or preset, an active role not in roles, a condition that does not compile,
 // YAML aliases, and more than one YAML document are errors. Every error is a
 // *[warden.ConfigError] (joined with [errors.Join] when there are several) that names
 // the file, line and column and says how to fix it.
+//
+// The returned policy is the enforcing part of the file: its rules and conditions
+// marked `enforce: false` (shadow items) are left out of it, exactly as if they were
+// not in the file, so they never change its decisions nor its revision. When the file
+// has shadow items, [Policy.Shadow] is the whole file with those items enforcing. A
+// file whose top level says `enforce: false` is a shadow policy and is refused here
+// (load it with [ParseShadow]): a file meant to be evaluated only never becomes the
+// enforcing policy.
 func Parse(name string, data []byte, opts *LoadOptions) (*Policy, error) {
+	return parse(name, data, opts, false)
+}
+
+// ParseShadow compiles a file to be evaluated as a shadow policy only (the gateway's
+// shadow_policy, a candidate for the next enforcing policy): every rule and condition
+// counts, `enforce: false` or not, and the top level may say `enforce: false`. It
+// validates the file as strictly as [Parse]. The result must never be used as the
+// enforcing policy; its [Policy.Shadow] is nil.
+func ParseShadow(name string, data []byte, opts *LoadOptions) (*Policy, error) {
+	return parse(name, data, opts, true)
+}
+
+func parse(name string, data []byte, opts *LoadOptions, shadowOnly bool) (*Policy, error) {
 	if opts == nil {
 		opts = &LoadOptions{}
 	}
@@ -55,14 +86,38 @@ func Parse(name string, data []byte, opts *LoadOptions) (*Policy, error) {
 	if len(d.Errs) > 0 {
 		return nil, d.Err()
 	}
-	p := d.build(f, opts)
+	if f.shadowFile && !shadowOnly {
+		d.Errs = append(d.Errs, shadowFileError{yamlstrict.Located(name, f.enforceNode, "this file is a shadow policy (enforce: false) and cannot be loaded as the enforcing policy", "load it as a shadow policy (shadow_policy in gateway.yaml) to see what it would decide, or remove `enforce: false` to enforce it")})
+		return nil, d.Err()
+	}
+	// The whole file first (shadow items enforcing): it reports every problem of every
+	// item; then, when some items are shadow, the enforcing part alone.
+	full := d.build(f, opts, true)
 	if len(d.Errs) > 0 {
 		return nil, d.Err()
 	}
-	p.source = name
-	p.warnings = d.lint(f, p)
+	full.source = name
+	p := full
+	if !shadowOnly && f.hasShadow() {
+		if p = d.build(f, opts, false); len(d.Errs) > 0 {
+			return nil, d.Err()
+		}
+		p.source = name
+		p.shadow = full
+	}
+	p.warnings = d.lint(f, full)
 	return p, nil
 }
+
+// ErrShadowFile is what [Parse] reports (errors.Is) for a file whose top level says
+// `enforce: false`: it is a shadow policy, to be loaded with [ParseShadow]. The error
+// itself is a *[warden.ConfigError] at the enforce key.
+var ErrShadowFile = errors.New("policy: a shadow policy file cannot be the enforcing policy")
+
+type shadowFileError struct{ *warden.ConfigError }
+
+func (e shadowFileError) Unwrap() error        { return e.ConfigError }
+func (e shadowFileError) Is(target error) bool { return target == ErrShadowFile }
 
 // maxFileSize bounds what Parse reads: a policy is configuration, not data.
 const maxFileSize = 1 << 20
@@ -107,16 +162,59 @@ type policyFile struct {
 	costLimitNode          *yaml.Node
 	shell                  shell.Options
 	shellNode              *yaml.Node
+	// shadowRules marks, per rule list, the keys written as a mapping with
+	// `enforce: false`; condShadow marks the conditions with `enforce: false`. The
+	// rule maps and conditions above hold every item, shadow or not.
+	shadowRules map[string]map[string]bool
+	condShadow  []bool
+	// shadowFile is true for a file whose top level says `enforce: false`: every item
+	// is shadow, and the file cannot be loaded as the enforcing policy.
+	shadowFile  bool
+	enforceNode *yaml.Node
 }
 
-var topKeys = []string{"version", "description", "mode", "preset", "aliases", "match", "rules", "roles", "active_role", "capabilities", "skills", "conditions", "condition_cost_limit", "shell"}
+// hasShadow reports whether some rule or condition is marked `enforce: false`.
+func (f *policyFile) hasShadow() bool {
+	for _, m := range f.shadowRules {
+		if len(m) > 0 {
+			return true
+		}
+	}
+	return slices.Contains(f.condShadow, true)
+}
+
+// rules returns list's rules, with or without the shadow ones.
+func (f *policyFile) rules(list string, withShadow bool) map[string][]string {
+	var m map[string][]string
+	switch list {
+	case "deny":
+		m = f.deny
+	case "allow":
+		m = f.allow
+	default:
+		m = f.escalate
+	}
+	shadow := f.shadowRules[list]
+	if withShadow || len(shadow) == 0 {
+		return m
+	}
+	out := make(map[string][]string, len(m))
+	for k, v := range m {
+		if !shadow[k] {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+var topKeys = []string{"version", "description", "enforce", "mode", "preset", "aliases", "match", "rules", "roles", "active_role", "capabilities", "skills", "conditions", "condition_cost_limit", "shell"}
 
 // TopLevelKeys returns the keys a policy file may have at its top level (a new slice
 // each call). warden validate uses it to tell a policy file from a gateway config.
 func TopLevelKeys() []string { return slices.Clone(topKeys) }
 
 func (d *fileDecoder) decodeFile(root *yaml.Node) *policyFile {
-	f := &policyFile{ruleNodes: map[string]map[string]*yaml.Node{}, ruleListNodes: map[string]*yaml.Node{}}
+	f := &policyFile{ruleNodes: map[string]map[string]*yaml.Node{}, ruleListNodes: map[string]*yaml.Node{}, shadowRules: map[string]map[string]bool{}}
 	entries, ok := d.Mapping(root, "the top level")
 	if !ok {
 		return f
@@ -130,6 +228,10 @@ func (d *fileDecoder) decodeFile(root *yaml.Node) *policyFile {
 			}
 		case "description":
 			d.Str(e.Value, "description")
+		case "enforce":
+			if b, ok := d.Bool(e.Value, "enforce"); ok {
+				f.shadowFile, f.enforceNode = !b, e.Value
+			}
 		case "mode":
 			if s, ok := d.Str(e.Value, "mode"); ok {
 				f.mode, f.modeNode = s, e.Value
@@ -215,7 +317,7 @@ func (d *fileDecoder) decodeRules(n *yaml.Node, f *policyFile) {
 		return
 	}
 	for _, e := range entries {
-		lists, nodes := d.StrListMap(e.Value, "rules."+e.Key)
+		lists, nodes, shadow := d.decodeRuleList(e.Value, "rules."+e.Key)
 		switch e.Key {
 		case "deny":
 			f.deny = lists
@@ -228,6 +330,7 @@ func (d *fileDecoder) decodeRules(n *yaml.Node, f *policyFile) {
 			continue
 		}
 		f.ruleNodes[e.Key] = nodes
+		f.shadowRules[e.Key] = shadow
 		f.ruleListNodes[e.Key] = e.Value
 		d.checkFamilyKeys(e.Value, "rules."+e.Key)
 		for tool, pats := range lists {
@@ -236,6 +339,62 @@ func (d *fileDecoder) decodeRules(n *yaml.Node, f *policyFile) {
 			}
 		}
 	}
+}
+
+var ruleEntryKeys = []string{"patterns", "enforce"}
+
+// decodeRuleList reads one rule list (rules.deny, rules.allow, rules.escalate): each
+// key holds a list of patterns, or a mapping {patterns: [...], enforce: bool}. It
+// returns the patterns and the node of each key's pattern list, and the keys whose
+// mapping says `enforce: false` (shadow rules).
+func (d *fileDecoder) decodeRuleList(n *yaml.Node, where string) (map[string][]string, map[string]*yaml.Node, map[string]bool) {
+	entries, ok := d.Mapping(n, where)
+	if !ok {
+		return nil, nil, nil
+	}
+	out := map[string][]string{}
+	nodes := map[string]*yaml.Node{}
+	shadow := map[string]bool{}
+	for _, e := range entries {
+		at, val := where+"."+e.Key, e.Value
+		if val.Kind == yaml.MappingNode {
+			kvs, _ := d.Mapping(val, at)
+			var pats *yaml.Node
+			enforce, good := true, true
+			for _, kv := range kvs {
+				switch kv.Key {
+				case "patterns":
+					pats = kv.Value
+				case "enforce":
+					if b, ok := d.Bool(kv.Value, at+".enforce"); ok {
+						enforce = b
+					} else {
+						good = false
+					}
+				default:
+					d.Fail(kv.KeyNode, "a rule entry holds patterns and enforce"+yamlstrict.Suggest(kv.Key, ruleEntryKeys), "unknown key %q in %s", kv.Key, at)
+					good = false
+				}
+			}
+			if pats == nil {
+				d.Fail(val, "add `patterns: [\"...\"]`, or write the patterns as a plain list", "%s: missing patterns", at)
+				continue
+			}
+			if !good {
+				continue
+			}
+			val, at = pats, at+".patterns"
+			if !enforce {
+				shadow[e.Key] = true
+			}
+		}
+		l, ok := d.StrList(val, at)
+		if ok {
+			out[e.Key] = l
+			nodes[e.Key] = val
+		}
+	}
+	return out, nodes, shadow
 }
 
 // checkFamilyKeys refuses, at the key, a rule or match key that is a family prefix with
@@ -267,7 +426,7 @@ func (d *fileDecoder) checkPattern(n *yaml.Node, tool, p string) {
 	}
 }
 
-var condKeys = []string{"id", "when", "effect", "reason", "rationale", "tell_llm"}
+var condKeys = []string{"id", "when", "effect", "reason", "rationale", "tell_llm", "enforce"}
 
 func (d *fileDecoder) decodeConditions(n *yaml.Node, f *policyFile) {
 	if n.Kind != yaml.SequenceNode {
@@ -282,8 +441,14 @@ func (d *fileDecoder) decodeConditions(n *yaml.Node, f *policyFile) {
 		}
 		var c Condition
 		var whenNode *yaml.Node
-		hasEffect := false
+		hasEffect, shadow := false, false
 		for _, e := range entries {
+			if e.Key == "enforce" {
+				if b, ok := d.Bool(e.Value, where+".enforce"); ok {
+					shadow = !b
+				}
+				continue
+			}
 			s, ok := d.Str(e.Value, where+"."+e.Key)
 			if !ok {
 				continue
@@ -321,11 +486,13 @@ func (d *fileDecoder) decodeConditions(n *yaml.Node, f *policyFile) {
 		}
 		f.conditions = append(f.conditions, c)
 		f.condNodes = append(f.condNodes, whenNode)
+		f.condShadow = append(f.condShadow, shadow)
 	}
 }
 
-// build compiles the decoded file into a Policy, reporting semantic errors.
-func (d *fileDecoder) build(f *policyFile, opts *LoadOptions) *Policy {
+// build compiles the decoded file into a Policy, reporting semantic errors: the whole
+// file when withShadow is true, else the file without its shadow items.
+func (d *fileDecoder) build(f *policyFile, opts *LoadOptions, withShadow bool) *Policy {
 	var rules *RulePolicy
 	hasRuleLayer := f.modeNode != nil || f.presetNode != nil || f.rulesNode != nil
 	if !hasRuleLayer && (f.aliasesNode != nil || f.matchNode != nil) {
@@ -353,9 +520,9 @@ func (d *fileDecoder) build(f *policyFile, opts *LoadOptions) *Policy {
 		if cfg.Mode != ModeRules && cfg.Mode != "" && f.rulesNode != nil && f.preset == "" {
 			d.Fail(f.rulesNode, "remove the rules, or use mode: rules", "mode %s ignores rules", cfg.Mode)
 		}
-		cfg.Deny = appendRules(cfg.Deny, f.deny)
-		cfg.Allow = appendRules(cfg.Allow, f.allow)
-		cfg.Escalate = appendRules(cfg.Escalate, f.escalate)
+		cfg.Deny = appendRules(cfg.Deny, f.rules("deny", withShadow))
+		cfg.Allow = appendRules(cfg.Allow, f.rules("allow", withShadow))
+		cfg.Escalate = appendRules(cfg.Escalate, f.rules("escalate", withShadow))
 		cfg.Aliases, cfg.Match, cfg.Shell = f.aliases, f.match, f.shell
 		r, err := NewRules(cfg)
 		if err != nil {
@@ -434,14 +601,22 @@ func (d *fileDecoder) build(f *policyFile, opts *LoadOptions) *Policy {
 	if f.costLimitNode != nil && len(f.conditions) == 0 {
 		d.Fail(f.costLimitNode, "remove it, or add conditions", "condition_cost_limit applies to conditions, and this file has none")
 	}
+	// The conditions compiled, and the index in the file of each.
+	var list []Condition
+	var at []int
+	for i, c := range f.conditions {
+		if withShadow || !f.condShadow[i] {
+			list, at = append(list, c), append(at, i)
+		}
+	}
 	var conds *Conditions
-	if len(f.conditions) > 0 && len(d.Errs) == 0 {
-		c, err := CompileConditionsWith(f.conditions, &ConditionOptions{CostLimit: f.costLimit})
+	if len(list) > 0 && len(d.Errs) == 0 {
+		c, err := CompileConditionsWith(list, &ConditionOptions{CostLimit: f.costLimit})
 		if err != nil {
 			var ce *ConditionError
 			n := f.condsNode
 			if errors.As(err, &ce) {
-				n = f.condNodes[ce.Index]
+				n = f.condNodes[at[ce.Index]]
 			}
 			d.Fail(n, "fix the CEL expression; variables: tool, args, role, identity, capability", "%s", err.Error())
 		}
@@ -452,6 +627,10 @@ func (d *fileDecoder) build(f *policyFile, opts *LoadOptions) *Policy {
 	}
 	p, err := New(rules, roles, conds)
 	if err != nil {
+		if !withShadow {
+			d.Errs = append(d.Errs, &warden.ConfigError{File: d.File, Line: 1, Column: 1, Msg: "policy decides nothing once its shadow items (enforce: false) are set aside", Hint: "make some rule or condition enforcing, or mark the whole file `enforce: false` and load it as a shadow policy"})
+			return nil
+		}
 		d.Errs = append(d.Errs, &warden.ConfigError{File: d.File, Line: 1, Column: 1, Msg: "policy decides nothing", Hint: "define rules, a preset, a mode, roles or conditions"})
 		return nil
 	}

@@ -42,7 +42,11 @@ func (d *fileDecoder) lint(f *policyFile, p *Policy) []*warden.ConfigError {
 		for i := 0; i+1 < len(m.Content); i += 2 {
 			key, val := m.Content[i], m.Content[i+1]
 			toolKey(key, "tool key", key.Value)
-			if val.Kind != yaml.SequenceNode {
+			if val.Kind == yaml.MappingNode {
+				// {patterns: [...], enforce: ...}: the patterns are linted alike.
+				val = mappingValue(val, "patterns")
+			}
+			if val == nil || val.Kind != yaml.SequenceNode {
 				continue
 			}
 			bash := key.Value != "*" && canonical(key.Value) == "bash"
@@ -184,4 +188,14 @@ func codeRunner(pat string) (string, bool) {
 		return "", false
 	}
 	return name, strings.ContainsAny(rest, "*?[")
+}
+
+// mappingValue returns the value of key in the mapping m, or nil.
+func mappingValue(m *yaml.Node, key string) *yaml.Node {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i+1]
+		}
+	}
+	return nil
 }

@@ -32,6 +32,8 @@ type Policy struct {
 	revision string
 	source   string
 	warnings []*warden.ConfigError
+	// shadow is the file with its shadow items enforcing, or nil (see [Policy.Shadow]).
+	shadow *Policy
 }
 
 // ErrDecidesNothing is returned when a policy has no layer at all.
@@ -72,6 +74,18 @@ func (p *Policy) Warnings() []*warden.ConfigError {
 	return out
 }
 
+// Shadow returns, for a policy parsed from a file that marks some rules or conditions
+// `enforce: false`, the whole file with those items enforcing: what the policy would
+// decide once they are enforced. It is evaluated beside the policy, never instead of
+// it (the gateway records where it is stricter); nil when the file has no shadow items.
+// The policy itself is the file without them ([Parse]).
+//
+// Each has its own revision: [Policy.Revision] covers the enforcing part alone (adding,
+// editing or removing a shadow item does not change it, so approvals bound to it stay
+// valid), and the shadow's covers the whole file as if every item enforced: it is the
+// revision the file has once its `enforce: false` marks are removed.
+func (p *Policy) Shadow() *Policy { return p.shadow }
+
 // Source returns the file the policy was loaded from, or "".
 func (p *Policy) Source() string { return p.source }
 
@@ -100,6 +114,12 @@ func (p *Policy) WithActiveRole(role string) (*Policy, error) {
 	}
 	q := *p
 	q.roles = r
+	if p.shadow != nil {
+		// The shadow holds the same roles: enforce marks apply to rules and conditions.
+		if q.shadow, err = p.shadow.WithActiveRole(role); err != nil {
+			return nil, err
+		}
+	}
 	return &q, nil
 }
 

@@ -66,6 +66,10 @@ type Entry struct {
 	Duration     time.Duration
 	ResultSize   int64
 	ApprovedBy   string
+	// Shadow is the JSON array of the call's [ShadowVerdict]s, "" for none (and for
+	// every entry written before shadow policies existed, whose hash it leaves as it
+	// was: an empty Shadow is not part of the hashed content).
+	Shadow string
 
 	PrevHash string
 	Hash     string
@@ -110,6 +114,13 @@ func callEntry(kind EntryKind, r CallRecord, now time.Time) Entry {
 	if len(r.Args) > 0 {
 		e.Args = append([]byte(nil), r.Args...)
 	}
+	if len(r.Shadow) > 0 {
+		b, err := json.Marshal(r.Shadow)
+		if err != nil {
+			panic("store: encoding shadow verdicts: " + err.Error()) // only strings: cannot fail
+		}
+		e.Shadow = string(b)
+	}
 	e.normalize()
 	e.Prepare()
 	return e
@@ -143,7 +154,7 @@ func (e *Entry) normalize() {
 	e.Time = NormalizeTime(e.Time)
 	for _, s := range []*string{&e.CallID, &e.Session, &e.Tool, &e.Tenant, &e.Principal,
 		&e.Conversation, &e.ArgsDigest, &e.Stage, &e.Effect, &e.RuleID, &e.Rationale,
-		&e.Reason, &e.Revision, &e.Status, &e.ApprovedBy} {
+		&e.Reason, &e.Revision, &e.Status, &e.ApprovedBy, &e.Shadow} {
 		*s = CleanString(*s)
 	}
 	if len(e.Args) == 0 {
@@ -198,6 +209,9 @@ type entryContent struct {
 	DurationNS   int64     `json:"duration_ns"`
 	ResultSize   int64     `json:"result_size"`
 	ApprovedBy   string    `json:"approved_by"`
+	// Shadow was added after version 1 was fixed: it is left out when empty, so the
+	// content (and the hash) of every entry without shadow verdicts is what it was.
+	Shadow string `json:"shadow,omitempty"`
 }
 
 // contentPrefix is the canonical JSON of everything but Seq, PrevHash and Hash, without
@@ -210,7 +224,7 @@ func (e *Entry) contentPrefix() []byte {
 		Args: e.Args, Stage: e.Stage, Effect: e.Effect, RuleID: e.RuleID,
 		Rationale: e.Rationale, Reason: e.Reason, Revision: e.Revision,
 		Executed: e.Executed, Status: e.Status, DurationNS: int64(e.Duration),
-		ResultSize: e.ResultSize, ApprovedBy: e.ApprovedBy,
+		ResultSize: e.ResultSize, ApprovedBy: e.ApprovedBy, Shadow: e.Shadow,
 	}
 	if len(c.Args) == 0 {
 		c.Args = nil
@@ -292,6 +306,12 @@ func (e *Entry) CallRecord() CallRecord {
 	}
 	if len(e.Args) > 0 {
 		r.Args = append(json.RawMessage(nil), e.Args...)
+	}
+	if e.Shadow != "" {
+		if err := json.Unmarshal([]byte(e.Shadow), &r.Shadow); err != nil || len(r.Shadow) == 0 {
+			// Shown, not dropped: the chain's verification says whether it was altered.
+			r.Shadow = []ShadowVerdict{{Effect: "unreadable", Rationale: "the entry's shadow verdicts cannot be read: " + e.Shadow}}
+		}
 	}
 	if e.Kind == EntryIntent {
 		r.Status = StatusStarted

@@ -137,6 +137,29 @@ func TestCanonicalContentIsStable(t *testing.T) {
 	}
 }
 
+// An entry with shadow verdicts holds them, as JSON text, after every field of
+// version 1; one without has exactly the version 1 content (TestCanonicalContentIsStable).
+func TestCanonicalContentWithShadow(t *testing.T) {
+	e := store.RecordEntry(store.CallRecord{
+		Time: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC), CallID: "c1", Tool: "bash",
+		Effect: "allow", RuleID: "ls *", Revision: "rev", Status: warden.StatusRan,
+		Shadow: []store.ShadowVerdict{{Source: "policy", Effect: "would deny", Enforced: "allow", RuleID: "rm *", Rationale: "denied by rule: rm *", Revision: "rev-s"}},
+	}, time.Time{})
+	e.Seal(1, "")
+	want := `{"v":1,"kind":"record","ref":0,"time_us":1735787045000000,"call_id":"c1","session":"","tool":"bash","tenant":"","principal":"","conversation":"","args_digest":"","args":null,"stage":"","effect":"allow","rule_id":"ls *","rationale":"","reason":"","revision":"rev","executed":false,"status":"ran","duration_ns":0,"result_size":0,"approved_by":"","shadow":"[{\"source\":\"policy\",\"effect\":\"would deny\",\"enforced\":\"allow\",\"rule_id\":\"rm *\",\"rationale\":\"denied by rule: rm *\",\"revision\":\"rev-s\"}]","seq":1}`
+	if diff := cmp.Diff(want, string(e.CanonicalContent())); diff != "" {
+		t.Errorf("canonical content (-want +got):\n%s", diff)
+	}
+	if r := e.CallRecord(); len(r.Shadow) != 1 || r.Shadow[0].RuleID != "rm *" || r.Shadow[0].Revision != "rev-s" {
+		t.Errorf("CallRecord().Shadow = %+v", r.Shadow)
+	}
+	// Verdicts that cannot be read are shown as such, never dropped.
+	e.Shadow = "[{"
+	if r := e.CallRecord(); len(r.Shadow) != 1 || r.Shadow[0].Effect != "unreadable" || r.Shadow[0].Rationale != "the entry's shadow verdicts cannot be read: [{" {
+		t.Errorf("CallRecord().Shadow = %+v", r.Shadow)
+	}
+}
+
 func TestEntryNormalizes(t *testing.T) {
 	e := store.RecordEntry(store.CallRecord{
 		Time: time.Date(2025, 1, 1, 0, 0, 0, 999, time.FixedZone("Z1", 3600)),

@@ -51,6 +51,9 @@ func (m *CallMatcher) Match(r CallRecord) bool {
 	if f.ToolGlob != "" && !m.glob.Match(r.Tool) {
 		return false
 	}
+	if f.Shadow && len(r.Shadow) == 0 {
+		return false
+	}
 	return true
 }
 

@@ -287,6 +287,33 @@ type CallRecord struct {
 	Duration   time.Duration
 	ResultSize int
 	ApprovedBy string
+	// Shadow holds what shadow policies would have decided about the call where they
+	// are stricter than the enforcing decision, and their faults (see
+	// [ShadowVerdict]); nil for none, and for every record written before shadow
+	// policies existed. It is part of the call's first entry (its intent or record).
+	Shadow []ShadowVerdict
+}
+
+// ShadowVerdict is a shadow policy's verdict on a call: a policy evaluated beside the
+// enforcing one, whose answer is recorded and never changes the call. A verdict is
+// kept only where the shadow is stricter than the enforcing decision (halt > deny >
+// ask > allow), or where it failed.
+type ShadowVerdict struct {
+	// Source names the shadow: "policy" for the enforcing file's own items marked
+	// `enforce: false`, "shadow_policy" for the gateway's candidate file.
+	Source string `json:"source"`
+	// Effect is "would halt", "would deny", "would ask", or "fault" when the shadow
+	// could not decide (an error, a panic, a condition over its cost limit or its
+	// deadline); Rationale then says why.
+	Effect string `json:"effect"`
+	// Enforced is the enforcing decision's effect on the same check (allow, ask,
+	// deny, halt).
+	Enforced  string `json:"enforced"`
+	RuleID    string `json:"rule_id"`
+	Rationale string `json:"rationale,omitempty"`
+	Reason    string `json:"reason,omitempty"`
+	// Revision is the shadow policy's revision.
+	Revision string `json:"revision"`
 }
 
 // CallRef names a call started by [Store.BeginCall].
@@ -324,6 +351,8 @@ type CallFilter struct {
 	CallID string
 	// Status keeps calls with this status ([StatusStarted] for unknown outcomes).
 	Status warden.Status
+	// Shadow keeps only calls with a shadow verdict ([CallRecord.Shadow]).
+	Shadow bool
 	// Limit, when positive, keeps only the newest Limit matching calls (still returned
 	// oldest first).
 	Limit int

@@ -29,6 +29,8 @@ type auditOptions struct {
 	status    string
 	limit     int
 	json      bool
+	// shadow lists only the calls with a shadow verdict, one row per verdict.
+	shadow bool
 	// head and headFile are `warden audit verify --head` and --head-file.
 	head     string
 	headFile string
@@ -42,7 +44,7 @@ const defaultAuditLimit = 100
 func newAuditCommand(stdout io.Writer, proc *process) *cobra.Command {
 	o := auditOptions{now: proc.clock()}
 	cmd := &cobra.Command{
-		Use:   "audit [--since DUR] [--tool GLOB] [--principal P] [--status S] [--limit N] [--json]",
+		Use:   "audit [--since DUR] [--tool GLOB] [--principal P] [--status S] [--shadow] [--limit N] [--json]",
 		Short: "Show the audit log of tool calls, newest last",
 		Long: `Audit shows what ran, what was refused, by which rule, for whom and under which
 policy revision: one row per call, newest last (times in UTC).
@@ -57,11 +59,19 @@ Status is one of ran, refused, halted, pending, failed, or started (outcome unkn
 there are no backslash escapes (write [*] for a literal *).
 --since takes a duration such as 90m, 24h or 7d.
 
+--shadow lists only the calls a shadow policy judged more strictly than the enforcing
+one (or could not judge): a policy's rules and conditions marked enforce: false, and a
+gateway's shadow_policy. It shows one row per verdict: the enforcing decision, what the
+shadow would have done (would halt, would deny, would ask, or fault), the shadow's rule,
+where it comes from (policy or shadow_policy) and its revision. Shadow verdicts never
+changed a call. With --json each call's object also holds its "shadow" verdicts.
+
 Exit codes: 0 success, 2 bad usage or a store that cannot be opened, 1 an internal
 error.`,
 		Example: `  warden audit --since 24h
   warden audit --tool 'github.*' --status refused
   warden audit --principal ann --json | jq .
+  warden audit --shadow --since 7d
   warden audit verify
   warden audit verify --head-file /var/lib/warden-anchor/head.json`,
 		Args: cobra.NoArgs,
@@ -76,6 +86,7 @@ error.`,
 	f.StringVar(&o.tool, "tool", "", "only tools whose name matches this glob")
 	f.StringVar(&o.principal, "principal", "", "only calls made for this principal")
 	f.StringVar(&o.status, "status", "", "only calls with this status: ran, refused, halted, pending, failed or started")
+	f.BoolVar(&o.shadow, "shadow", false, "only calls with a shadow verdict: what a shadow policy would have refused")
 	f.IntVar(&o.limit, "limit", defaultAuditLimit, "show the newest N matching calls; 0 shows all")
 	f.BoolVar(&o.json, "json", false, "print one JSON object per call and line")
 
@@ -139,7 +150,7 @@ var auditStatuses = []warden.Status{warden.StatusRan, warden.StatusRefused, ward
 
 // auditFilter turns the flags into a store filter.
 func (o auditOptions) filter(at time.Time) (store.CallFilter, error) {
-	f := store.CallFilter{ToolGlob: o.tool, Principal: o.principal, Limit: o.limit}
+	f := store.CallFilter{ToolGlob: o.tool, Principal: o.principal, Limit: o.limit, Shadow: o.shadow}
 	if err := store.CheckToolGlob(o.tool); err != nil {
 		return f, usageErrorf("invalid --tool: %v", err)
 	}
@@ -280,9 +291,14 @@ func runAudit(ctx context.Context, s store.Store, w io.Writer, o auditOptions, f
 	if err != nil {
 		return cmdError(exitInternal, "reading the audit log: %w", err)
 	}
-	if o.json {
+	switch {
+	case o.shadow && o.json:
+		err = writeJSONLines(w, len(calls), func(i int) any { return shadowCallJSON{callToJSON(calls[i]), calls[i].Shadow} })
+	case o.shadow:
+		err = writeShadowTable(w, calls, o.limit)
+	case o.json:
 		err = writeJSONLines(w, len(calls), func(i int) any { return callToJSON(calls[i]) })
-	} else {
+	default:
 		err = writeCallTable(w, calls, o.limit)
 	}
 	if err != nil {
@@ -332,6 +348,41 @@ func writeCallTable(w io.Writer, calls []store.CallRecord, limit int) error {
 		}
 	}
 	return nil
+}
+
+// writeShadowTable prints one row per shadow verdict of each call, newest call last,
+// then the note about the limit.
+func writeShadowTable(w io.Writer, calls []store.CallRecord, limit int) error {
+	if len(calls) == 0 {
+		_, err := fmt.Fprintln(w, "No calls with a shadow verdict match.")
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TIME (UTC)\tPRINCIPAL\tTOOL\tDECISION\tSHADOW\tRULE\tSOURCE\tREVISION")
+	for _, c := range calls {
+		for _, v := range c.Shadow {
+			fmt.Fprintln(tw, strings.Join([]string{
+				formatTime(c.Time), dash(c.Identity.Principal), dash(c.Tool), dash(v.Enforced),
+				dash(v.Effect), dash(v.RuleID), dash(v.Source), shortRevision(v.Revision),
+			}, "\t"))
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if limit > 0 && len(calls) == limit {
+		if _, err := fmt.Fprintf(w, "Showing the newest %d calls with a shadow verdict; use --limit 0 for all.\n", limit); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// shadowCallJSON is the JSON form of an audited call with its shadow verdicts
+// (`warden audit --shadow --json`): every key of callJSON, and "shadow".
+type shadowCallJSON struct {
+	callJSON
+	Shadow []store.ShadowVerdict `json:"shadow"`
 }
 
 // shortRevision shortens a policy revision ("sha256:<hex>") to 12 characters.

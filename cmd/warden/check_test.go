@@ -322,3 +322,12 @@ func TestExamplePolicies(t *testing.T) {
 		t.Errorf("warden validate examples: exit %d\n%s", r.code, r.stderr)
 	}
 }
+
+// A shadow policy file is refused as the policy a call is checked against.
+func TestCheckRefusesShadowFile(t *testing.T) {
+	r := runWarden(t, "check", "--policy", "testdata/validate/shadow-file.yaml", "--tool", "reader", "--args", `{"path":"a"}`)
+	want := "testdata/validate/shadow-file.yaml:3:10: this file is a shadow policy (enforce: false) and cannot be loaded as the enforcing policy (load it as a shadow policy (shadow_policy in gateway.yaml) to see what it would decide, or remove `enforce: false` to enforce it)\n"
+	if r.code != exitUsage || r.stdout != "" || r.stderr != want {
+		t.Fatalf("exit %d, stdout %q, stderr %q\nwant stderr %q", r.code, r.stdout, r.stderr, want)
+	}
+}

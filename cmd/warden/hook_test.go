@@ -410,6 +410,8 @@ func TestHookExitCodes(t *testing.T) {
 		{"no policy flag", nil, valid, 2, "deny", "no policy"},
 		{"missing policy file", []string{"--policy", "testdata/hook/nope.yaml"}, valid, 2, "deny", "the policy does not load: testdata/hook/nope.yaml: cannot read policy file"},
 		{"invalid policy", []string{"--policy", "testdata/bad/unknown-key.yaml"}, valid, 2, "deny", "the policy does not load: testdata/bad/unknown-key.yaml:"},
+		// A shadow policy file is never the enforcing one (its mode would allow all).
+		{"shadow policy file", []string{"--policy", "testdata/validate/shadow-file.yaml"}, valid, 2, "deny", "the policy does not load: testdata/validate/shadow-file.yaml:3:10: this file is a shadow policy (enforce: false) and cannot be loaded as the enforcing policy"},
 		{"unknown role", []string{"--policy", codingAgent, "--role", "admin"}, valid, 2, "deny", "the policy does not load"},
 		{"unknown flag", []string{"--policy", codingAgent, "--polcy", "x"}, valid, 2, "deny", "unknown flag: --polcy"},
 		{"unknown event", []string{"--policy", codingAgent, "--event", "stop"}, valid, 2, "deny", `--event is "stop"; use pre or post`},

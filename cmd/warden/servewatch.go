@@ -11,7 +11,7 @@ import (
 )
 
 // configWatch notices changes to a gateway's files: the config and the files it names
-// (the policy, a project file). For each it keeps the SHA-256 of the content as it
+// (the policy, the shadow policy, a project file). For each it keeps the SHA-256 of the content as it
 // was just BEFORE the last load read it, so any difference found later is an edit
 // made after (or while) that load read the file, never one it already applied:
 //
@@ -87,8 +87,10 @@ func (w *configWatch) load(apply func(*gateway.File) error) (*gateway.File, erro
 			}
 		}
 		if err == nil {
-			if _, ok := sums[cfg.Policy]; !ok {
-				sums[cfg.Policy] = fileSum(cfg.Policy) // before apply reads it
+			for _, f := range []string{cfg.Policy, cfg.ShadowPolicy} {
+				if _, ok := sums[f]; f != "" && !ok {
+					sums[f] = fileSum(f) // before apply reads it
+				}
 			}
 		}
 	}
@@ -106,6 +108,9 @@ func (w *configWatch) load(apply func(*gateway.File) error) (*gateway.File, erro
 		kept := map[string]string{w.config: sums[w.config], cfg.Policy: sums[cfg.Policy]}
 		if cfg.ProjectFile != "" {
 			kept[cfg.ProjectFile] = sums[cfg.ProjectFile]
+		}
+		if cfg.ShadowPolicy != "" {
+			kept[cfg.ShadowPolicy] = sums[cfg.ShadowPolicy]
 		}
 		sums = kept
 	}

@@ -156,3 +156,64 @@ func TestServeReloadRace(t *testing.T) {
 	reloadGateway(ctx, gw, w, log, "file change", nil)
 	want(6)
 }
+
+// The shadow policy is watched like the policy: an edit reloads it, and a broken one
+// is refused, leaving the one in force.
+func TestServeReloadShadowPolicy(t *testing.T) {
+	dir := t.TempDir()
+	cand := filepath.Join(dir, "candidate.yaml")
+	conf := filepath.Join(dir, "gateway.yaml")
+	writeFile(t, filepath.Join(dir, "policy.yaml"), watchPolicy(1))
+	writeFile(t, cand, "version: 1\nenforce: false\n"+strings.TrimPrefix(watchPolicy(2), "version: 1\n"))
+	writeFile(t, conf, "policy: policy.yaml\nshadow_policy: candidate.yaml\nstore: sqlite://warden.db\nservers: {}\nstdio:\n  principal: me\n")
+	w := &configWatch{config: conf}
+	cfg, err := w.load(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(context.Background(), cfg.Store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	var logs mcptest.LogBuffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	logs.LogOnFailure(t, "serve log")
+	ctx := context.Background()
+	gw, err := gateway.New(cfg, &gateway.Options{Store: st, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { gw.Close(context.Background()) })
+	if err := gw.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := func(n int) {
+		t.Helper()
+		if got, w := gw.ShadowRevision(), revisionOf(t, watchPolicy(n)); got != w {
+			t.Fatalf("shadow revision in force %s, want edit %d's %s", got, n, w)
+		}
+	}
+	want(2) // enforce: false is not part of the revision
+	if w.changed() {
+		t.Fatal("changed right after the first load")
+	}
+	writeFile(t, cand, watchPolicy(3))
+	if !w.changed() {
+		t.Fatal("an edit of the shadow policy is not seen")
+	}
+	reloadGateway(ctx, gw, w, log, "file change", nil)
+	want(3)
+	writeFile(t, cand, "version: 1\nrulez: {}\n")
+	if !w.changed() {
+		t.Fatal("an edit of the shadow policy is not seen")
+	}
+	reloadGateway(ctx, gw, w, log, "file change", nil)
+	want(3)
+	if !strings.Contains(logs.String(), "reload refused") || w.changed() {
+		t.Fatal("a broken shadow policy is not refused once")
+	}
+	if got, want := gw.Revision(), revisionOf(t, watchPolicy(1)); got != want {
+		t.Fatalf("enforcing revision %s, want %s", got, want)
+	}
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -80,13 +81,24 @@ func (p *validateProgram) Run(ctx context.Context) error {
 			continue
 		}
 		pol, err := policy.LoadFile(file, &policy.LoadOptions{Role: role})
+		kind := ""
+		if errors.Is(err, policy.ErrShadowFile) {
+			// A shadow policy is valid as one: it is checked as the gateway loads it.
+			pol, err = policy.LoadShadowFile(file, &policy.LoadOptions{Role: role})
+			kind = "shadow policy, "
+		}
 		if err != nil {
 			invalid = true
 			errlines.Write(stderr, err)
 			continue
 		}
-		if _, err := fmt.Fprintf(stdout, "%s: ok (revision %s)\n", file, pol.Revision()); err != nil {
+		if _, err := fmt.Fprintf(stdout, "%s: ok (%srevision %s)\n", file, kind, pol.Revision()); err != nil {
 			return internalError(err)
+		}
+		if sh := pol.Shadow(); sh != nil {
+			if _, err := fmt.Fprintf(stdout, "  shadow items (enforce: false): evaluated beside it, never enforced (shadow revision %s)\n", sh.Revision()); err != nil {
+				return internalError(err)
+			}
 		}
 		if err := writePolicyNotes(stdout, stderr, pol); err != nil {
 			return internalError(err)

@@ -57,7 +57,10 @@ func (p *validateProgram) validateGateway(ctx context.Context, file string) (boo
 	// Paths in messages as the user sees them: the config as given, the policy relative
 	// to the working directory (serve's messages name both absolutely).
 	cfg.File, cfg.Policy = file, shownPath(cfg.Policy)
-	pol, err := gateway.CheckPolicy(cfg)
+	if cfg.ShadowPolicy != "" {
+		cfg.ShadowPolicy = shownPath(cfg.ShadowPolicy)
+	}
+	pol, cand, err := gateway.CheckPolicy(cfg)
 	if err != nil {
 		errlines.Write(p.stderr, err)
 		return false, nil
@@ -65,11 +68,22 @@ func (p *validateProgram) validateGateway(ctx context.Context, file string) (boo
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: ok (gateway config)\n", file)
 	fmt.Fprintf(&b, "  policy %s: ok (revision %s)\n", cfg.Policy, pol.Revision())
+	if sh := pol.Shadow(); sh != nil {
+		fmt.Fprintf(&b, "    shadow items (enforce: false): evaluated beside it, never enforced (shadow revision %s)\n", sh.Revision())
+	}
 	if _, err := fmt.Fprint(p.stdout, b.String()); err != nil {
 		return false, err
 	}
 	if err := writePolicyNotes(p.stdout, p.stderr, pol); err != nil {
 		return false, err
+	}
+	if cand != nil {
+		if _, err := fmt.Fprintf(p.stdout, "  shadow_policy %s: ok (revision %s): evaluated as a shadow beside the policy, never enforced\n", cfg.ShadowPolicy, cand.Revision()); err != nil {
+			return false, err
+		}
+		if err := writePolicyNotes(p.stdout, p.stderr, cand); err != nil {
+			return false, err
+		}
 	}
 	b.Reset()
 	fmt.Fprintf(&b, "  stdio: principal %s, role %s\n", cfg.Stdio.Principal, roleName(cfg.Stdio.Role))

@@ -32,6 +32,9 @@ func TestValidateGatewayGolden(t *testing.T) {
 		// The token variables serve would read are named when unset.
 		{"validate-gateway-missing-token", []string{"validate", gatewayFixtures + "missing-token.yaml"}, exitUsage},
 		{"validate-gateway-unknown-role", []string{"validate", gatewayFixtures + "unknown-role.yaml"}, exitUsage},
+		// A candidate policy (shadow_policy) is loaded and checked with the policy.
+		{"validate-gateway-shadow", []string{"validate", gatewayFixtures + "shadow.yaml"}, 0},
+		{"validate-gateway-shadow-unknown-role", []string{"validate", gatewayFixtures + "shadow-unknown-role.yaml"}, exitUsage},
 		// JWT access tokens of an issuer, mapped by claims; their roles are checked too.
 		{"validate-gateway-oauth", []string{"validate", gatewayFixtures + "oauth.yaml"}, 0},
 		{"validate-gateway-oauth-unknown-role", []string{"validate", gatewayFixtures + "oauth-unknown-role.yaml"}, exitUsage},

@@ -17,6 +17,9 @@ func TestValidateGolden(t *testing.T) {
 		// Warnings are located like errors, go to stderr, and leave the exit code 0;
 		// the condition cost estimates go to stdout.
 		{"validate-warnings", []string{"validate", "testdata/validate/warnings.yaml"}, 0},
+		// A file with shadow items (its enforcing revision, and the shadow's), a shadow
+		// file (valid as one), and a shadow file with a mistake.
+		{"validate-shadow", []string{"validate", "testdata/validate/shadow-items.yaml", "testdata/validate/shadow-file.yaml", "testdata/validate/shadow-bad.yaml"}, exitUsage},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -132,9 +132,9 @@ const (
 		FROM warden_audit a WHERE a.seq = ANY($1)`
 	sqlInsert = `INSERT INTO warden_audit (seq, kind, ref, at, call_id, session, tool, tenant,
 		principal, conversation, args_digest, args, stage, effect, rule_id, rationale, reason,
-		revision, executed, status, duration_ns, result_size, approved_by, prev_hash, hash)
+		revision, executed, status, duration_ns, result_size, approved_by, prev_hash, hash, shadow)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,
-		$19, $20, $21, $22, $23, $24, $25)`
+		$19, $20, $21, $22, $23, $24, $25, $26)`
 )
 
 // write appends the entries of ops: in one round trip when this process appended last
@@ -162,11 +162,11 @@ const sqlFast = `WITH h AS (
 	UPDATE warden_audit_head SET seq = $1, hash = $2 WHERE id = 1 AND seq = $3 AND hash = $4 RETURNING 1)
 	INSERT INTO warden_audit (seq, kind, ref, at, call_id, session, tool, tenant, principal,
 		conversation, args_digest, args, stage, effect, rule_id, rationale, reason, revision,
-		executed, status, duration_ns, result_size, approved_by, prev_hash, hash)
+		executed, status, duration_ns, result_size, approved_by, prev_hash, hash, shadow)
 	SELECT * FROM unnest($5::bigint[], $6::text[], $7::bigint[], $8::timestamptz[], $9::text[],
 		$10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::text[], $16::bytea[],
 		$17::text[], $18::text[], $19::text[], $20::text[], $21::text[], $22::text[], $23::bool[],
-		$24::text[], $25::bigint[], $26::bigint[], $27::text[], $28::text[], $29::text[])
+		$24::text[], $25::bigint[], $26::bigint[], $27::text[], $28::text[], $29::text[], $30::text[])
 	WHERE EXISTS (SELECT 1 FROM h)`
 
 // writeFast appends ops in one statement (one round trip, its own transaction),
@@ -182,6 +182,7 @@ func (a *appender) writeFast(ctx context.Context, ops []*appendOp) (ok, committe
 		principals, convs, digests, stages        = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		effects, rules, rationales, reasons, revs = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		statuses, approvers, prevs, hashes        = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		shadows                                   = make([]string, n)
 		ats                                       = make([]time.Time, n)
 		args                                      = make([][]byte, n)
 		executed                                  = make([]bool, n)
@@ -197,11 +198,12 @@ func (a *appender) writeFast(ctx context.Context, ops []*appendOp) (ok, committe
 		stages[i], effects[i], rules[i], rationales[i] = e.Stage, e.Effect, e.RuleID, e.Rationale
 		reasons[i], revs[i], executed[i], statuses[i] = e.Reason, e.Revision, e.Executed, e.Status
 		durs[i], sizes[i], approvers[i], prevs[i], hashes[i] = int64(e.Duration), e.ResultSize, e.ApprovedBy, e.PrevHash, e.Hash
+		shadows[i] = e.Shadow
 	}
 	tag, err := a.pool.Exec(ctx, sqlFast, seq, hash, a.headSeq, a.headHash,
 		seqs, kinds, refs, ats, callIDs, sessions, tools, tenants, principals, convs, digests,
 		args, stages, effects, rules, rationales, reasons, revs, executed, statuses, durs, sizes,
-		approvers, prevs, hashes)
+		approvers, prevs, hashes, shadows)
 	if err != nil {
 		_, refused := errors.AsType[*pgconn.PgError](err)
 		return false, !refused && !pgconn.SafeToRetry(err), fmt.Errorf("postgres: appending audit entries: %w", err)
@@ -295,7 +297,7 @@ func (a *appender) writeLocked(ctx context.Context, ops []*appendOp) (results []
 		ins.Queue(sqlInsert, e.Seq, string(e.Kind), e.Ref, e.Time, e.CallID, e.Session, e.Tool,
 			e.Tenant, e.Principal, e.Conversation, e.ArgsDigest, e.Args, e.Stage, e.Effect,
 			e.RuleID, e.Rationale, e.Reason, e.Revision, e.Executed, e.Status,
-			int64(e.Duration), e.ResultSize, e.ApprovedBy, e.PrevHash, e.Hash)
+			int64(e.Duration), e.ResultSize, e.ApprovedBy, e.PrevHash, e.Hash, e.Shadow)
 	}
 	if ins.Len() == 0 {
 		if _, err := conn.Exec(ctx, "ROLLBACK"); err != nil {

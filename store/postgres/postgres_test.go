@@ -150,8 +150,8 @@ func TestConcurrentMigrations(t *testing.T) {
 	if err := conn.QueryRow(t.Context(), `SELECT count(*) FROM warden_schema_migrations`).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
-	if n != 3 {
-		t.Errorf("%d migrations recorded, want 3 (0001_init, 0002_checkpoint_claims, 0003_probe)", n)
+	if n != 4 {
+		t.Errorf("%d migrations recorded, want 4 (0001_init, 0002_checkpoint_claims, 0003_probe, 0004_shadow)", n)
 	}
 }
 

@@ -44,8 +44,8 @@ const (
 	sqlSetHead     = `UPDATE audit_head SET seq = ?, hash = ? WHERE id = 1`
 	sqlInsertAudit = `INSERT INTO audit (seq, kind, ref, at, call_id, session, tool,
 		tenant, principal, conversation, args_digest, args, stage, effect, rule_id, rationale,
-		reason, revision, executed, status, duration_ns, result_size, approved_by, prev_hash, hash)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+		reason, revision, executed, status, duration_ns, result_size, approved_by, prev_hash, hash, shadow)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	// The kind of an entry and how many completions it has.
 	sqlIntentState = `SELECT kind, (SELECT count(*) FROM audit c WHERE c.kind = 'complete' AND c.ref = a.seq)
 		FROM audit a WHERE seq = ?`
@@ -254,7 +254,7 @@ func (t *wtx) appendEntry(e *store.Entry) error {
 		e.Seq, string(e.Kind), e.Ref, e.Time.UnixMicro(), e.CallID, e.Session, e.Tool,
 		e.Tenant, e.Principal, e.Conversation, e.ArgsDigest, nullBytes(e.Args), e.Stage, e.Effect,
 		e.RuleID, e.Rationale, e.Reason, e.Revision, e.Executed, e.Status, int64(e.Duration),
-		e.ResultSize, e.ApprovedBy, e.PrevHash, e.Hash)
+		e.ResultSize, e.ApprovedBy, e.PrevHash, e.Hash, e.Shadow)
 	if err != nil {
 		return fmt.Errorf("sqlite: appending audit entry %d: %w", e.Seq, err)
 	}

@@ -195,6 +195,42 @@ func testFilters(t *testing.T, s *subject) {
 	}
 }
 
+// testShadow: shadow verdicts survive the round trip on records and intents, the Shadow
+// filter keeps only calls that have one, and the chain verifies.
+func testShadow(t *testing.T, s *subject) {
+	ctx := ctxFor(t)
+	t0 := time.Date(2025, 4, 1, 0, 0, 0, 0, time.UTC)
+	deny := []store.ShadowVerdict{{Source: "policy", Effect: "would deny", Enforced: "allow", RuleID: "rm *", Rationale: "denied by rule: rm *", Revision: "sha256:5"}}
+	two := []store.ShadowVerdict{
+		{Source: "policy", Effect: "fault", Enforced: "allow", RuleID: "cost", Rationale: "permission-checker threw: condition 'cost' exceeded its cost limit of 1", Revision: "sha256:5"},
+		{Source: "shadow_policy", Effect: "would ask", Enforced: "allow", RuleID: "git *", Rationale: "escalate by rule: git *", Reason: "r", Revision: "sha256:6"},
+	}
+	check(t, s.RecordCall(ctx, store.CallRecord{Time: t0, CallID: "plain", Tool: "ls", Status: warden.StatusRan}))
+	check(t, s.RecordCall(ctx, store.CallRecord{Time: t0.Add(time.Second), CallID: "rec", Tool: "bash", Status: warden.StatusRefused, Shadow: deny}))
+	ref, err := s.BeginCall(ctx, store.CallRecord{Time: t0.Add(2 * time.Second), CallID: "intent", Tool: "git", Executed: true, Shadow: two})
+	check(t, err)
+	check(t, s.EndCall(ctx, ref, store.Completion{Status: warden.StatusRan}))
+
+	all := query(t, s, store.CallFilter{})
+	if len(all) != 3 || all[0].Shadow != nil {
+		t.Fatalf("records: %+v", all)
+	}
+	got := query(t, s, store.CallFilter{Shadow: true})
+	if len(got) != 2 || got[0].CallID != "rec" || got[1].CallID != "intent" {
+		t.Fatalf("Shadow filter kept %+v", got)
+	}
+	if diff := cmp.Diff(deny, got[0].Shadow); diff != "" {
+		t.Errorf("record's verdicts (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(two, got[1].Shadow); diff != "" {
+		t.Errorf("intent's verdicts (-want +got):\n%s", diff)
+	}
+	if got[1].Status != warden.StatusRan {
+		t.Errorf("intent status %q", got[1].Status)
+	}
+	mustVerifyOK(t, s, 4)
+}
+
 func testLimit(t *testing.T, s *subject) {
 	seed(t, s, time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
 	cases := []struct {

@@ -88,6 +88,7 @@ func Run(t *testing.T, newDSN func(t *testing.T) string, open Opener, opts *Opti
 		{"Audit/WriteAhead", testWriteAhead},
 		{"Audit/EndCallErrors", testEndCallErrors},
 		{"Audit/Filters", testFilters},
+		{"Audit/Shadow", testShadow},
 		{"Audit/Limit", testLimit},
 		{"Audit/VerifyEmpty", testVerifyEmpty},
 		{"Audit/VerifyDetectsEdit", o.tampering(tampered(3, "edit"))},

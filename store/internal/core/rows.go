@@ -123,7 +123,7 @@ func ScanPin[T any](sc Scanner, toTime func(T) time.Time) (store.Pin, error) {
 // AuditCols are the columns of an audit entry, in the order [ScanEntry] reads them.
 const AuditCols = `seq, kind, ref, at, call_id, session, tool, tenant, principal,
 	conversation, args_digest, args, stage, effect, rule_id, rationale, reason, revision,
-	executed, status, duration_ns, result_size, approved_by, prev_hash, hash`
+	executed, status, duration_ns, result_size, approved_by, prev_hash, hash, shadow`
 
 // ScanEntry reads the columns of [AuditCols] into e, then extra; T and toTime are as
 // for [ScanPending]. Empty Args come back nil.
@@ -134,7 +134,7 @@ func ScanEntry[T any](sc Scanner, e *store.Entry, toTime func(T) time.Time, extr
 	dest := append([]any{&e.Seq, &kind, &e.Ref, &at, &e.CallID, &e.Session, &e.Tool,
 		&e.Tenant, &e.Principal, &e.Conversation, &e.ArgsDigest, &e.Args, &e.Stage, &e.Effect,
 		&e.RuleID, &e.Rationale, &e.Reason, &e.Revision, &e.Executed, &e.Status, &dur,
-		&e.ResultSize, &e.ApprovedBy, &e.PrevHash, &e.Hash}, extra...)
+		&e.ResultSize, &e.ApprovedBy, &e.PrevHash, &e.Hash, &e.Shadow}, extra...)
 	if err := sc.Scan(dest...); err != nil {
 		return err
 	}
