@@ -48,6 +48,7 @@ type metrics struct {
 	upstreamErrors  *prometheus.CounterVec
 	auditSeconds    *prometheus.HistogramVec
 	auditFailures   *prometheus.CounterVec
+	shadow          *prometheus.CounterVec // shadow verdicts, from warden.shadow events
 
 	// decided holds the calls whose decision was observed at their tool start, so
 	// that their end does not observe it again; order is the order they were added
@@ -95,11 +96,15 @@ func newMetrics(g *Gateway) *metrics {
 			Name: "warden_audit_write_failures_total",
 			Help: "Audit log writes that failed, by op (begin, end, record); each failed attempt of a deferred entry counts.",
 		}, []string{"op"}),
+		shadow: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "warden_shadow_verdicts_total",
+			Help: "Calls a shadow policy would have decided more strictly (or could not decide), by tool, source (policy, shadow_policy) and outcome (would halt, would deny, would ask, fault); the calls' decisions did not change.",
+		}, []string{"tool", "source", "outcome"}),
 	}
 	m.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.calls, m.decision, m.upstreamSeconds, m.upstreamErrors, m.auditSeconds, m.auditFailures,
+		m.calls, m.decision, m.upstreamSeconds, m.upstreamErrors, m.auditSeconds, m.auditFailures, m.shadow,
 		storeGauges{m},
 	)
 	return m
@@ -119,6 +124,10 @@ func (g *Gateway) MetricsHandler() http.Handler {
 
 // Emit counts a call when it ends and observes its decision time.
 func (m *metrics) Emit(_ context.Context, e warden.Event) {
+	if e.Name == warden.EventShadow {
+		m.shadow.WithLabelValues(m.toolLabel(e.Tool), e.Checker, e.Outcome).Inc()
+		return
+	}
 	if e.Start.IsZero() {
 		return // not an event of a call
 	}

@@ -7,6 +7,7 @@ package gateway_test
 
 import (
 	"context"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -87,6 +88,15 @@ func TestShadowDenyLetsTheCallRun(t *testing.T) {
 	gwWant(t, gwCall(t, w, "mcp__notes__write_note", map[string]any{"name": "plain", "text": "x"}), false, `Wrote note "plain" (1 bytes).`)
 	if rec := e.lastCall(t, "mcp__notes__write_note", "writer-agent"); rec.Shadow != nil || len(shadowEvents(e)) != 1 {
 		t.Fatalf("a call without a stricter shadow answer got verdicts %+v", rec.Shadow)
+	}
+
+	// The metrics count the verdict, beside the two calls that ran.
+	srv := httptest.NewServer(e.gw.MetricsHandler())
+	defer srv.Close()
+	fams := scrapeMetrics(t, srv.URL)
+	wantValues(t, fams, "warden_shadow_verdicts_total", map[string]float64{"outcome=would deny,source=policy,tool=mcp__notes__write_note": 1})
+	if got := values(fams, "warden_calls_total")["stage=execute,status=ran,tool=mcp__notes__write_note"]; got != 2 {
+		t.Errorf("warden_calls_total of the writes that ran = %v, want 2 (a shadow changes no call)", got)
 	}
 }
 
