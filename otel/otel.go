@@ -75,7 +75,11 @@ func NewSink(tracer trace.Tracer, opts *Options) *Sink {
 // own.
 func (s *Sink) Emit(ctx context.Context, e warden.Event) {
 	if e.Start.IsZero() {
-		_, span := s.tracer.Start(ctx, e.Name, trace.WithTimestamp(e.Time), trace.WithAttributes(eventAttrs(e)...))
+		attrs := eventAttrs(e)
+		if e.CallID != "" { // a shadow verdict: its call's id ties the two spans
+			attrs = append(attrs, attribute.String("warden.call_id", e.CallID))
+		}
+		_, span := s.tracer.Start(ctx, e.Name, trace.WithTimestamp(e.Time), trace.WithAttributes(attrs...))
 		span.End(trace.WithTimestamp(e.Time))
 		return
 	}

@@ -111,6 +111,17 @@ func TestStandaloneEventAndBound(t *testing.T) {
 	if n := len(rec.Ended()); n != 1 {
 		t.Fatalf("standalone event produced %d spans", n)
 	}
+	if a := attrs(rec.Ended()[0]); a["warden.call_id"] != "" {
+		t.Errorf("a transport denial names call %q", a["warden.call_id"])
+	}
+	// A shadow verdict comes after its call and names it.
+	sink.Emit(ctx, warden.Event{Name: warden.EventShadow, CallID: "c-9", Tool: "t", Effect: warden.Deny, Outcome: "would deny", Checker: "policy"})
+	if n := len(rec.Ended()); n != 2 {
+		t.Fatalf("a shadow event produced %d spans in all, want 2", n)
+	}
+	if a := attrs(rec.Ended()[1]); rec.Ended()[1].Name() != warden.EventShadow || a["warden.call_id"] != "c-9" || a["warden.outcome"] != "would deny" || a["warden.checker"] != "policy" {
+		t.Errorf("the shadow span: %s %v", rec.Ended()[1].Name(), a)
+	}
 	// At most two calls are buffered: the oldest are dropped.
 	for i := range 5 {
 		sink.Emit(ctx, warden.Event{Name: warden.EventPermissionCheck, CallID: string(rune('a' + i)), Start: tp2time(i)})
@@ -118,7 +129,7 @@ func TestStandaloneEventAndBound(t *testing.T) {
 	for _, i := range []int{0, 4} {
 		sink.Emit(ctx, warden.Event{Name: warden.EventToolEnd, CallID: string(rune('a' + i)), Start: tp2time(i), Time: tp2time(i + 1), Tool: "t"})
 	}
-	ended := rec.Ended()
+	ended := rec.Ended()[1:] // after the shadow's
 	if len(ended) != 3 {
 		t.Fatalf("got %d spans", len(ended))
 	}
