@@ -3,6 +3,8 @@ package gateway
 import (
 	"context"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // SweepStates runs one sweep of expired requestStates as if the clock read now.
@@ -15,3 +17,16 @@ const MRTRStatePrefix = mrtrStatePrefix
 
 // MRTRStateLife is how long after it was issued a requestState is swept.
 const MRTRStateLife = mrtrStateTTL + mrtrSweepMargin
+
+// RelayCall is the call a relayed round's requestState is bound to.
+type RelayCall = relayCall
+
+// IssueRelayState issues the requestState of a relayed round.
+func (g *Gateway) IssueRelayState(ctx context.Context, cl Client, c RelayCall, requests mcp.InputRequestMap, upstreamState string) (string, error) {
+	return g.issueRelayState(ctx, cl, c, requests, upstreamState)
+}
+
+// OpenRelayState checks and claims the requestState of a relayed retry.
+func (g *Gateway) OpenRelayState(ctx context.Context, cl Client, c RelayCall, state string, responses mcp.InputResponseMap) (string, mcp.InputResponseMap, string) {
+	return g.openRelayState(ctx, cl, c, state, responses)
+}

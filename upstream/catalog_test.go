@@ -101,7 +101,7 @@ func TestCatalogDiscover(t *testing.T) {
 		}
 	}
 	slices.Sort(names)
-	want := []string{"mcp__conf__test_prompt_with_arguments", "mcp__conf__test_prompt_with_embedded_resource", "mcp__conf__test_prompt_with_image", "mcp__conf__test_simple_prompt"}
+	want := []string{"mcp__conf__test_input_required_result_prompt", "mcp__conf__test_prompt_with_arguments", "mcp__conf__test_prompt_with_embedded_resource", "mcp__conf__test_prompt_with_image", "mcp__conf__test_simple_prompt"}
 	if !slices.Equal(names, want) {
 		t.Errorf("prompts %q, want %q", names, want)
 	}

@@ -99,8 +99,51 @@ func (u *Server) clientFor(class clientClass) *mcp.Client {
 	}
 	u.routeLogs(opts)
 	c := mcp.NewClient(&mcp.Implementation{Name: gatewayClientName, Version: gatewayClientVersion}, opts)
+	c.AddSendingMiddleware(uncached)
 	u.clients[class] = c
 	return c
+}
+
+// uncached keeps the SDK's client-side list and read cache (SEP-2549, used on
+// sessions of protocol 2026-07-28 and later) empty: it sets the ttlMs of every
+// cacheable result to 0 before the SDK stores it, and the SDK never serves an entry
+// whose ttlMs is 0. What the gateway lists is what it verifies against the pins, so
+// a definition must always come from the upstream, never from a cache the upstream's
+// ttlMs filled; the gateway gives its own clients its own ttlMs.
+func uncached(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if err != nil {
+			return res, err
+		}
+		var c *mcp.Cacheable
+		switch r := res.(type) {
+		case *mcp.ListToolsResult:
+			if r != nil {
+				c = &r.Cacheable
+			}
+		case *mcp.ListPromptsResult:
+			if r != nil {
+				c = &r.Cacheable
+			}
+		case *mcp.ListResourcesResult:
+			if r != nil {
+				c = &r.Cacheable
+			}
+		case *mcp.ListResourceTemplatesResult:
+			if r != nil {
+				c = &r.Cacheable
+			}
+		case *mcp.ReadResourceResult:
+			if r != nil {
+				c = &r.Cacheable
+			}
+		}
+		if c != nil {
+			c.TTLMs = 0
+		}
+		return res, nil
+	}
 }
 
 // asksOf returns the ClientRequests of the call in flight on the connection of cs,

@@ -73,8 +73,13 @@ func TestStdio(t *testing.T) {
 	wantTools := []string{
 		"json_schema_2020_12_tool", "test_audio_content", "test_elicitation",
 		"test_elicitation_sep1034_defaults", "test_elicitation_sep1330_enums", "test_embedded_resource",
-		"test_error_handling", "test_image_content", "test_multiple_content_types", "test_reconnection",
-		"test_sampling", "test_simple_text", "test_tool_with_logging", "test_tool_with_progress",
+		"test_error_handling", "test_image_content",
+		"test_input_required_result_capabilities", "test_input_required_result_elicitation",
+		"test_input_required_result_list_roots", "test_input_required_result_multi_round",
+		"test_input_required_result_multiple_inputs", "test_input_required_result_request_state",
+		"test_input_required_result_sampling", "test_input_required_result_tampered_state",
+		"test_logging_tool", "test_missing_capability", "test_multiple_content_types", "test_reconnection",
+		"test_sampling", "test_simple_text", "test_streaming_elicitation", "test_tool_with_logging", "test_tool_with_progress",
 	}
 	if !slices.Equal(toolNames, wantTools) {
 		t.Errorf("tools = %v\nwant %v", toolNames, wantTools)
@@ -116,7 +121,7 @@ func TestStdio(t *testing.T) {
 		promptNames = append(promptNames, p.Name)
 	}
 	slices.Sort(promptNames)
-	wantPrompts := []string{"test_prompt_with_arguments", "test_prompt_with_embedded_resource", "test_prompt_with_image", "test_simple_prompt"}
+	wantPrompts := []string{"test_input_required_result_prompt", "test_prompt_with_arguments", "test_prompt_with_embedded_resource", "test_prompt_with_image", "test_simple_prompt"}
 	if !slices.Equal(promptNames, wantPrompts) {
 		t.Errorf("prompts = %v, want %v", promptNames, wantPrompts)
 	}

@@ -7,7 +7,10 @@
 // client, a tool whose input schema uses JSON Schema 2020-12 keywords, and
 // test_reconnection, which closes its SSE stream mid-call), the test:// resources and
 // resource template, resource subscriptions, the test_* prompts, completion,
-// logging/setLevel and ping.
+// logging/setLevel and ping; and for protocol 2026-07-28 the
+// test_input_required_result_* tools and prompt, which answer with input_required
+// results (elicitation, sampling and roots/list input requests, signed
+// requestStates, several rounds; see mrtr.go).
 //
 // The sampling and elicitation tools ask through the SDK's multi-round-trip results
 // (SEP-2322), so they work with clients of either protocol era: the SDK turns the
@@ -221,6 +224,8 @@ func newServer(o options) *mcp.Server {
 	}
 	s := mcp.NewServer(&mcp.Implementation{Name: "warden-conformance-server", Version: "1.0.0"}, so)
 	addTools(s)
+	addInputRequiredTools(s)
+	addStatelessTools(s)
 	addResources(s)
 	addPrompts(s, o.promptDesc)
 	if o.testTools {
