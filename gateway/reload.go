@@ -25,7 +25,9 @@ import (
 // Reload applies a new configuration: the policy is loaded, upstream servers whose
 // configuration (or the transport policy) changed are admitted and discovered again,
 // the tool definitions of the servers kept are listed and their pins checked again,
-// and the new revision replaces the old one atomically. On any error the old revision
+// and the new revision replaces the old one atomically; then the sessions' resource
+// subscriptions are judged again under it, and those it does not allow end (see
+// rejudgeSubscriptions) before Reload returns. On any error the old revision
 // stays in force and the error says why. Settings that need a restart (listen, path,
 // ui, trusted_proxies) are reported in the log and otherwise ignored; the operators
 // are the inbox's, which its owner updates (Inbox.SetOperators). A Reload before
@@ -120,6 +122,10 @@ func (g *Gateway) Reload(ctx context.Context, cfg *File) error {
 		go e.up.Close(context.Background())
 	}
 	g.log.Info("gateway configuration in force", "revision", pol.Revision(), "tools", len(st.names), "servers", len(next))
+	// Outside g.mu: ending an upstream subscription is a request to the server.
+	g.mu.Unlock()
+	unlocked = true
+	g.rejudgeSubscriptions(st)
 	return nil
 }
 
