@@ -327,6 +327,9 @@ func (g *Gateway) rejudgeSubscriptions(st *gatewayState) int {
 		}
 	}
 	s.mu.Unlock()
+	if len(all) == 0 {
+		return 0
+	}
 	sort.Slice(all, func(i, j int) bool { return all[i].uri < all[j].uri })
 	dropped := 0
 	for _, h := range all {
