@@ -125,7 +125,7 @@ func (g *Gateway) Reload(ctx context.Context, cfg *File) error {
 	// Outside g.mu: ending an upstream subscription is a request to the server.
 	g.mu.Unlock()
 	unlocked = true
-	g.rejudgeSubscriptions(st)
+	g.rejudgeSubscriptions(rejudgeReload)
 	return nil
 }
 
@@ -256,7 +256,8 @@ func (g *Gateway) recheckPins() {
 }
 
 // rebuild binds a new revision from the current configuration and the upstreams'
-// current tools (after a tools/list_changed or an operator's pin approval).
+// current tools (after a tools/list_changed or an operator's pin approval), then
+// judges the sessions' resource subscriptions again under it.
 func (g *Gateway) rebuild() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -270,6 +271,14 @@ func (g *Gateway) rebuild() {
 		return
 	}
 	g.swap(st)
+	// A template quarantined or gone ends its subscriptions. In the background: a
+	// rebuild can run on an upstream's own worker, which must not wait for a request
+	// to that upstream.
+	g.bgWG.Add(1)
+	go func() {
+		defer g.bgWG.Done()
+		g.rejudgeSubscriptions(rejudgeRebuild)
+	}()
 }
 
 // build binds one guard per role over the upstreams' tools.

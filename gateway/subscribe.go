@@ -298,21 +298,26 @@ var errEnded = errors.New("subscription ended")
 // rejudgeTimeout bounds ending the upstream subscriptions a reload drops.
 const rejudgeTimeout = 30 * time.Second
 
-// rejudgeSubscriptions judges every subscription the sessions hold again under st,
-// the revision a reload just put in force, with the session's identity as st knows
-// it (a token client's current entry; an OAuth client's mapping as verified when it
-// subscribed, judged under st's policy), as a new resources/subscribe would be (see
-// judgeWatch). A subscription st does not allow, or whose URI now routes to another
-// server, is ended: the session gets no more updates of it (see onlySubscribed), the
-// upstream subscription ends with the last session that wanted it, and the refusal
-// is recorded in the audit log as "subscribe:resource:<server>", with the reason
-// prefixed "re-judged after a reload: ". It returns how many it ended.
-func (g *Gateway) rejudgeSubscriptions(st *gatewayState) int {
+// rejudgeSubscriptions judges every subscription the sessions hold again under the
+// revision in force (after a reload, or after a rebuild changed the served
+// definitions: why says which, for the audit and the log), with the session's
+// identity as that revision knows it (a token client's current entry; an OAuth
+// client's mapping as verified when it subscribed, judged under the new policy), as
+// a new resources/subscribe would be (see judgeWatch). A subscription the revision
+// does not allow, or whose URI now routes to another server, is ended: the session
+// gets no more updates of it (see onlySubscribed), the upstream subscription ends
+// with the last session that wanted it, and the refusal is recorded in the audit log
+// as "subscribe:resource:<server>", with the reason prefixed "re-judged after <why>: ".
+// It returns how many it ended.
+func (g *Gateway) rejudgeSubscriptions(why string) int {
 	ctx, cancel := context.WithTimeout(g.bg, rejudgeTimeout)
 	defer cancel()
 	s := &g.subs
 	s.op.Lock()
 	defer s.op.Unlock()
+	// The revision in force under s.op: of two reloads, the later one's (a
+	// subscribe judges under the same one, see subscribe).
+	st := g.state.Load()
 	type held struct {
 		uri   string
 		ss    *mcp.ServerSession
@@ -358,14 +363,20 @@ func (g *Gateway) rejudgeSubscriptions(st *gatewayState) int {
 			v.reason = "not allowed by the policy"
 		}
 		dropped++
-		v.reason = "re-judged after a reload: " + v.reason
+		v.reason = "re-judged after " + why + ": " + v.reason
 		g.record(ctx, st, watchRecord(subscribeToolPrefix, v, h.sub.f.sessionOf(h.ss, cl), cl), uriArgs(h.uri))
-		g.log.Debug("resource subscription ended by a reload", "uri", h.uri, "principal", cl.Principal, "reason", v.reason)
+		g.log.Debug("resource subscription ended", "uri", h.uri, "principal", cl.Principal, "reason", v.reason)
 		g.releaseLocked(ctx, h.uri, h.ss)
 	}
-	g.log.Info("resource subscriptions re-judged after a reload", "held", len(all), "dropped", dropped)
+	g.log.Info("resource subscriptions re-judged after "+why, "held", len(all), "dropped", dropped)
 	return dropped
 }
+
+// Why the subscriptions are judged again (see rejudgeSubscriptions).
+const (
+	rejudgeReload  = "a reload"
+	rejudgeRebuild = "the served definitions changed"
+)
 
 // reidentify returns the identity of a session's subscriber cl under st: the stdio
 // front's configured identity, a token client's current entry (known false when the
