@@ -192,9 +192,13 @@ func promptCompletion(st *gatewayState, cl Client, p *mcp.CompleteParams, values
 func resourceCompletion(ctx context.Context, st *gatewayState, cl Client, p *mcp.CompleteParams, values map[string]string) completion {
 	uri := p.Ref.URI
 	c := completion{params: *p, notIt: mcp.ResourceNotFoundError(uri), kind: "resource template"}
-	var hiddenFrom string
+	var hiddenFrom, quarantined string
 	for _, gt := range st.cat.templates {
-		if gt.tmpl.URITemplate != uri || gt.tmpl.Quarantined {
+		if gt.tmpl.URITemplate != uri {
+			continue
+		}
+		if gt.tmpl.Quarantined {
+			quarantined = gt.tmpl.Server
 			continue
 		}
 		if !mayRead(st, cl, gt.tmpl.Server) {
@@ -228,9 +232,13 @@ func resourceCompletion(ctx context.Context, st *gatewayState, cl Client, p *mcp
 			return c
 		}
 	}
-	if hiddenFrom != "" {
+	switch {
+	case hiddenFrom != "":
 		c.target, c.args = upstream.ResourceTarget(hiddenFrom), uriArgs(uri)
 		c.why = fmt.Sprintf("resources hidden from the caller: not allowed to role %q", cl.Role)
+	case quarantined != "":
+		c.target, c.args = upstream.ResourceTarget(quarantined), uriArgs(uri)
+		c.why = "resource template definition changed since it was approved"
 	}
 	return c
 }

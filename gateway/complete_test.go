@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -38,6 +39,10 @@ const compPolicy = subPolicy + `conditions:
     when: 'tool == "resource:conf" && string(args.uri) == "test://template/7/data"'
     effect: deny
     rationale: id 7 is not for agents
+  - id: bob-arg2-unguarded
+    when: 'identity.principal == "bob" && tool == "prompt:mcp__conf__test_prompt_with_arguments" && args.arg2 == "zzz"'
+    effect: deny
+    rationale: bob may not use arg2 zzz
   - id: halt-on-request
     when: 'tool == "mcp__conf__warden_test_update_resource" && string(args.uri) == "test://halt"'
     effect: halt
@@ -172,6 +177,19 @@ func TestGatewayCompletionJudged(t *testing.T) {
 		t.Errorf("a completion of a prompt nobody serves was recorded: %+v", recs)
 	}
 
+	// A condition that reads an argument the completion does not carry yet cannot be
+	// evaluated, and denies (as it would deny the get without it).
+	b := e.connect(t, gwBobToken, nil)
+	res, err = compComplete(t, b, prompt, nil, "arg1", "pa")
+	compWant(t, "bob: arg1=pa without arg2", res, err)
+	rec := subWantRecords(t, e, compTool, "bob", 1, store.CallRecord{Status: warden.StatusRefused, Stage: warden.StagePermission, Effect: "deny", RuleID: "bob-arg2-unguarded", Args: []byte(`{"arg1":"pa"}`)})
+	if !strings.HasPrefix(rec.Rationale, "condition 'bob-arg2-unguarded' could not be evaluated: ") {
+		t.Errorf("rationale of the unguarded condition: %q", rec.Rationale)
+	}
+	res, err = compComplete(t, b, prompt, map[string]string{"arg2": "world"}, "arg1", "pa")
+	compWant(t, "bob: arg1=pa with arg2", res, err, "paris", "park", "party")
+	subWantRecords(t, e, compTool, "bob", 2, store.CallRecord{Status: warden.StatusRan, Executed: true, RuleID: "reader.allowlist", Args: []byte(`{"arg1":"pa","arg2":"world"}`)})
+
 	// A halted session gets no values for anything, served or not; the served ones
 	// are recorded at the gate.
 	gwWant(t, gwCall(t, r, subUpdate, map[string]any{"uri": "test://halt"}), true, "Stopped.")
@@ -180,7 +198,7 @@ func TestGatewayCompletionJudged(t *testing.T) {
 	want("halted", store.CallRecord{Status: warden.StatusRefused, Stage: warden.StageGate, Reason: "session halted: every call after a halt is refused", Args: []byte(`{"arg1":"pa"}`)})
 	res, err = compComplete(t, r, &mcp.CompleteReference{Type: "ref/prompt", Name: "mcp__conf__nothing"}, nil, "a", "b")
 	compWant(t, "halted: unknown prompt", res, err)
-	if got := e.log.Count("upstream stderr", "conformanceserver: completion "); got != 3 {
-		t.Errorf("the upstream got %d completion requests, want 3", got)
+	if got := e.log.Count("upstream stderr", "conformanceserver: completion "); got != 4 {
+		t.Errorf("the upstream got %d completion requests, want 4", got)
 	}
 }
