@@ -19,9 +19,13 @@ import (
 	"github.com/wardenhq/warden/store"
 )
 
-// compPolicy is subPolicy with conditions on the prompt's arguments and the template's
-// URI, and a tool call that halts the session.
-const compPolicy = subPolicy + `conditions:
+// compPolicy is subPolicy with a rule on the template's URI (the rules layer allows
+// the rest), conditions on the prompt's arguments and the template's URI, and a tool
+// call that halts the session.
+const compPolicy = subPolicy + `rules:
+  deny: {"resource:conf": ["test://template/12*"]}
+  allow: {"resource:conf": ["*"], "prompt:*": ["*"], mcp__conf__warden_test_update_resource: ["*"]}
+conditions:
   - id: no-se-arg1
     when: 'tool == "prompt:mcp__conf__test_prompt_with_arguments" && has(args.arg1) && args.arg1.startsWith("se")'
     effect: deny
@@ -100,7 +104,7 @@ func TestGatewayCompletionJudged(t *testing.T) {
 	res, err := compComplete(t, r, prompt, nil, "arg1", "pa")
 	compWant(t, "arg1=pa", res, err, "paris", "park", "party")
 	e.log.WaitCount(t, time.Minute, 1, compSent("ref/prompt", "test_prompt_with_arguments", "arg1", "pa")...)
-	want("arg1=pa", store.CallRecord{Status: warden.StatusRan, Executed: true, RuleID: "reader.allowlist", Args: []byte(`{"arg1":"pa"}`), Session: r.ID()})
+	want("arg1=pa", store.CallRecord{Status: warden.StatusRan, Executed: true, RuleID: "*", Args: []byte(`{"arg1":"pa"}`), Session: r.ID()})
 
 	// The value being completed is judged as the prompt's argument: denied, so no
 	// values, and never sent.
@@ -134,20 +138,27 @@ func TestGatewayCompletionJudged(t *testing.T) {
 	const tmplTool = "completion:resource:conf"
 	res, err = compComplete(t, r, tmpl, nil, "id", "1")
 	compWant(t, "id=1", res, err, "1", "12", "123")
-	subWantRecords(t, e, tmplTool, "reader-agent", 1, store.CallRecord{Status: warden.StatusRan, Executed: true, RuleID: "reader.allowlist", Args: []byte(`{"uri":"test://template/1/data"}`), Session: r.ID()})
+	subWantRecords(t, e, tmplTool, "reader-agent", 1, store.CallRecord{Status: warden.StatusRan, Executed: true, RuleID: "*", Args: []byte(`{"uri":"test://template/1/data"}`), Session: r.ID()})
 	res, err = compComplete(t, r, tmpl, nil, "id", "7")
 	compWant(t, "id=7", res, err)
 	subWantRecords(t, e, tmplTool, "reader-agent", 2, store.CallRecord{Status: warden.StatusRefused, Stage: warden.StagePermission, Effect: "deny", RuleID: "no-id-7", Args: []byte(`{"uri":"test://template/7/data"}`)})
+	// A rule's pattern judges the expanded URI too.
+	res, err = compComplete(t, r, tmpl, nil, "id", "12")
+	compWant(t, "id=12", res, err)
+	rec12 := e.lastCall(t, tmplTool, "reader-agent")
+	if rec12.Status != warden.StatusRefused || rec12.Stage != warden.StagePermission || rec12.Effect != "deny" || rec12.RuleID == "" || string(rec12.Args) != `{"uri":"test://template/12/data"}` {
+		t.Errorf("audit of the completion a rule denies: %+v", rec12)
+	}
 	res, err = compComplete(t, r, tmpl, nil, "id", "..")
 	compWant(t, "id=..", res, err)
-	subWantRecords(t, e, tmplTool, "reader-agent", 3, store.CallRecord{Status: warden.StatusRefused, Stage: warden.StageValidation, Reason: `resource URI not in normal form: it has a ".." segment`, Args: []byte(`{"uri":"test://template/../data"}`)})
+	subWantRecords(t, e, tmplTool, "reader-agent", 4, store.CallRecord{Status: warden.StatusRefused, Stage: warden.StageValidation, Reason: `resource URI not in normal form: it has a ".." segment`, Args: []byte(`{"uri":"test://template/../data"}`)})
 	res, err = compComplete(t, r, tmpl, nil, "name", "x")
 	compWant(t, "template variable name", res, err)
-	subWantRecords(t, e, tmplTool, "reader-agent", 4, store.CallRecord{Status: warden.StatusRefused, Stage: warden.StageValidation, Reason: `completion argument "name" is not one the resource template takes`, Args: []byte(`{"uri":"test://template//data"}`)})
+	subWantRecords(t, e, tmplTool, "reader-agent", 5, store.CallRecord{Status: warden.StatusRefused, Stage: warden.StageValidation, Reason: `completion argument "name" is not one the resource template takes`, Args: []byte(`{"uri":"test://template//data"}`)})
 	// A listed resource has no variables to complete.
 	res, err = compComplete(t, r, &mcp.CompleteReference{Type: "ref/resource", URI: subStatic}, nil, "id", "1")
 	compWant(t, "listed resource", res, err)
-	subWantRecords(t, e, tmplTool, "reader-agent", 5, store.CallRecord{Status: warden.StatusRefused, Stage: warden.StageValidation, Reason: `completion argument "id" is not one the resource takes`, Args: []byte(`{"uri":"test://static-text"}`)})
+	subWantRecords(t, e, tmplTool, "reader-agent", 6, store.CallRecord{Status: warden.StatusRefused, Stage: warden.StageValidation, Reason: `completion argument "id" is not one the resource takes`, Args: []byte(`{"uri":"test://static-text"}`)})
 
 	// None of the refused values reached the upstream: its log, in order, holds this
 	// last request and before it only the allowed ones.
@@ -188,7 +199,7 @@ func TestGatewayCompletionJudged(t *testing.T) {
 	}
 	res, err = compComplete(t, b, prompt, map[string]string{"arg2": "world"}, "arg1", "pa")
 	compWant(t, "bob: arg1=pa with arg2", res, err, "paris", "park", "party")
-	subWantRecords(t, e, compTool, "bob", 2, store.CallRecord{Status: warden.StatusRan, Executed: true, RuleID: "reader.allowlist", Args: []byte(`{"arg1":"pa","arg2":"world"}`)})
+	subWantRecords(t, e, compTool, "bob", 2, store.CallRecord{Status: warden.StatusRan, Executed: true, RuleID: "*", Args: []byte(`{"arg1":"pa","arg2":"world"}`)})
 
 	// A halted session gets no values for anything, served or not; the served ones
 	// are recorded at the gate.
