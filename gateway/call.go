@@ -408,31 +408,43 @@ func (g *Gateway) noteFault(session string, ss *mcp.ServerSession, out *warden.O
 // [warden.EventToolEnd] with its stage, status and reason goes to every sink. A
 // failure to record is logged; the call is refused either way.
 func (g *Gateway) refuse(ctx context.Context, st *gatewayState, name string, id warden.Identity, session string, arguments json.RawMessage, stage warden.Stage, reason string) {
-	rec := store.CallRecord{
-		CallID: newID("call"), Session: session, Tool: name, Identity: id,
-		Stage: stage, Reason: reason,
-		Revision: st.pol.Revision(), Status: warden.StatusRefused,
-	}
+	g.record(ctx, st, store.CallRecord{
+		Session: session, Tool: name, Identity: id,
+		Stage: stage, Reason: reason, Status: warden.StatusRefused,
+	}, arguments)
+}
+
+// record writes one audit record the gateway makes itself, outside the pipeline (a
+// refusal before it, a completion, a resource subscription): rec with a new call id,
+// the revision of st and the arguments (digest, and the arguments themselves unless
+// audit.redact_args), and sends the matching [warden.EventToolEnd] to every sink. A
+// failure to record is logged.
+func (g *Gateway) record(ctx context.Context, st *gatewayState, rec store.CallRecord, arguments json.RawMessage) {
+	rec.CallID, rec.Revision = newID("call"), st.pol.Revision()
 	if args, err := warden.ParseArgs(arguments); err == nil {
 		rec.ArgsDigest = args.Digest()
 		if !st.cfg.RedactArgs {
 			rec.Args = args.AppendJSON(nil)
 		}
 	}
-	ctx = context.WithoutCancel(ctx) // the refusal happened: it is recorded and told
-	ctx = withRefusedOrigin(ctx, st, name)
+	ctx = context.WithoutCancel(ctx) // what happened is recorded and told
+	ctx = withRefusedOrigin(ctx, st, rec.Tool)
 	t0 := time.Now()
 	err := g.opts.Store.RecordCall(ctx, rec)
 	g.metrics.observeAudit("record", time.Since(t0), err)
 	if err != nil {
-		g.log.Error("cannot record a refused call", "tool", name, "error", err)
+		g.log.Error("cannot record a call", "tool", rec.Tool, "status", rec.Status, "error", err)
 	}
 	now := time.Now()
-	g.sink.Emit(ctx, warden.Event{
-		Name: warden.EventToolEnd, Time: now, Start: now,
-		Session: session, Identity: id, CallID: rec.CallID, Tool: name, Revision: rec.Revision,
-		Executed: false, Status: warden.StatusRefused, Stage: stage, Reason: reason,
-	})
+	e := warden.Event{
+		Name: warden.EventToolEnd, Time: now, Start: now.Add(-rec.Duration), Duration: rec.Duration,
+		Session: rec.Session, Identity: rec.Identity, CallID: rec.CallID, Tool: rec.Tool, Revision: rec.Revision,
+		Executed: rec.Executed, Status: rec.Status, Stage: rec.Stage, Reason: rec.Reason, RuleID: rec.RuleID,
+	}
+	if eff, err := warden.ParseEffect(rec.Effect); err == nil {
+		e.Effect = eff
+	}
+	g.sink.Emit(ctx, e)
 }
 
 func textResult(text string, isErr bool) *mcp.CallToolResult {

@@ -827,6 +827,15 @@ func TestCatalogTemplatePinChange(t *testing.T) {
 	if ev := e.events.named(warden.EventDefinitionChanged); len(ev) != 1 || ev[0].Tool != pinName {
 		t.Errorf("definition-changed events: %+v", ev)
 	}
+	// Completing its variable answers as for a template nobody serves, and is
+	// recorded with why.
+	ref := &mcp.CompleteReference{Type: "ref/resource", URI: catTemplate}
+	_, err := compComplete(t, full, ref, nil, "id", "1")
+	subWantNotFound(t, "completion through the quarantined template", err, catTemplate)
+	subWantRecords(t, e, "completion:resource:conf", "full-agent", 1, store.CallRecord{
+		Status: warden.StatusRefused, Stage: warden.StageLookup, Reason: "resource template definition changed since it was approved",
+		Args: []byte(`{"uri":"test://template/{id}/data"}`),
+	})
 
 	stored, err := e.st.GetPin(context.Background(), pinName)
 	if err != nil || stored.PendingHash == "" {
@@ -841,4 +850,10 @@ func TestCatalogTemplatePinChange(t *testing.T) {
 		t.Fatalf("read after approval: %+v, %v", res, err)
 	}
 	catWantRecord(t, e, catReader, "full-agent", warden.StatusRan, "", true)
+	// Completion is served again (the fixture without -test-tools has no values for it).
+	res2, err := compComplete(t, full, ref, nil, "id", "1")
+	compWant(t, "completion after approval", res2, err)
+	subWantRecords(t, e, "completion:resource:conf", "full-agent", 2, store.CallRecord{
+		Status: warden.StatusRan, Executed: true, RuleID: "full.allowlist", Args: []byte(`{"uri":"test://template/1/data"}`),
+	})
 }

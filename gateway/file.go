@@ -384,7 +384,7 @@ func (d *configDecoder) client(n *yaml.Node, where string, needToken bool) Clien
 		case "principal":
 			c.Principal, _ = d.NonEmpty(kv.Value, w)
 		case "tenant":
-			c.Tenant, _ = d.NonEmpty(kv.Value, w)
+			c.Tenant = d.tenant(kv.Value, w)
 		case "role":
 			c.Role, _ = d.NonEmpty(kv.Value, w)
 		case "self_approve":
@@ -409,6 +409,23 @@ func (d *configDecoder) client(n *yaml.Node, where string, needToken bool) Clien
 		d.Fail(n, "add token_env: VAR (the token is read from that variable) or token_sha256: sha256:<hex> (from `warden serve hash-token`)", "%s: a token is required", where)
 	}
 	return c
+}
+
+// tenant decodes a tenant name: a non-empty string without "/". The stateless
+// front keys a principal's halt as "principal:<tenant>/<principal>", which names one
+// identity only while the tenant has no "/" (tenant "a/b" with principal "c" and
+// tenant "a" with principal "b/c" would share a key, and a halt of one would refuse
+// the other).
+func (d *configDecoder) tenant(n *yaml.Node, where string) string {
+	s, ok := d.NonEmpty(n, where)
+	if !ok {
+		return ""
+	}
+	if strings.Contains(s, "/") {
+		d.Fail(n, `write the tenant without "/" (e.g. "acme-eu" for "acme/eu"): a halt on the stateless front is keyed "principal:<tenant>/<principal>", so a "/" in the tenant could name two identities`, "%s %q contains \"/\"", where, s)
+		return ""
+	}
+	return s
 }
 
 func (d *configDecoder) token(key string, n *yaml.Node, where string) string {

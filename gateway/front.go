@@ -85,6 +85,7 @@ func (g *Gateway) newFront(kind, version string) *front {
 		GetSessionID: func() string { return newID("mcp") },
 	})
 	f.server.AddReceivingMiddleware(f.filterList, f.hideCalls)
+	f.server.AddSendingMiddleware(f.onlySubscribed)
 	return f
 }
 

@@ -167,7 +167,7 @@ func New(file *File, opts *Options) (*Gateway, error) {
 		installedPrompts:   map[string]string{},
 		installedResources: map[string]string{},
 		installedTemplates: map[string]string{},
-		subs:               subscriptions{sessions: map[string]map[*mcp.ServerSession]bool{}, owner: map[string]*upstream.Server{}, watched: map[*mcp.ServerSession]bool{}},
+		subs:               subscriptions{sessions: map[string]map[*mcp.ServerSession]subscriber{}, owner: map[string]*upstream.Server{}, watched: map[*mcp.ServerSession]bool{}},
 	}
 	g.metrics = newMetrics(g)
 	g.journal = audit.NewJournal(o.Store, &audit.Options{Deferred: true, Logger: log, Observe: g.metrics.observeAudit})

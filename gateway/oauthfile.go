@@ -181,7 +181,7 @@ func (d *configDecoder) claimClient(n *yaml.Node, where string) ClaimClient {
 		case "principal":
 			cc.Client.Principal, _ = d.NonEmpty(kv.Value, w)
 		case "tenant":
-			cc.Client.Tenant, _ = d.NonEmpty(kv.Value, w)
+			cc.Client.Tenant = d.tenant(kv.Value, w)
 		case "role":
 			cc.Client.Role, _ = d.NonEmpty(kv.Value, w)
 		case "self_approve":

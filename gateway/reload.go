@@ -25,7 +25,9 @@ import (
 // Reload applies a new configuration: the policy is loaded, upstream servers whose
 // configuration (or the transport policy) changed are admitted and discovered again,
 // the tool definitions of the servers kept are listed and their pins checked again,
-// and the new revision replaces the old one atomically. On any error the old revision
+// and the new revision replaces the old one atomically; then the sessions' resource
+// subscriptions are judged again under it, and those it does not allow end (see
+// rejudgeSubscriptions) before Reload returns. On any error the old revision
 // stays in force and the error says why. Settings that need a restart (listen, path,
 // ui, trusted_proxies) are reported in the log and otherwise ignored; the operators
 // are the inbox's, which its owner updates (Inbox.SetOperators). A Reload before
@@ -131,6 +133,10 @@ func (g *Gateway) Reload(ctx context.Context, cfg *File) error {
 		attrs = append(attrs, "shadow_policy_revision", cand.Revision())
 	}
 	g.log.Info("gateway configuration in force", attrs...)
+	// Outside g.mu: ending an upstream subscription is a request to the server.
+	g.mu.Unlock()
+	unlocked = true
+	g.rejudgeSubscriptions(rejudgeReload)
 	return nil
 }
 
@@ -261,7 +267,8 @@ func (g *Gateway) recheckPins() {
 }
 
 // rebuild binds a new revision from the current configuration and the upstreams'
-// current tools (after a tools/list_changed or an operator's pin approval).
+// current tools (after a tools/list_changed or an operator's pin approval), then
+// judges the sessions' resource subscriptions again under it.
 func (g *Gateway) rebuild() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -275,6 +282,14 @@ func (g *Gateway) rebuild() {
 		return
 	}
 	g.swap(st)
+	// A template quarantined or gone ends its subscriptions. In the background: a
+	// rebuild can run on an upstream's own worker, which must not wait for a request
+	// to that upstream.
+	g.bgWG.Add(1)
+	go func() {
+		defer g.bgWG.Done()
+		g.rejudgeSubscriptions(rejudgeRebuild)
+	}()
 }
 
 // build binds one guard per role over the upstreams' tools. cand is the candidate

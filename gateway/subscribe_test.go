@@ -64,9 +64,16 @@ const (
 // gateway's subscriptions).
 func subStart(t *testing.T) *gwEnv {
 	t.Helper()
+	return subStartWith(t, subPolicy, "-test-tools")
+}
+
+// subStartWith is subStart with another policy and the fixture's flags.
+func subStartWith(t *testing.T, policy string, flags ...string) *gwEnv {
+	t.Helper()
 	mcptest.BuildBinary(t, "./internal/conformanceserver") // beside the peers gwStart puts on PATH
+	args, _ := json.Marshal(append([]string{"-stdio"}, flags...))
 	return gwStart(t, gwSetup{
-		policy: subPolicy,
+		policy: policy,
 		transport: `transport:
   allow_commands: true
   commands: [conformanceserver]
@@ -75,7 +82,7 @@ func subStart(t *testing.T) *gwEnv {
 		servers: `servers:
   conf:
     command: conformanceserver
-    args: [-stdio, -test-tools]
+    args: ` + string(args) + `
 `,
 		identities: subIdentities,
 	})

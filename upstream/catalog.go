@@ -108,6 +108,28 @@ func (t ResourceTemplate) Matches(uri string) bool {
 	return t.matcher != nil && t.matcher.Regexp().MatchString(uri)
 }
 
+// Variables returns the names of the template's variables, in order of first use.
+func (t ResourceTemplate) Variables() []string {
+	if t.matcher == nil {
+		return nil
+	}
+	return t.matcher.Varnames()
+}
+
+// Expand returns the URI the template expands to with values (RFC 6570: a variable
+// without a value expands to nothing, and values are percent-encoded as the
+// variable's operator requires).
+func (t ResourceTemplate) Expand(values map[string]string) (string, error) {
+	if t.matcher == nil {
+		return "", fmt.Errorf("resource template %q was not compiled", t.URITemplate)
+	}
+	vars := uritemplate.Values{}
+	for k, v := range values {
+		vars.Set(k, uritemplate.String(v))
+	}
+	return t.matcher.Expand(vars)
+}
+
 // CatalogProblem reports a prompt, resource or resource template refused at
 // discovery; the server's other definitions are still served.
 type CatalogProblem struct {

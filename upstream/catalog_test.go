@@ -185,6 +185,40 @@ func TestCatalogRoute(t *testing.T) {
 	}
 }
 
+// Expand and Variables: RFC 6570 simple expansion (reserved characters encoded, a
+// variable without a value left out), and an error for a template not compiled.
+func TestCatalogTemplateExpand(t *testing.T) {
+	t.Parallel()
+	u := confUpstream(t, nil, nil)
+	tm := u.ResourceTemplates()[0]
+	if got := tm.Variables(); !slices.Equal(got, []string{"id"}) {
+		t.Errorf("Variables of %s: %q", tm.URITemplate, got)
+	}
+	for _, c := range []struct {
+		values map[string]string
+		want   string
+	}{
+		{map[string]string{"id": "7"}, "test://template/7/data"},
+		{map[string]string{"id": "a/b?c"}, "test://template/a%2Fb%3Fc/data"},
+		{map[string]string{"id": ".."}, "test://template/../data"},
+		{map[string]string{}, "test://template//data"},
+		{map[string]string{"other": "x"}, "test://template//data"},
+		{map[string]string{"id": "1", "x": ""}, "test://template/1/data"},
+	} {
+		got, err := tm.Expand(c.values)
+		if err != nil || got != c.want {
+			t.Errorf("Expand(%v) = %q, %v; want %q", c.values, got, err, c.want)
+		}
+	}
+	bare := ResourceTemplate{URITemplate: confTemplate}
+	if _, err := bare.Expand(map[string]string{"id": "7"}); err == nil || err.Error() != `resource template "test://template/{id}/data" was not compiled` {
+		t.Errorf("Expand of a template not compiled: %v", err)
+	}
+	if v := bare.Variables(); v != nil {
+		t.Errorf("Variables of a template not compiled: %q", v)
+	}
+}
+
 func TestCatalogReadResource(t *testing.T) {
 	t.Parallel()
 	u := confUpstream(t, nil, nil)

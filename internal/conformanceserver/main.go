@@ -43,7 +43,9 @@
 //	              session(s)", n counted before sending; offer completion values for
 //	              the id of test://template/{id}/data (those of ids, by prefix); and
 //	              write "subscribed <uri>" and "unsubscribed <uri>" to stderr for every
-//	              resources/subscribe and resources/unsubscribe.
+//	              resources/subscribe and resources/unsubscribe, and
+//	              "completion <ref type> <name or URI> <argument>=<value>" for every
+//	              completion/complete.
 //	-no-subscribe do not offer resource subscriptions (the resources capability
 //	              has no subscribe, and resources/subscribe is an unknown method).
 //	-test-files   also offer the resource template test://files/{+path}, read the
@@ -731,9 +733,13 @@ func complete(_ context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult,
 var ids = []string{"1", "12", "123", "7"}
 
 // completeWithTemplates is complete that also offers, for the id variable of
-// test://template/{id}/data, the ids that start with what was typed so far.
+// test://template/{id}/data, the ids that start with what was typed so far, and logs
+// every request it gets.
 func completeWithTemplates(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
 	p := req.Params
+	if p.Ref != nil {
+		log.Printf("completion %s %s%s %s=%s", p.Ref.Type, p.Ref.Name, p.Ref.URI, p.Argument.Name, p.Argument.Value)
+	}
 	if p.Ref == nil || p.Ref.Type != "ref/resource" || p.Ref.URI != "test://template/{id}/data" || p.Argument.Name != "id" {
 		return complete(ctx, req)
 	}
