@@ -18,6 +18,16 @@ package gateway_test
 // flushed the answer and returned, when the client got the response's headers and
 // read the answer. The trace and the profile say on which side the answer stopped.
 //
+// Below HTTP, on the stdio leg to the fault servers, every connection remembers the
+// ids and methods of its last 256 messages (the gateway's in upstream's transport,
+// see upstream.StdioWireLogs; the bare proxy's in a recorder around the SDK's
+// CommandTransport), and every fault server its own (faultserver -wire-dump). At
+// the first miss the dump file gets both, and the test logs, for each call written
+// to a server over half the call timeout before and not answered, whether the
+// server received it and sent a response, and whether a response with its id was
+// read back and handed to the SDK. (A fault server still starting when it is
+// signalled for its log is killed by the signal: only at a miss.)
+//
 //	WARDEN_SOAK=short go test -run TestSoak -v -count=1 ./gateway/   # 25 s per front
 //	WARDEN_SOAK=10m   go test -run TestSoak -v -count=1 -timeout 30m ./gateway/
 //
@@ -173,6 +183,9 @@ type soakTarget struct {
 	name     string
 	tool     string
 	sessions []*mcp.ClientSession
+	// args are the arguments of the call tagged tag; nil: {"text": tag}, which the
+	// echo tool answers and the probe follows the call by.
+	args func(tag string) map[string]any
 }
 
 type soakResult struct {
@@ -222,7 +235,11 @@ func (st *soakTarget) run(s soakSettings, probe *soakProbe) soakResult {
 					cancel()
 				})
 				began := time.Now()
-				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: st.tool, Arguments: map[string]any{"text": tag}})
+				args := map[string]any{"text": tag}
+				if st.args != nil {
+					args = st.args(tag)
+				}
+				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: st.tool, Arguments: args})
 				took := time.Since(began)
 				timer.Stop()
 				cancel()

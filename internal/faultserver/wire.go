@@ -23,6 +23,9 @@ const serverRingSize = 4096
 // client and writes to it, in a ring of the last serverRingSize, so that a test
 // that lost an answer can ask the server whether it received the call and wrote
 // its response: on SIGUSR1 the ring is written to dir/faultserver-<pid>.wire.txt.
+// The wrapper hides the SDK connection's unexported methods: the SDK does not tell
+// it the negotiated protocol version, so it does not refuse incoming batches under
+// a version that forbids them (no test of batches uses -wire-dump).
 type wireConn struct {
 	mcp.Connection
 
