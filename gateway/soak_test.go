@@ -18,6 +18,16 @@ package gateway_test
 // flushed the answer and returned, when the client got the response's headers and
 // read the answer. The trace and the profile say on which side the answer stopped.
 //
+// Below HTTP, on the stdio leg to the fault servers, every connection remembers the
+// ids and methods of its last 256 messages (the gateway's in upstream's transport,
+// see upstream.StdioWireLogs; the bare proxy's in a recorder around the SDK's
+// CommandTransport), and every fault server its own (faultserver -wire-dump). At
+// the first miss the dump file gets both, and the test logs, for each call written
+// to a server over half the call timeout before and not answered, whether the
+// server received it and sent a response, and whether a response with its id was
+// read back and handed to the SDK. (A fault server still starting when it is
+// signalled for its log is killed by the signal: only at a miss.)
+//
 //	WARDEN_SOAK=short go test -run TestSoak -v -count=1 ./gateway/   # 25 s per front
 //	WARDEN_SOAK=10m   go test -run TestSoak -v -count=1 -timeout 30m ./gateway/
 //
@@ -46,13 +56,16 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wardenhq/warden/inbox"
 	"github.com/wardenhq/warden/internal/mcptest"
+	"github.com/wardenhq/warden/upstream"
 )
 
 const soakToken = "soak-token-0123456789abcdef"
@@ -132,6 +145,9 @@ func TestSoak(t *testing.T) {
 			for _, c := range r.unansweredCalls {
 				t.Errorf("%s: %s", front.name, c)
 			}
+			if r.wireVerdict != "" {
+				t.Logf("%s: the upstream stdio leg at the first miss:\n%s", front.name, r.wireVerdict)
+			}
 			if r.unanswered > 0 {
 				t.Errorf("%s: %d of %d calls got no answer within %s; goroutine profile and traces at the first: %s (%v)",
 					front.name, r.unanswered, r.answered+r.errors+r.unanswered, s.timeout, r.dumpFile, r.dumpErr)
@@ -167,6 +183,9 @@ type soakTarget struct {
 	name     string
 	tool     string
 	sessions []*mcp.ClientSession
+	// args are the arguments of the call tagged tag; nil: {"text": tag}, which the
+	// echo tool answers and the probe follows the call by.
+	args func(tag string) map[string]any
 }
 
 type soakResult struct {
@@ -179,6 +198,9 @@ type soakResult struct {
 	unansweredCalls []string
 	dumpFile        string
 	dumpErr         error
+	// wireVerdict says, from the stdio wire logs, what became of the calls
+	// outstanding on the upstream stdio leg at the first miss.
+	wireVerdict string
 }
 
 // run calls the echo tool from one goroutine per session until s.perFront has
@@ -205,15 +227,19 @@ func (st *soakTarget) run(s soakSettings, probe *soakProbe) soakResult {
 					timedOut.Store(true)
 					tr.note("client: no answer after %s", s.timeout)
 					dumpOnce.Do(func() {
-						file, err := probe.dump(s.dumpDir, st.name, tr)
+						file, verdict, err := probe.dump(s, st.name, tr)
 						mu.Lock()
-						r.dumpFile, r.dumpErr = file, err
+						r.dumpFile, r.wireVerdict, r.dumpErr = file, verdict, err
 						mu.Unlock()
 					})
 					cancel()
 				})
 				began := time.Now()
-				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: st.tool, Arguments: map[string]any{"text": tag}})
+				args := map[string]any{"text": tag}
+				if st.args != nil {
+					args = st.args(tag)
+				}
+				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: st.tool, Arguments: args})
 				took := time.Since(began)
 				timer.Stop()
 				cancel()
@@ -282,8 +308,10 @@ func soakSessions(t *testing.T, s soakSettings, probe *soakProbe, h http.Handler
 func startSoakBareProxy(t *testing.T, s soakSettings, probe *soakProbe) *soakTarget {
 	c := mcp.NewClient(&mcp.Implementation{Name: "warden-soak-proxy", Version: "1"}, nil)
 	idle := make(chan *mcp.ClientSession, s.conc)
+	wire := &soakWire{}
+	probe.wire, probe.wireDir = wire.logs, soakWireDir(t, s)
 	for range s.conc {
-		cs, err := c.Connect(context.Background(), &mcp.CommandTransport{Command: exec.Command("faultserver")}, nil)
+		cs, err := c.Connect(context.Background(), wire.transport(exec.Command("faultserver", "-wire-dump", probe.wireDir)), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -325,6 +353,7 @@ transport:
 servers:
   soak:
     command: faultserver
+    args: [-wire-dump, %s]
 listen: 127.0.0.1:0
 clients:
   - principal: soak-agent
@@ -334,7 +363,8 @@ clients:
 
 func startSoakGateway(t *testing.T, s soakSettings, probe *soakProbe) *soakTarget {
 	dir := t.TempDir()
-	data := fmt.Appendf(nil, soakGatewayConfig, s.conc, inbox.HashToken(soakToken))
+	probe.wire, probe.wireDir = upstream.StdioWireLogs, soakWireDir(t, s)
+	data := fmt.Appendf(nil, soakGatewayConfig, s.conc, strconv.Quote(probe.wireDir), inbox.HashToken(soakToken))
 	mux, path := serveGatewayConfig(t, dir, data, soakPolicy, nil)
 	return &soakTarget{name: "governed", tool: "mcp__soak__echo", sessions: soakSessions(t, s, probe, mux, path)}
 }
@@ -344,6 +374,10 @@ func startSoakGateway(t *testing.T, s soakSettings, probe *soakProbe) *soakTarge
 type soakProbe struct {
 	calls sync.Map // tag -> *soakTrace
 	keep  bool     // keep the traces of finished calls (for the probe's own test)
+	// wire, when set, returns the wire logs of the front's stdio connections to
+	// its fault servers, which write their own to wireDir (faultserver -wire-dump).
+	wire    func() []upstream.WireLog
+	wireDir string
 }
 
 // soakTrace is what was seen of one call, in order.
@@ -467,12 +501,14 @@ func (tr *soakTrace) String() string {
 	return b.String()
 }
 
-// dump writes the traces of every call in flight and the goroutine profile of the
-// process to a new file in dir, and returns its name.
-func (p *soakProbe) dump(dir, front string, first *soakTrace) (string, error) {
-	f, err := os.CreateTemp(dir, "warden-soak-"+front+"-*.txt")
+// dump writes the traces of every call in flight, the goroutine profile of the
+// process and, when the front has a stdio leg to follow, its wire logs and the
+// fault servers' own, to a new file in s.dumpDir, and returns its name and the
+// verdict of the wire logs.
+func (p *soakProbe) dump(s soakSettings, front string, first *soakTrace) (string, string, error) {
+	f, err := os.CreateTemp(s.dumpDir, "warden-soak-"+front+"-*.txt")
 	if err != nil {
-		return "", fmt.Errorf("writing the goroutine profile: %w", err)
+		return "", "", fmt.Errorf("writing the goroutine profile: %w", err)
 	}
 	fmt.Fprintf(f, "Warden soak, front %s, %s: call %s (JSON-RPC id %s, session %s) got no answer.\n\nCalls in flight:\n",
 		front, time.Now().UTC().Format(time.RFC3339Nano), first.tag, first.rpcID(), first.session)
@@ -487,13 +523,82 @@ func (p *soakProbe) dump(dir, front string, first *soakTrace) (string, error) {
 	}
 	io.WriteString(f, "\nGoroutines (debug=2):\n")
 	err = pprof.Lookup("goroutine").WriteTo(f, 2)
+	var verdict string
+	if p.wire != nil {
+		verdict = p.dumpWire(f, s.timeout)
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return "", fmt.Errorf("writing the goroutine profile to %s: %w", f.Name(), err)
+		return "", verdict, fmt.Errorf("writing the goroutine profile to %s: %w", f.Name(), err)
 	}
-	return f.Name(), nil
+	return f.Name(), verdict, nil
+}
+
+// dumpWire writes the wire logs of the front's stdio connections to w, asks every
+// fault server for its own (SIGUSR1, see faultserver -wire-dump) and copies them
+// in, and returns what the logs say of each call written to a server at least
+// timeout/2 ago and not answered: written or not, answer read back or not, and
+// what the fault server received and sent with that id.
+func (p *soakProbe) dumpWire(w io.Writer, timeout time.Duration) string {
+	logs := p.wire()
+	now := time.Now()
+	for _, l := range logs {
+		if err := syscall.Kill(l.PID, syscall.SIGUSR1); err != nil {
+			fmt.Fprintf(w, "\nsignalling fault server %d for its wire log: %v\n", l.PID, err)
+		}
+	}
+	var verdict strings.Builder
+	for _, l := range logs {
+		for _, e := range l.Outstanding() {
+			if now.Sub(e.At) < timeout/2 {
+				continue // a call still well within its time
+			}
+			fmt.Fprintf(&verdict, "  %s (%s before the dump)\n", l.Trace(e.ID), now.Sub(e.At).Round(time.Millisecond))
+		}
+	}
+	if verdict.Len() == 0 {
+		verdict.WriteString("  no call written to a server over half the call timeout ago is without its response read back (an answer that was read and lost, or a call never written)\n")
+	}
+	fmt.Fprintf(w, "\nStdio wire logs (%d connections):\n", len(logs))
+	for _, l := range logs {
+		io.WriteString(w, l.String())
+	}
+	// The servers write their logs on the signal; they are small and quick.
+	for _, l := range logs {
+		name := filepath.Join(p.wireDir, fmt.Sprintf("faultserver-%d.wire.txt", l.PID))
+		var data []byte
+		for wait := time.Now().Add(3 * time.Second); ; {
+			var err error
+			if data, err = os.ReadFile(name); err == nil || time.Now().After(wait) {
+				break
+			}
+			time.Sleep(10 * time.Millisecond) // polling another process's file: no event to wait on
+		}
+		if data == nil {
+			fmt.Fprintf(&verdict, "  fault server %d wrote no wire log to %s within 3s\n", l.PID, name)
+			continue
+		}
+		fmt.Fprintf(w, "\nFault server %d's own wire log (%s):\n%s", l.PID, name, data)
+		for _, line := range strings.Split(string(data), "\n") {
+			if strings.Contains(line, "<- no response sent") {
+				fmt.Fprintf(&verdict, "  fault server %d: %s\n", l.PID, strings.TrimSpace(line))
+			}
+		}
+		for _, e := range l.Outstanding() {
+			if now.Sub(e.At) < timeout/2 {
+				continue
+			}
+			id := fmt.Sprintf(" id=%v ", e.ID.Raw())
+			for _, line := range strings.Split(string(data), "\n") {
+				if strings.Contains(line+" ", id) {
+					fmt.Fprintf(&verdict, "  fault server %d on id %v: %s\n", l.PID, e.ID.Raw(), strings.TrimSpace(line))
+				}
+			}
+		}
+	}
+	return verdict.String()
 }
 
 // client wraps next so every tools/call POST and its response are noted in the
@@ -626,3 +731,114 @@ func (w *soakServerWriter) Flush() {
 
 // Unwrap lets http.ResponseController reach the server's own writer.
 func (w *soakServerWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// soakWireDir makes the directory into which the fault servers of one front write
+// their wire logs, under s.dumpDir so that it outlives the test; it is removed at
+// the end of t when nothing was written into it.
+func soakWireDir(t *testing.T, s soakSettings) string {
+	t.Helper()
+	dir, err := os.MkdirTemp(s.dumpDir, "warden-soak-wire-*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(dir) }) // fails, keeping it, when not empty
+	return dir
+}
+
+// soakWire records, for the bare proxy, what upstream's stdio transport records for
+// the gateway (see upstream.StdioWireLogs) over the SDK's CommandTransport: the last
+// messages of each connection, as they pass its Write and Read. The SDK's reader
+// is out of sight: a message is recorded read and delivered when Read returns it.
+type soakWire struct {
+	mu    sync.Mutex
+	conns []*soakWireConn
+}
+
+func (w *soakWire) transport(cmd *exec.Cmd) mcp.Transport {
+	return soakWireTransport{w: w, cmd: cmd}
+}
+
+func (w *soakWire) logs() []upstream.WireLog {
+	w.mu.Lock()
+	conns := slices.Clone(w.conns)
+	w.mu.Unlock()
+	logs := make([]upstream.WireLog, 0, len(conns))
+	for _, c := range conns {
+		logs = append(logs, c.snapshot())
+	}
+	return logs
+}
+
+type soakWireTransport struct {
+	w   *soakWire
+	cmd *exec.Cmd
+}
+
+func (t soakWireTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	conn, err := (&mcp.CommandTransport{Command: t.cmd}).Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c := &soakWireConn{Connection: conn, pid: t.cmd.Process.Pid, started: time.Now()}
+	t.w.mu.Lock()
+	t.w.conns = append(t.w.conns, c)
+	t.w.mu.Unlock()
+	return c, nil
+}
+
+type soakWireConn struct {
+	mcp.Connection
+	pid     int
+	started time.Time
+
+	mu      sync.Mutex
+	next    int
+	counts  [upstream.WireDelivered + 1]uint64
+	entries [256]upstream.WireEntry
+}
+
+func (c *soakWireConn) record(msg jsonrpc.Message, stages ...upstream.WireStage) {
+	e := upstream.WireEntry{At: time.Now()}
+	switch m := msg.(type) {
+	case *jsonrpc.Request:
+		e.ID, e.Method = m.ID, m.Method
+	case *jsonrpc.Response:
+		e.ID, e.Response, e.Error = m.ID, true, m.Error != nil
+	}
+	c.mu.Lock()
+	for _, st := range stages {
+		e.Stage = st
+		c.entries[c.next%len(c.entries)] = e
+		c.next++
+		c.counts[st]++
+	}
+	c.mu.Unlock()
+}
+
+func (c *soakWireConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	c.record(msg, upstream.WireWritten)
+	err := c.Connection.Write(ctx, msg)
+	if err != nil {
+		c.record(msg, upstream.WireWriteFailed)
+	}
+	return err
+}
+
+func (c *soakWireConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	msg, err := c.Connection.Read(ctx)
+	if err == nil {
+		c.record(msg, upstream.WireRead, upstream.WireDelivered)
+	}
+	return msg, err
+}
+
+func (c *soakWireConn) snapshot() upstream.WireLog {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	l := upstream.WireLog{PID: c.pid, Started: c.started, Counts: c.counts}
+	n := min(c.next, len(c.entries))
+	for i := c.next - n; i < c.next; i++ {
+		l.Entries = append(l.Entries, c.entries[i%len(c.entries)])
+	}
+	return l
+}

@@ -3,13 +3,19 @@ package gateway_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/wardenhq/warden/inbox"
+	"github.com/wardenhq/warden/upstream"
 )
 
 // TestSoakProbe checks the soak's own instruments on an in-process SDK server over
@@ -97,4 +103,45 @@ func soakWantInOrder(t *testing.T, text string, parts ...string) {
 
 type soakEchoIn struct {
 	Text string `json:"text"`
+}
+
+// TestSoakWireVerdict checks the soak's stdio instruments on the governed front: a
+// call the fault server never answers (hang) is unanswered, and the dump holds
+// the stdio wire logs and the fault server's own, whose verdict is that the call
+// was written to the server, which received it and sent no response, and that no
+// response with its id was read back.
+func TestSoakWireVerdict(t *testing.T) {
+	soakServer(t)
+	s := soakSettings{conc: 1, timeout: 500 * time.Millisecond, dumpDir: t.TempDir(), idle: 4}
+	probe := &soakProbe{}
+	dir := t.TempDir()
+	probe.wire, probe.wireDir = upstream.StdioWireLogs, soakWireDir(t, s)
+	policy := strings.Replace(soakPolicy, "agent: [mcp__soak__echo]", "agent: [mcp__soak__echo, mcp__soak__hang]", 1)
+	data := fmt.Appendf(nil, soakGatewayConfig, s.conc, strconv.Quote(probe.wireDir), inbox.HashToken(soakToken))
+	mux, path := serveGatewayConfig(t, dir, data, policy, nil)
+	sessions := soakSessions(t, s, probe, mux, path)
+
+	hang := &soakTarget{name: "hung", tool: "mcp__soak__hang", sessions: sessions, args: func(string) map[string]any { return map[string]any{} }}
+	r := hang.run(s, probe)
+	if r.unanswered != 1 || r.answered+r.errors != 0 || r.dumpErr != nil {
+		t.Fatalf("one call of a tool that never answers: %+v (first error %v), want 1 unanswered", r, r.firstErr)
+	}
+	verdict := regexp.MustCompile(`^  server process ([0-9]+), id ([0-9]+): tools/call written to the server at [^;]+; no response with that id read back from the server \([0-9.]+m?s before the dump\)
+  fault server ([0-9]+): [0-9:.]+ received call +id=([0-9]+) tools/call  <- no response sent
+  fault server ([0-9]+) on id ([0-9]+): [0-9:.]+ received call +id=([0-9]+) tools/call  <- no response sent
+$`)
+	m := verdict.FindStringSubmatch(r.wireVerdict)
+	if m == nil {
+		t.Fatalf("wire verdict:\n%s\nwant the call written, received by the server, and never answered", r.wireVerdict)
+	}
+	if pid, id := m[1], m[2]; m[3] != pid || m[5] != pid || m[4] != id || m[6] != id || m[7] != id {
+		t.Errorf("the verdict names more than one process or id:\n%s", r.wireVerdict)
+	}
+	dump, err := os.ReadFile(r.dumpFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	soakWantInOrder(t, string(dump), "front hung", "Goroutines (debug=2):", "Stdio wire logs (1 connections):",
+		"stdio connection to server process "+m[1], "written      call         id="+m[2]+" tools/call",
+		"Fault server "+m[1]+"'s own wire log", "received call         id="+m[2]+" tools/call  <- no response sent")
 }

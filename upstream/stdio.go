@@ -84,6 +84,7 @@ func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 		terminate: td,
 		incoming:  make(chan readResult),
 		closed:    make(chan struct{}),
+		wire:      newWireRing(t.Command.Process.Pid),
 	}
 	go c.readLoop(newFrameReader(stdout, limit), stdout)
 	return c, nil
@@ -109,6 +110,10 @@ type stdioConn struct {
 	closeOnce sync.Once
 	closed    chan struct{} // closed when Close starts
 	closeErr  error
+
+	// wire remembers the last messages written, read and delivered (see
+	// [StdioWireLogs]).
+	wire *wireRing
 }
 
 type readResult struct {
@@ -132,6 +137,9 @@ func (c *stdioConn) readLoop(fr *frameReader, stdout io.Reader) {
 		frame, err := fr.next()
 		if err == nil {
 			res.msgs, res.batch, err = decodeFrame(frame)
+			for _, m := range res.msgs {
+				c.wire.record(WireRead, m)
+			}
 		}
 		if errors.Is(err, os.ErrClosed) {
 			err = io.EOF // Close reaped the child, which closed its stdout
@@ -167,6 +175,7 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	if len(c.queue) > 0 {
 		m := c.queue[0]
 		c.queue = c.queue[1:]
+		c.wire.record(WireDelivered, m)
 		return m, nil
 	}
 	var res readResult
@@ -186,6 +195,7 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		}
 	}
 	c.queue = res.msgs[1:]
+	c.wire.record(WireDelivered, res.msgs[0])
 	return res.msgs[0], nil
 }
 
@@ -272,19 +282,23 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 			if err := e.encodeBatch(batch); err != nil {
 				return err
 			}
-			return c.writeLine(e.buf.Bytes())
+			return c.writeLine(e.buf.Bytes(), nil, batch)
 		}
 	}
 	if err := e.encodeLine(msg); err != nil {
 		return err
 	}
-	return c.writeLine(e.buf.Bytes())
+	return c.writeLine(e.buf.Bytes(), msg, nil)
 }
 
-func (c *stdioConn) writeLine(line []byte) error {
+// writeLine writes line, which holds msg (or, when msg is nil, the responses of
+// batch), recording them in c.wire before the write and again if it fails.
+func (c *stdioConn) writeLine(line []byte, msg jsonrpc.Message, batch []*jsonrpc.Response) error {
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
+	c.recordWrite(WireWritten, msg, batch)
 	if _, err := c.stdin.Write(line); err != nil {
+		c.recordWrite(WireWriteFailed, msg, batch)
 		if errors.Is(err, os.ErrClosed) {
 			err = mcp.ErrConnectionClosed
 		}
@@ -293,11 +307,21 @@ func (c *stdioConn) writeLine(line []byte) error {
 	return nil
 }
 
+func (c *stdioConn) recordWrite(stage WireStage, msg jsonrpc.Message, batch []*jsonrpc.Response) {
+	if msg != nil {
+		c.wire.record(stage, msg)
+	}
+	for _, r := range batch {
+		c.wire.record(stage, r)
+	}
+}
+
 // Close ends the connection and the child (see [commandTransport]); Read returns
 // io.EOF as soon as Close begins. Every call returns the first one's result, once
 // the child is reaped.
 func (c *stdioConn) Close() error {
 	c.closeOnce.Do(func() {
+		c.wire.forget()
 		close(c.closed)
 		c.closeErr = c.stop()
 	})

@@ -35,7 +35,10 @@
 // FILE exists, -ask-after-cancel adds the tool askafter (logs "askafter: waiting for
 // the cancel", and once its call is cancelled sends elicitation/create on the same
 // session and logs "askafter: elicitation after the cancel: " and the answer or the
-// error). slow logs "slow: cancelled" when its call is cancelled.
+// error). slow logs "slow: cancelled" when its call is cancelled. -wire-dump DIR
+// remembers the ids and methods of the last 4096 messages received and sent and, on
+// every SIGUSR1, writes them to DIR/faultserver-<pid>.wire.txt, marking each call
+// received that no response was sent to.
 package main
 
 import (
@@ -63,6 +66,7 @@ func main() {
 	failIfExists := flag.String("fail-if-exists", "", "exit with code 2 at start while this file exists")
 	refuseListings := flag.Bool("refuse-listings", false, "serve one prompt and one resource but answer prompts/list and resources/templates/list with a JSON-RPC error")
 	askAfterCancel := flag.Bool("ask-after-cancel", false, "add the tool askafter, which elicits once its call is cancelled")
+	wireDump := flag.String("wire-dump", "", "remember the ids of the last messages received and sent, and write them to faultserver-<pid>.wire.txt in this directory on SIGUSR1")
 	flag.Parse()
 
 	log.SetOutput(os.Stderr)
@@ -99,7 +103,7 @@ func main() {
 	}
 
 	srv := mcp.NewServer(&mcp.Implementation{Name: "faultserver", Version: "0.0.1"}, &mcp.ServerOptions{PageSize: *pageSize})
-	tr := &injectingTransport{}
+	tr := &injectingTransport{wireDump: *wireDump}
 	addOKTools(srv)
 	if *refuseListings {
 		addRefusedListings(srv)
@@ -383,6 +387,8 @@ func describeFromFile(path string, override *descOverride) mcp.Middleware {
 // injectingTransport is the stdio transport, keeping its connection so that raw
 // notifications can be written to the client outside the SDK's debouncing.
 type injectingTransport struct {
+	wireDump string // see wireConn
+
 	mu   sync.Mutex
 	conn mcp.Connection
 }
@@ -391,6 +397,11 @@ func (t *injectingTransport) Connect(ctx context.Context) (mcp.Connection, error
 	c, err := (&mcp.StdioTransport{}).Connect(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if t.wireDump != "" {
+		wc := &wireConn{Connection: c}
+		wc.dumpOnSignal(t.wireDump)
+		c = wc
 	}
 	t.mu.Lock()
 	t.conn = c
