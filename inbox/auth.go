@@ -80,6 +80,9 @@ type sessions struct {
 	lastSweep  time.Time                           // guarded by mu
 	storeSwept time.Time                           // guarded by mu; the last sweep of the store
 	sweeping   bool                                // guarded by mu
+	// afterSweep, when set (by tests, before the first request), is told of every
+	// background sweep's result once it ended.
+	afterSweep func(n int, err error)
 }
 
 // The store keeps a record per sign-in; records of sessions that ended or expired
@@ -135,6 +138,9 @@ func (s *sessions) maybeSweepStore(now time.Time) {
 		s.mu.Lock()
 		s.sweeping = false
 		s.mu.Unlock()
+		if s.afterSweep != nil {
+			s.afterSweep(n, err)
+		}
 	}()
 }
 

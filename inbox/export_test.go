@@ -20,3 +20,7 @@ func SweepSessions(ib *Inbox, now time.Time) (int, error) {
 
 // SessionCheckpoint is the store checkpoint id of the session with this cookie value.
 func SessionCheckpoint(cookie string) string { return sessionID(sha256.Sum256([]byte(cookie))) }
+
+// OnSweep makes fn hear of every background sweep of the store's sessions once it
+// ended. Set it before the inbox serves a request.
+func OnSweep(ib *Inbox, fn func(n int, err error)) { ib.sessions.afterSweep = fn }

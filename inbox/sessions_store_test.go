@@ -217,6 +217,12 @@ func TestSessionsSweptFromTheStore(t *testing.T) {
 	t.Parallel()
 	clock := &fakeClock{t: time.Now()}
 	f := newFixture(t, fixtureOptions{modify: withClockAndTTL(clock, time.Hour)})
+	type sweep struct {
+		n   int
+		err error
+	}
+	swept := make(chan sweep, 1)
+	inbox.OnSweep(f.ib, func(n int, err error) { swept <- sweep{n, err} })
 	live, _ := f.signedIn()
 	gone, csrf := f.signedIn()
 	liveID, goneID := inbox.SessionCheckpoint(cookieOf(t, f, live)), inbox.SessionCheckpoint(cookieOf(t, f, gone))
@@ -241,17 +247,18 @@ func TestSessionsSweptFromTheStore(t *testing.T) {
 	if got := pendingStatus(f, live); got != http.StatusSeeOther {
 		t.Fatalf("an expired session: %d, want 303", got)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		_, errLive := f.st.GetCheckpoint(ctx, liveID)
-		_, errGone := f.st.GetCheckpoint(ctx, goneID)
-		if errors.Is(errLive, store.ErrNotFound) && errors.Is(errGone, store.ErrNotFound) {
-			break
+	select {
+	case r := <-swept:
+		if r.err != nil || r.n != 2 {
+			t.Fatalf("the background sweep deleted %d records (err %v), want 2 (the live and the ended one)", r.n, r.err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the background sweep did not delete the records: live %v, ended %v", errLive, errGone)
+	case <-time.After(30 * time.Second):
+		t.Fatal("no background sweep ended within 30 s of the request past the sweep interval")
+	}
+	for _, id := range []string{liveID, goneID} {
+		if _, err := f.st.GetCheckpoint(ctx, id); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("record %s after the background sweep: %v, want not found", id, err)
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 	// Signing in again works and is not swept. (The store stamps records with its own,
 	// real clock: the sweep is given the time that matches it.)
