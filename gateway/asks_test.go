@@ -11,6 +11,7 @@ package gateway_test
 // ElicitationHandler (which declare the capabilities).
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -85,6 +86,31 @@ const (
 func askRefusedText(text string) string {
 	return `Tool 'mcp__conf__test_sampling' failed: server "conf": tool "test_sampling": calling "tools/call": multi-round-trip: fulfilling input request "ask": calling "sampling/createMessage": ` + text
 }
+
+// askServersAt is askServers with the upstream link pinned to protocol ("" for
+// the newest).
+func askServersAt(protocol string) string {
+	if protocol == "" {
+		return askServers
+	}
+	return askServers + "    protocol: " + protocol + "\n"
+}
+
+// askRefusedTextAt is askRefusedText for an upstream link of protocol: on the
+// session-based line the fixture asks by a server-to-client request and fails its
+// call with the error it gets back (askRefusedText); from 2026-07-28 on it asks by
+// an input_required round, which the gateway fulfils for its session-based client,
+// and an answer that cannot be given ends the call at the gateway (an input
+// response cannot carry an error back to the upstream).
+func askRefusedTextAt(protocol, text string) string {
+	if protocol != "" {
+		return askRefusedText(text)
+	}
+	return `Tool 'mcp__conf__test_sampling' failed: server "conf": tool "test_sampling": multi round-trip: fulfilling input request "ask": ` + text
+}
+
+// askProtocols are the upstream links the asks tests run over.
+var askProtocols = []string{"2025-11-25", ""}
 
 func askStart(t *testing.T, policy, extra string) *gwEnv {
 	t.Helper()
@@ -287,40 +313,50 @@ conditions:
 		identities: strings.Replace(askIdentities, "    token_env: GW_WRITER_TOKEN\n", "    token_env: GW_WRITER_TOKEN\n    role: agent\n", 1),
 		text:       "[permission denied: Tool 'sampling:conf' is not in the 'agent' role allowlist.]", ruleID: "agent.allowlist.miss",
 	}} {
-		t.Run(tc.name, func(t *testing.T) {
-			if tc.identities == "" {
-				tc.identities = askIdentities
-			}
-			mcptest.PeersOnPATH(t, "./internal/conformanceserver")
-			e := gwStart(t, gwSetup{policy: tc.policy, servers: askServers, transport: askTransport, identities: tc.identities})
-			s := &gwSampler{reply: "never sent"}
-			cs := e.connect(t, gwWriterToken, s.options())
-			gwWant(t, gwCall(t, cs, "mcp__conf__test_sampling", map[string]any{"prompt": "p"}), true, askRefusedText(tc.text))
-			if got := s.asked(); len(got) != 0 {
-				t.Errorf("the client was asked although the policy refused: %+v", got)
-			}
-			ask := e.lastCall(t, "sampling:conf", "sampler")
-			if ask.Executed || ask.Status != warden.StatusRefused || ask.Stage != warden.StagePermission || ask.Effect != "deny" ||
-				ask.RuleID != tc.ruleID || ask.Identity.Principal != "sampler" || ask.Session != cs.ID() || string(ask.Args) != askSamplingParams("p") {
-				t.Errorf("audit of the refused sampling request: %+v", ask)
-			}
-			call := e.lastCall(t, "mcp__conf__test_sampling", "sampler")
-			if !call.Executed || call.Status != warden.StatusFailed || call.Session != cs.ID() {
-				t.Errorf("audit of the call whose sampling was refused: %+v", call)
-			}
-		})
+		for _, protocol := range askProtocols {
+			t.Run(tc.name+" at "+cmp.Or(protocol, "newest"), func(t *testing.T) {
+				if tc.identities == "" {
+					tc.identities = askIdentities
+				}
+				mcptest.PeersOnPATH(t, "./internal/conformanceserver")
+				e := gwStart(t, gwSetup{policy: tc.policy, servers: askServersAt(protocol), transport: askTransport, identities: tc.identities})
+				s := &gwSampler{reply: "never sent"}
+				cs := e.connect(t, gwWriterToken, s.options())
+				gwWant(t, gwCall(t, cs, "mcp__conf__test_sampling", map[string]any{"prompt": "p"}), true, askRefusedTextAt(protocol, tc.text))
+				if got := s.asked(); len(got) != 0 {
+					t.Errorf("the client was asked although the policy refused: %+v", got)
+				}
+				ask := e.lastCall(t, "sampling:conf", "sampler")
+				if ask.Executed || ask.Status != warden.StatusRefused || ask.Stage != warden.StagePermission || ask.Effect != "deny" ||
+					ask.RuleID != tc.ruleID || ask.Identity.Principal != "sampler" || ask.Session != cs.ID() || string(ask.Args) != askSamplingParams("p") {
+					t.Errorf("audit of the refused sampling request: %+v", ask)
+				}
+				call := e.lastCall(t, "mcp__conf__test_sampling", "sampler")
+				if !call.Executed || call.Status != warden.StatusFailed || call.Session != cs.ID() {
+					t.Errorf("audit of the call whose sampling was refused: %+v", call)
+				}
+			})
+		}
 	}
 }
 
-// A client that fails to answer a sampling request: the upstream gets the error, and
-// the request is recorded as executed and failed.
+// A client that fails to answer a sampling request: the call fails with the
+// client's error (on the session-based line the upstream gets it and fails its
+// call with it), and the request is recorded as executed and failed.
 func TestAskSamplingClientFails(t *testing.T) {
-	e := askStart(t, askAllowed, "")
+	for _, protocol := range askProtocols {
+		t.Run(cmp.Or(protocol, "newest"), func(t *testing.T) { testAskSamplingClientFails(t, protocol) })
+	}
+}
+
+func testAskSamplingClientFails(t *testing.T, protocol string) {
+	mcptest.PeersOnPATH(t, "./internal/conformanceserver")
+	e := gwStart(t, gwSetup{policy: askAllowed, servers: askServersAt(protocol), transport: askTransport, identities: askIdentities})
 	s := &gwSampler{fail: fmt.Errorf("the user rejected the sampling request")}
 	cs := e.connect(t, gwWriterToken, s.options())
 	res := gwCall(t, cs, "mcp__conf__test_sampling", map[string]any{"prompt": "p"})
-	if text := mcptest.ResultText(res); !res.IsError || !strings.HasPrefix(text, askRefusedText("")) || !strings.Contains(text, "the user rejected the sampling request") {
-		t.Errorf("result (isError %t) %q, want the client's error passed to the upstream", res.IsError, text)
+	if text := mcptest.ResultText(res); !res.IsError || !strings.HasPrefix(text, askRefusedTextAt(protocol, "")) || !strings.Contains(text, "the user rejected the sampling request") {
+		t.Errorf("result (isError %t) %q, want the call failed with the client's error", res.IsError, text)
 	}
 	if got := s.asked(); len(got) != 1 {
 		t.Errorf("the client was asked %d times, want once", len(got))

@@ -582,7 +582,7 @@ func (p *soakProbe) dumpWire(w io.Writer, timeout time.Duration) string {
 		}
 		fmt.Fprintf(w, "\nFault server %d's own wire log (%s):\n%s", l.PID, name, data)
 		for _, line := range strings.Split(string(data), "\n") {
-			if strings.Contains(line, "<- no response sent") {
+			if strings.Contains(line, "<- no response sent") && !strings.Contains(line, "subscriptions/listen") {
 				fmt.Fprintf(&verdict, "  fault server %d: %s\n", l.PID, strings.TrimSpace(line))
 			}
 		}

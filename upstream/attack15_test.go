@@ -20,7 +20,10 @@ func TestAttack15NoAsksAfterCancel(t *testing.T) {
 	t.Parallel()
 	var logs mcptest.LogBuffer
 	// -no-pong holds the connection in its cancel grace for as long as the test runs.
-	u := newUpstream(t, faultServer("askafter", "-ask-after-cancel", "-no-pong"), Options{Policy: faultPolicy(1), CancelGrace: time.Minute,
+	// The server asks by a server-to-client request, which exists up to 2025-11-25.
+	cfg := faultServer("askafter", "-ask-after-cancel", "-no-pong")
+	cfg.Protocol = "2025-11-25"
+	u := newUpstream(t, cfg, Options{Policy: faultPolicy(1), CancelGrace: time.Minute,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	discover(t, u)
 	var asked atomic.Int32

@@ -50,10 +50,30 @@ type CallOptions struct {
 	// call is in flight (see [ClientRequests]): the call goes out on a connection
 	// that declared exactly the capabilities Client can answer. Nil declares none.
 	Client *ClientRequests
+	// Relay, when set, passes the upstream's own multi-round trips (protocol
+	// 2026-07-28: a result of type input_required, with input requests and a
+	// requestState) to the caller instead of answering them: the request goes out on
+	// a connection whose client does not fulfil input requests, declaring for this
+	// request the capabilities Relay gives, and carrying Relay's answers and state
+	// when it is a retry. An input_required result is returned as a result
+	// (NeedsInput reports it). Client is not used for such a request's rounds. For a
+	// tools/call and a prompts/get only.
+	Relay *Relay
 	// BeforeSend, when set, is called once the call holds a verified connection, right
 	// before the request is sent; an error aborts the call unsent (the error returned
 	// wraps it and [ErrNotSent]). The gateway writes the call's audit intent here.
 	BeforeSend func(ctx context.Context) error
+}
+
+// Relay is one round of a relayed multi-round trip (see [CallOptions.Relay]).
+type Relay struct {
+	// Capabilities are the client capabilities declared to the upstream for this
+	// request: only sampling, elicitation and roots are passed on (nil: none).
+	Capabilities *mcp.ClientCapabilities
+	// Responses answer the upstream's input requests of the previous round, and
+	// State is the requestState it gave with them; both empty on a first request.
+	Responses mcp.InputResponseMap
+	State     string
 }
 
 // Call calls the upstream tool remote (its upstream name) with args (a JSON object;
@@ -149,10 +169,17 @@ type exchange struct {
 func roundTrip[T any](ctx context.Context, u *Server, x exchange, send func(context.Context, *mcp.ClientSession) (*T, error)) (_ *T, sent bool, _ error) {
 	opts := x.opts
 	var asks *ClientRequests
-	if opts != nil {
+	class := clientClass(0)
+	if opts != nil && opts.Relay != nil {
+		if err := relayRound(x.params, opts.Relay); err != nil {
+			return nil, false, err
+		}
+		class = classRelay
+	} else if opts != nil {
 		asks = opts.Client
+		class = asks.class()
 	}
-	c, err := u.acquireVerified(ctx, x.key, asks.class())
+	c, err := u.acquireVerified(ctx, x.key, class)
 	if err != nil {
 		return nil, false, err
 	}
@@ -168,6 +195,9 @@ func roundTrip[T any](ctx context.Context, u *Server, x exchange, send func(cont
 		var cancelTimeout context.CancelFunc
 		callCtx, cancelTimeout = context.WithTimeout(callCtx, u.opts.CallTimeout)
 		defer cancelTimeout()
+	}
+	if x.params != nil {
+		askLogsOf(c, x.params)
 	}
 	var route *progressRoute
 	if opts != nil && opts.Progress != nil {

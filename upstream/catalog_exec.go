@@ -83,6 +83,9 @@ func (u *Server) PromptExecutable(p Prompt, hook ResultHook) warden.Executable {
 				return nil, err
 			}
 			text := PromptText(res)
+			if res.NeedsInput() {
+				text = InputRequiredText(res.InputRequests)
+			}
 			if result != nil {
 				result(res, text)
 			}

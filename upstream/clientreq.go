@@ -35,6 +35,9 @@ type clientClass uint8
 const (
 	classSampling clientClass = 1 << iota
 	classElicitation
+	// classRelay connections pass an upstream's input_required rounds to the caller
+	// ([CallOptions.Relay]) instead of answering them.
+	classRelay
 	classCount = 1 << iota // number of classes
 )
 
@@ -96,6 +99,10 @@ func (u *Server) clientFor(class clientClass) *mcp.Client {
 	if class&classElicitation != 0 {
 		opts.Capabilities.Elicitation = &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}}
 		opts.ElicitationHandler = u.onElicit
+	}
+	if class&classRelay != 0 {
+		// The caller answers the rounds (on its retry), never this client.
+		opts.MultiRoundTrip = &mcp.MultiRoundTripOptions{Disabled: true}
 	}
 	u.routeLogs(opts)
 	c := mcp.NewClient(&mcp.Implementation{Name: gatewayClientName, Version: gatewayClientVersion}, opts)
@@ -220,3 +227,43 @@ func SamplingTarget(server string) string { return SamplingTargetPrefix + server
 
 // ElicitationTarget returns the call target of an elicitation request of server.
 func ElicitationTarget(server string) string { return ElicitationTargetPrefix + server }
+
+// relayCapabilities is the per-request client capabilities value (the _meta
+// io.modelcontextprotocol/clientCapabilities) of caps: sampling, elicitation and
+// roots, as declared.
+func relayCapabilities(caps *mcp.ClientCapabilities) map[string]any {
+	out := map[string]any{}
+	if caps == nil {
+		return out
+	}
+	if caps.Sampling != nil {
+		out["sampling"] = caps.Sampling
+	}
+	if caps.Elicitation != nil {
+		out["elicitation"] = caps.Elicitation
+	}
+	if caps.RootsV2 != nil {
+		out["roots"] = caps.RootsV2
+	}
+	return out
+}
+
+// relayRound puts r's answers, state and capabilities into params, the gateway's
+// own request.
+func relayRound(params mcp.RequestParams, r *Relay) error {
+	switch p := params.(type) {
+	case *mcp.CallToolParams:
+		p.InputResponses, p.RequestState = r.Responses, r.State
+	case *mcp.GetPromptParams:
+		p.InputResponses, p.RequestState = r.Responses, r.State
+	default:
+		return fmt.Errorf("a %T cannot be relayed", params)
+	}
+	meta := params.GetMeta()
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	meta[mcp.MetaKeyClientCapabilities] = relayCapabilities(r.Capabilities)
+	params.SetMeta(meta)
+	return nil
+}

@@ -70,7 +70,7 @@ func (d *SectionDecoder) Transport(n *yaml.Node, t *TransportPolicy) {
 	}
 }
 
-var serverKeys = []string{"command", "args", "env", "dir", "url", "headers", "prefix"}
+var serverKeys = []string{"command", "args", "env", "dir", "url", "headers", "prefix", "protocol"}
 
 // ServerKeys returns the keys a server's entry in a servers mapping may have, and
 // TransportKeys those of a transport section (new slices each call), for the
@@ -109,6 +109,13 @@ func (d *SectionDecoder) Servers(n *yaml.Node) []ServerConfig {
 			case "prefix":
 				p, _ := d.Str(e.Value, w)
 				s.Prefix = &p
+			case "protocol":
+				if e.Value.Kind == yaml.ScalarNode && e.Value.ShortTag() == "!!timestamp" {
+					// An unquoted version (2025-11-25) reads as a date: it is meant as written.
+					s.Protocol = e.Value.Value
+				} else {
+					s.Protocol, _ = d.NonEmpty(e.Value, w)
+				}
 			}
 		}
 		if err := s.Validate(); err != nil {

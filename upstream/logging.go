@@ -23,15 +23,41 @@ func (u *Server) routeLogs(o *mcp.ClientOptions) {
 
 // askForLogs asks a new connection's upstream, when it offers logging, for every
 // level: each call's client filters by the level it asked for. A refusal is logged;
-// the connection serves on.
+// the connection serves on. From protocol 2026-07-28 on the level is asked for by
+// each request (see [askLogsOf]).
 func (u *Server) askForLogs(ctx context.Context, c *upstreamConn) {
 	init := c.cs.InitializeResult()
 	if init == nil || init.Capabilities == nil || init.Capabilities.Logging == nil {
 		return
 	}
+	if stateless(c.cs) {
+		c.logsPerRequest = true
+		return
+	}
 	if err := c.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "debug"}); err != nil {
 		u.log.Warn("the upstream refused logging/setLevel; its log messages may not reach clients", slog.Int("pid", c.pid), slog.String("error", err.Error()))
 	}
+}
+
+// stateless reports whether cs speaks protocol 2026-07-28 or later, where every
+// request stands alone (no session state, no server-to-client requests).
+func stateless(cs *mcp.ClientSession) bool {
+	init := cs.InitializeResult()
+	return init != nil && init.ProtocolVersion >= "2026-07-28"
+}
+
+// askLogsOf puts the request-scoped log level (every level) into params's _meta
+// when c's upstream takes it there (see askForLogs). params is the gateway's own.
+func askLogsOf(c *upstreamConn, params mcp.Params) {
+	if !c.logsPerRequest || params == nil {
+		return
+	}
+	meta := params.GetMeta()
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	meta[mcp.MetaKeyLogLevel] = mcp.LoggingLevel("debug")
+	params.SetMeta(meta)
 }
 
 // logRoute is where the log messages of a connection's call in flight go. Like

@@ -288,7 +288,7 @@ func (u *Server) start(ctx context.Context, class clientClass) (*upstreamConn, e
 		transport = &progressCounter{Transport: &commandTransport{Command: cmd, TerminateDuration: terminateGrace}, read: read, changed: changed}
 	}
 	cs, err := sdkGuard(func() (*mcp.ClientSession, error) {
-		return u.clientFor(class).Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: upstreamProtocolVersion})
+		return u.clientFor(class).Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: u.cfg.protocol()})
 	})
 	if err != nil {
 		if cmd != nil && cmd.Process != nil {

@@ -5,6 +5,8 @@ package upstream
 import (
 	"fmt"
 	"regexp"
+	"slices"
+	"strings"
 )
 
 // ServerConfig describes one upstream MCP server: either a command started as a
@@ -25,6 +27,13 @@ type ServerConfig struct {
 	// Prefix is put in front of every tool name of this server. Nil means the
 	// default "mcp__<Name>__"; an empty prefix is allowed when names do not collide.
 	Prefix *string
+	// Protocol is the newest MCP protocol version the gateway asks this server for
+	// (one of [ProtocolVersions]). Empty means the newest the gateway speaks
+	// (2026-07-28, stateless); a server that does not offer it is spoken to in the
+	// newest session-based version it answers initialize with. Pin a session-based
+	// version for a server whose requests during a call (sampling, elicitation) come
+	// as server-to-client requests and that refuses them at 2026-07-28.
+	Protocol string
 
 	// EnvRefs names the variables of Warden's own environment that a project file's
 	// ${VAR} references put into Env or Headers ([LoadProjectServers] sets it):
@@ -74,7 +83,26 @@ func (c ServerConfig) Validate() error {
 	if p := c.ToolPrefix(); p != "" && !toolNamePattern.MatchString(p) {
 		return fmt.Errorf("server %q: tool prefix %q may hold only letters, digits, '_', '.' and '-'", c.Name, p)
 	}
+	if c.Protocol != "" && !slices.Contains(protocolVersions, c.Protocol) {
+		return fmt.Errorf("server %q: protocol %q is not a version the gateway speaks: use one of %s, or leave it out for the newest", c.Name, c.Protocol, strings.Join(protocolVersions, ", "))
+	}
 	return nil
+}
+
+// protocolVersions are the MCP versions the gateway can ask an upstream for, newest
+// first.
+var protocolVersions = []string{"2026-07-28", "2025-11-25", "2025-06-18"}
+
+// ProtocolVersions returns the MCP versions [ServerConfig.Protocol] may name, newest
+// first (a new slice each call).
+func ProtocolVersions() []string { return slices.Clone(protocolVersions) }
+
+// protocol is the version the gateway asks the server for.
+func (c ServerConfig) protocol() string {
+	if c.Protocol != "" {
+		return c.Protocol
+	}
+	return protocolVersions[0]
 }
 
 // ValidToolName reports whether name can be a governed tool name.

@@ -30,7 +30,7 @@ func connectFault(tb testing.TB, mk func(*exec.Cmd) mcp.Transport) *mcp.ClientSe
 	cmd := exec.Command("faultserver", "-mode", "ok")
 	dieWithGateway(cmd)
 	client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
-	cs, err := client.Connect(context.Background(), mk(cmd), &mcp.ClientSessionOptions{ProtocolVersion: upstreamProtocolVersion})
+	cs, err := client.Connect(context.Background(), mk(cmd), &mcp.ClientSessionOptions{ProtocolVersion: ServerConfig{}.protocol()})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -96,12 +96,17 @@ type WireLog struct {
 	Entries []WireEntry
 }
 
+// listenMethod is protocol 2026-07-28's request for a connection's notifications.
+const listenMethod = "subscriptions/listen"
+
 // Outstanding returns the calls this connection wrote to its child and read no
-// response to, among those it remembers, oldest first.
+// response to, among those it remembers, oldest first. A subscriptions/listen
+// (protocol 2026-07-28: the stream of the connection's notifications, open for as
+// long as the connection is) is not a call waiting for its answer and is left out.
 func (l WireLog) Outstanding() []WireEntry {
 	var out []WireEntry
 	for i, e := range l.Entries {
-		if e.Stage != WireWritten || e.Response || !e.ID.IsValid() {
+		if e.Stage != WireWritten || e.Response || !e.ID.IsValid() || e.Method == listenMethod {
 			continue
 		}
 		answered := slices.ContainsFunc(l.Entries[i+1:], func(r WireEntry) bool {

@@ -101,3 +101,18 @@ func TestWireRingWraps(t *testing.T) {
 		t.Errorf("entries from id %v to %v, want 44 to %d", first, last, wireRingSize+43)
 	}
 }
+
+// A subscriptions/listen (the 2026-07-28 stream of a connection's notifications) is
+// answered only when the connection ends: Outstanding leaves it out, and keeps a
+// call without its response.
+func TestWireLogOutstandingLeavesOutListen(t *testing.T) {
+	listen, _ := jsonrpc.MakeID(float64(2))
+	call, _ := jsonrpc.MakeID(float64(5))
+	l := WireLog{Entries: []WireEntry{
+		{Stage: WireWritten, ID: listen, Method: listenMethod},
+		{Stage: WireWritten, ID: call, Method: "tools/call"},
+	}}
+	if out := l.Outstanding(); len(out) != 1 || out[0].ID != call {
+		t.Errorf("Outstanding = %v, want only the tools/call", out)
+	}
+}

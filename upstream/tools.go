@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -92,7 +94,10 @@ func (u *Server) ExecutableWith(t Tool, hook CallHook) warden.Executable {
 				return nil, err
 			}
 			text := ResultText(res)
-			if res.IsError {
+			switch {
+			case res.NeedsInput():
+				text = InputRequiredText(res.InputRequests)
+			case res.IsError:
 				text = ErrorText(t.Remote, t.Server, text)
 			}
 			if result != nil {
@@ -106,6 +111,32 @@ func (u *Server) ExecutableWith(t Tool, hook CallHook) warden.Executable {
 			return text, nil
 		},
 	}
+}
+
+// InputRequiredText is what the pipeline judges, and the audit records, of a
+// result that asks the client for input first (protocol 2026-07-28's
+// input_required): the ids and kinds of the input requests, in id order.
+func InputRequiredText(reqs mcp.InputRequestMap) string {
+	ids := slices.Sorted(maps.Keys(reqs))
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = fmt.Sprintf("%s (%s)", id, InputMethod(reqs[id]))
+	}
+	return "[input required: the server asks the client for " + strings.Join(parts, ", ") + " before it answers]"
+}
+
+// InputMethod is the method of an input request: "elicitation/create",
+// "sampling/createMessage" or "roots/list"; "" for a kind the SDK does not know.
+func InputMethod(r mcp.InputRequest) string {
+	switch r.(type) {
+	case *mcp.ElicitParams:
+		return "elicitation/create"
+	case *mcp.CreateMessageParams, *mcp.CreateMessageWithToolsParams: //lint:ignore SA1019 upstreams still ask for sampling
+		return "sampling/createMessage"
+	case *mcp.ListRootsParams: //lint:ignore SA1019 upstreams still ask for roots
+		return "roots/list"
+	}
+	return ""
 }
 
 // ErrorText is what the model reads when an upstream tool returned an error

@@ -111,7 +111,7 @@ func TestDecodeToolsConfigErrors(t *testing.T) {
 	want := []string{
 		`agent.yaml:11:3: unknown key "project_files" in mcp (known keys in mcp: servers, transport, project_file, trust_project_settings; did you mean "project_file"?)`,
 		`agent.yaml:3:5: server "notes": give either command or url, not both (see the servers section of examples/gateway/gateway.yaml)`,
-		`agent.yaml:6:32: unknown key "argz" in mcp.servers.ok (known keys in mcp.servers.ok: command, args, env, dir, url, headers, prefix; did you mean "args"?)`,
+		`agent.yaml:6:32: unknown key "argz" in mcp.servers.ok (known keys in mcp.servers.ok: command, args, env, dir, url, headers, prefix, protocol; did you mean "args"?)`,
 		`agent.yaml:8:21: mcp.transport.allow_commands must be true or false, got a string (write true or false)`,
 		`agent.yaml:8:5: mcp.transport: commands[0] "./faultserver": a bare command name holds no '/' or '\' (fix the transport section)`,
 		`agent.yaml:10:27: mcp.trust_project_settings must be true or false, got a number (write true or false)`,

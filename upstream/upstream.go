@@ -24,12 +24,6 @@ import (
 )
 
 const (
-	// upstreamProtocolVersion is the MCP version the gateway asks upstreams for. It
-	// is the last version with the stateful initialize handshake, in which
-	// server-to-client traffic during a call travels on the call's own connection
-	// (what the gateway routes) and tools/list is never answered from a client-side
-	// cache. Servers answering with an older supported version are accepted.
-	upstreamProtocolVersion = "2025-11-25"
 	// gatewayClientName is the client implementation name declared to upstreams.
 	gatewayClientName = "warden-gateway"
 	// gatewayClientVersion is the client implementation version declared to upstreams.
@@ -274,6 +268,10 @@ type upstreamConn struct {
 	class clientClass // what the connection declared it routes (see clientFor)
 	proc  *os.Process // nil for url servers
 	pid   int
+	// logsPerRequest: the connection is of protocol 2026-07-28 or later and the
+	// upstream offers logging, so each request asks for its log messages (every
+	// level) in its _meta, where logging/setLevel no longer exists.
+	logsPerRequest bool
 
 	// progressRead counts the progress notifications read from the connection, as
 	// they are read (for a url server, as the SDK reads its HTTP responses).
