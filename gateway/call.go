@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wardenhq/warden"
@@ -29,7 +30,24 @@ import (
 // ([upstream.Server.Executable]) with the gateway's per-call slot (progress forwarding, the
 // deferred audit intent, the full result).
 func (g *Gateway) executable(gt *governedTool) warden.Executable {
-	return g.metrics.timeUpstream(gt.tool.Server, gt.up.ExecutableWith(gt.tool, slotHook))
+	return g.metrics.timeUpstream(gt.tool.Server, keepCapabilityErrors(gt.up.ExecutableWith(gt.tool, slotHook)))
+}
+
+// keepCapabilityErrors has x's Run keep, in the call's slot, an upstream's refusal
+// of a request that needs a client capability the request did not declare
+// (protocol 2026-07-28's -32021): the pipeline records it like any upstream error,
+// and a 2026-07-28 client gets the error itself, not a tool result about it.
+func keepCapabilityErrors(x warden.Executable) warden.Executable {
+	run := x.Run
+	x.Run = func(ctx context.Context, args warden.Args, cred *warden.Credential) (any, error) {
+		res, err := run(ctx, args, cred)
+		var rpc *jsonrpc.Error
+		if slot, _ := ctx.Value(slotKey{}).(*resultSlot); slot != nil && errors.As(err, &rpc) && rpc.Code == mcp.CodeMissingRequiredClientCapabilities {
+			slot.capabilityErr = &jsonrpc.Error{Code: rpc.Code, Message: rpc.Message, Data: rpc.Data}
+		}
+		return res, err
+	}
+	return x
 }
 
 // slotHook takes the call's options from the gateway's slot, and gives the slot the
@@ -46,6 +64,9 @@ func slotHook(ctx context.Context) (*upstream.CallOptions, func(*mcp.CallToolRes
 // written right before sending, progress and log messages forwarded.
 func (s *resultSlot) options() *upstream.CallOptions {
 	opts := &upstream.CallOptions{BeforeSend: s.beforeSend, Client: s.asks}
+	if s.relay != nil {
+		opts.Relay = s.relay.relayOptions()
+	}
 	if s.progress != nil {
 		opts.Progress = s.progress.forward
 	}
@@ -82,6 +103,14 @@ type resultSlot struct {
 	def  string
 	mrtr *mrtrContext
 	ask  *mrtrAsk
+	// relay is set on the stateless front for a call to a server: the upstream's own
+	// input_required rounds are relayed to the client (see relay.go); approved is the
+	// human decision that let this round run (zero: none).
+	relay    *relayRequest
+	approved relayApproval
+	// capabilityErr is the upstream's refusal of the request for a client capability
+	// it did not declare (see keepCapabilityErrors), nil for none.
+	capabilityErr *jsonrpc.Error
 
 	// The audit intent the pipeline began (see [sendJournal]), written only once the
 	// request is about to be sent. Used by the call's own goroutine only.
@@ -260,13 +289,38 @@ func (g *Gateway) callTool(ctx context.Context, f *front, name string, req *mcp.
 	}
 	slot := newSlot(g, name, req.Session, req.Params.GetProgressToken())
 	slot.server, slot.def, slot.remote = st.tools[name].tool.Server, st.tools[name].tool.Hash, st.tools[name].tool.Remote
-	slot.mrtr = f.mrtrOf(req.Params.RequestState, req.Params.InputResponses, req.ClientCapabilities())
+	state, responses := req.Params.RequestState, req.Params.InputResponses
+	if f.kind == statelessFront {
+		relay, retry, err := g.relayOf(ctx, st, cl, name, args, slot.def, state, responses, req.ClientCapabilities())
+		if err != nil {
+			return nil, err
+		}
+		slot.relay = relay
+		if retry {
+			state, responses = "", nil // the relay's, not an approval's
+		}
+	}
+	slot.mrtr = f.mrtrOf(state, responses, req.ClientCapabilities())
 	out, text, ok := g.govern(ctx, f, st, cl, req.Session, slot, name, args)
 	if slot.ask != nil {
 		return &mcp.CallToolResult{InputRequests: slot.ask.requests, RequestState: slot.ask.state}, nil
 	}
 	if !ok {
 		return textResult(text, true), nil
+	}
+	if slot.capabilityErr != nil && f.kind == statelessFront && out.Executed && out.IsError {
+		return nil, slot.capabilityErr
+	}
+	if out.Executed && slot.res != nil && slot.res.NeedsInput() {
+		if slot.relay == nil || out.ModelText != slot.text {
+			// Not a round the client can answer, or the pipeline changed what it says.
+			return textResult("The server asked for input the gateway cannot pass on in this call: "+out.ModelText, true), nil
+		}
+		token, refusal := g.relayInput(ctx, f, st, cl, req.Session, slot, name, args, slot.res.InputRequests, slot.res.RequestState)
+		if refusal != "" {
+			return textResult(refusal, true), nil
+		}
+		return &mcp.CallToolResult{InputRequests: slot.res.InputRequests, RequestState: token}, nil
 	}
 	if out.Executed && slot.res != nil && out.ModelText == slot.text && !slot.res.IsError {
 		return slot.res, nil
@@ -320,7 +374,11 @@ func (g *Gateway) govern(ctx context.Context, f *front, st *gatewayState, cl Cli
 	if err == nil && out.Status == warden.StatusPending && out.Pending != nil {
 		var answer warden.Answer
 		var text string
-		if m := slot.mrtr; m != nil && st.cfg.Elicitation && cl.SelfApprove && (m.canElicit || m.state != "") {
+		if r := slot.relay; r != nil && r.approval.binding != "" && r.approval.binding == ApprovalBinding(id, out.Pending) {
+			// A later round of a relayed call that was approved: the same call, with
+			// the same arguments, definition and policy revision (its state says so).
+			answer = warden.Approved{By: r.approval.by, Note: "approved in an earlier round of this multi-round call", Digest: out.Pending.ApprovalDigest()}
+		} else if m := slot.mrtr; m != nil && st.cfg.Elicitation && cl.SelfApprove && (m.canElicit || m.state != "") {
 			// The client's own user is asked, by multi-round trip (see mrtr.go).
 			answer, text = g.mrtrDecide(ctx, cl, out.Pending, out.Revision, slot)
 		} else {
@@ -328,6 +386,9 @@ func (g *Gateway) govern(ctx context.Context, f *front, st *gatewayState, cl Cli
 		}
 		if answer == nil {
 			return out, text, false
+		}
+		if a, ok := answer.(warden.Approved); ok {
+			slot.approved = relayApproval{binding: ApprovalBinding(id, out.Pending), by: a.By}
 		}
 		if text, halted := g.haltedText(f, ss, cl); halted {
 			// The session was halted while the call waited: an approval given since

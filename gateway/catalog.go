@@ -293,7 +293,18 @@ func (g *Gateway) getPrompt(ctx context.Context, f *front, req *mcp.GetPromptReq
 	}
 	slot := newSlot(g, target, req.Session, req.Params.GetProgressToken())
 	slot.server, slot.def = st.cat.prompts[name].prompt.Server, st.cat.prompts[name].prompt.Hash
-	slot.mrtr = f.mrtrOf(req.Params.RequestState, req.Params.InputResponses, req.ClientCapabilities())
+	state, responses := req.Params.RequestState, req.Params.InputResponses
+	if f.kind == statelessFront {
+		relay, retry, err := g.relayOf(ctx, st, cl, target, args, slot.def, state, responses, req.ClientCapabilities())
+		if err != nil {
+			return nil, err
+		}
+		slot.relay = relay
+		if retry {
+			state, responses = "", nil // the relay's, not an approval's
+		}
+	}
+	slot.mrtr = f.mrtrOf(state, responses, req.ClientCapabilities())
 	out, text, ok := g.govern(ctx, f, st, cl, req.Session, slot, target, args)
 	switch {
 	case slot.ask != nil:
@@ -303,7 +314,18 @@ func (g *Gateway) getPrompt(ctx context.Context, f *front, req *mcp.GetPromptReq
 	case out.Status != warden.StatusRan || out.IsError:
 		return nil, refused(out.ModelText)
 	}
-	if res, ok := slot.other.(*mcp.GetPromptResult); ok && out.Executed && out.ModelText == slot.text {
+	res, _ := slot.other.(*mcp.GetPromptResult)
+	if res != nil && out.Executed && res.NeedsInput() {
+		if slot.relay == nil || out.ModelText != slot.text {
+			return nil, refused("The server asked for input the gateway cannot pass on in this request: " + out.ModelText)
+		}
+		token, refusal := g.relayInput(ctx, f, st, cl, req.Session, slot, target, args, res.InputRequests, res.RequestState)
+		if refusal != "" {
+			return nil, refused(refusal)
+		}
+		return &mcp.GetPromptResult{InputRequests: res.InputRequests, RequestState: token}, nil
+	}
+	if res != nil && out.Executed && out.ModelText == slot.text {
 		return res, nil
 	}
 	// The pipeline changed what the model reads: it reads only that.

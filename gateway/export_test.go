@@ -23,10 +23,11 @@ type RelayCall = relayCall
 
 // IssueRelayState issues the requestState of a relayed round.
 func (g *Gateway) IssueRelayState(ctx context.Context, cl Client, c RelayCall, requests mcp.InputRequestMap, upstreamState string) (string, error) {
-	return g.issueRelayState(ctx, cl, c, requests, upstreamState)
+	return g.issueRelayState(ctx, cl, c, requests, upstreamState, relayApproval{})
 }
 
 // OpenRelayState checks and claims the requestState of a relayed retry.
 func (g *Gateway) OpenRelayState(ctx context.Context, cl Client, c RelayCall, state string, responses mcp.InputResponseMap) (string, mcp.InputResponseMap, string) {
-	return g.openRelayState(ctx, cl, c, state, responses)
+	up, forward, _, refusal := g.openRelayState(ctx, cl, c, state, responses)
+	return up, forward, refusal
 }

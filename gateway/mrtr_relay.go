@@ -1,5 +1,5 @@
-// The requestState of a relayed round (not wired yet: the upstream link is still
-// protocol 2025-11-25). When an upstream's own call answers input_required, the
+// The upstream's own multi-round trips, relayed to a 2026-07-28 client. When an
+// upstream's own call answers input_required, the
 // gateway passes its input requests to a 2026-07-28 client and must get the
 // upstream's requestState back on the retry without the client changing it or
 // replaying it against another call. So the upstream's state travels inside the
@@ -31,6 +31,7 @@ import (
 
 	"github.com/wardenhq/warden"
 	"github.com/wardenhq/warden/store"
+	"github.com/wardenhq/warden/upstream"
 )
 
 // relayVersion is the format of a relay state.
@@ -57,6 +58,11 @@ type relayClaims struct {
 	Expires   int64             `json:"exp"`
 	Upstream  string            `json:"u,omitempty"` // the upstream's requestState
 	Inputs    map[string]string `json:"in"`          // input request id -> method
+	// Approved is the approval binding (ApprovalBinding) of the human decision that
+	// let the round run, and ApprovedBy who gave it ("" for a call that needed none):
+	// the later rounds of the same call are that call, and are not asked again.
+	Approved   string `json:"ap,omitempty"`
+	ApprovedBy string `json:"apb,omitempty"`
 }
 
 func relayMAC(key []byte, payload string) []byte {
@@ -64,20 +70,6 @@ func relayMAC(key []byte, payload string) []byte {
 	m.Write([]byte("warden-mrtr-relay-v1\x00"))
 	m.Write([]byte(payload))
 	return m.Sum(nil)
-}
-
-// inputMethod is the method of an input request, "" for a kind the gateway does not
-// relay.
-func inputMethod(r mcp.InputRequest) string {
-	switch r.(type) {
-	case *mcp.ElicitParams:
-		return "elicitation/create"
-	case *mcp.CreateMessageParams, *mcp.CreateMessageWithToolsParams: //lint:ignore SA1019 upstreams still ask for sampling
-		return "sampling/createMessage"
-	case *mcp.ListRootsParams: //lint:ignore SA1019 upstreams still ask for roots
-		return "roots/list"
-	}
-	return ""
 }
 
 // answers reports whether resp is an answer of the kind method asks for.
@@ -95,10 +87,10 @@ func answers(method string, resp mcp.InputResponse) bool {
 
 // issueRelayState records and signs the state of a relayed round of cl's call c:
 // the upstream asked requests and gave upstreamState.
-func (g *Gateway) issueRelayState(ctx context.Context, cl Client, c relayCall, requests mcp.InputRequestMap, upstreamState string) (string, error) {
+func (g *Gateway) issueRelayState(ctx context.Context, cl Client, c relayCall, requests mcp.InputRequestMap, upstreamState string, approval relayApproval) (string, error) {
 	inputs := make(map[string]string, len(requests))
 	for id, r := range requests {
-		m := inputMethod(r)
+		m := upstream.InputMethod(r)
 		if m == "" {
 			return "", fmt.Errorf("input request %q is of a kind (%T) the gateway does not relay", id, r)
 		}
@@ -116,6 +108,7 @@ func (g *Gateway) issueRelayState(ctx context.Context, cl Client, c relayCall, r
 		Tool: c.Tool, Args: c.Args.Digest(), Def: c.Def, Revision: c.Revision,
 		Expires:  time.Now().Add(mrtrStateTTL).Unix(),
 		Upstream: upstreamState, Inputs: inputs,
+		Approved: approval.binding, ApprovedBy: approval.by,
 	}
 	raw, err := json.Marshal(claims)
 	if err != nil {
@@ -141,24 +134,24 @@ const (
 // forward: exactly the ids the round asked, each of the kind asked (extra answers
 // are dropped). Any mismatch returns the refusal text instead, and nothing may be
 // forwarded.
-func (g *Gateway) openRelayState(ctx context.Context, cl Client, c relayCall, state string, responses mcp.InputResponseMap) (upstream string, forward mcp.InputResponseMap, refusal string) {
+func (g *Gateway) openRelayState(ctx context.Context, cl Client, c relayCall, state string, responses mcp.InputResponseMap) (upstreamState string, forward mcp.InputResponseMap, approval relayApproval, refusal string) {
 	claims, ok, err := g.verifyRelayState(ctx, state)
 	switch {
 	case err != nil:
 		g.log.Error("cannot read the requestState key; the relayed retry is refused", "error", err)
-		return "", nil, mrtrStoreText
+		return "", nil, approval, mrtrStoreText
 	case !ok:
-		return "", nil, relayTamperedText
+		return "", nil, approval, relayTamperedText
 	case time.Now().Unix() > claims.Expires:
-		return "", nil, fmt.Sprintf("The question of this retry expired at %s. Nothing was forwarded; call again to be asked again.", time.Unix(claims.Expires, 0).UTC().Format(time.RFC3339))
+		return "", nil, approval, fmt.Sprintf("The question of this retry expired at %s. Nothing was forwarded; call again to be asked again.", time.Unix(claims.Expires, 0).UTC().Format(time.RFC3339))
 	case claims.Tenant != cl.Tenant || claims.Principal != cl.Principal:
-		return "", nil, relayPrincipalText
+		return "", nil, approval, relayPrincipalText
 	case claims.Tool != c.Tool || claims.Args != c.Args.Digest():
-		return "", nil, fmt.Sprintf("The requestState of this retry was issued for another call (%s, not this call of %s with these arguments). Nothing was forwarded; call again to be asked about this one.", claims.Tool, c.Tool)
+		return "", nil, approval, fmt.Sprintf("The requestState of this retry was issued for another call (%s, not this call of %s with these arguments). Nothing was forwarded; call again to be asked about this one.", claims.Tool, c.Tool)
 	case claims.Def != c.Def:
-		return "", nil, fmt.Sprintf("The definition of %s changed since this question was asked. Nothing was forwarded; call again to be asked about the current one.", c.Tool)
+		return "", nil, approval, fmt.Sprintf("The definition of %s changed since this question was asked. Nothing was forwarded; call again to be asked about the current one.", c.Tool)
 	case claims.Revision != c.Revision:
-		return "", nil, fmt.Sprintf("The policy changed since this question was asked (revision %s, now %s). Nothing was forwarded; call again to be judged under the current policy.", claims.Revision, c.Revision)
+		return "", nil, approval, fmt.Sprintf("The policy changed since this question was asked (revision %s, now %s). Nothing was forwarded; call again to be judged under the current policy.", claims.Revision, c.Revision)
 	}
 	forward = make(mcp.InputResponseMap, len(claims.Inputs))
 	var missing []string
@@ -172,20 +165,20 @@ func (g *Gateway) openRelayState(ctx context.Context, cl Client, c relayCall, st
 	}
 	if len(missing) > 0 {
 		slices.Sort(missing)
-		return "", nil, "The retry does not answer every question it was asked: no answer of the kind asked for " + strings.Join(missing, ", ") + ". Nothing was forwarded; call again to be asked again."
+		return "", nil, approval, "The retry does not answer every question it was asked: no answer of the kind asked for " + strings.Join(missing, ", ") + ". Nothing was forwarded; call again to be asked again."
 	}
 	claim, _ := json.Marshal(map[string]string{"claimed_by": cl.Principal, "relayed": c.Tool})
 	if _, err := g.opts.Store.ClaimCheckpoint(ctx, mrtrStatePrefix+claims.Nonce, claim); err != nil {
 		switch {
 		case errors.Is(err, store.ErrAlreadyClaimed):
-			return "", nil, relayReplayedText
+			return "", nil, approval, relayReplayedText
 		case errors.Is(err, store.ErrNotFound):
-			return "", nil, relayTamperedText
+			return "", nil, approval, relayTamperedText
 		}
 		g.log.Error("cannot claim a relayed requestState; the retry is refused", "error", err)
-		return "", nil, mrtrStoreText
+		return "", nil, approval, mrtrStoreText
 	}
-	return claims.Upstream, forward, ""
+	return claims.Upstream, forward, relayApproval{binding: claims.Approved, by: claims.ApprovedBy}, ""
 }
 
 // verifyRelayState checks a relay state's signature and format and returns its

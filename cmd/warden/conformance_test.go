@@ -53,22 +53,9 @@ func TestConformance2026(t *testing.T) {
 var fixtureGaps2026 = map[string]string{}
 
 // conformanceGaps2026 are the 2026-07-28 scenarios the fixture passes directly and
-// the gateway does not, with the reason.
-var conformanceGaps2026 = map[string]string{
-	"input-required-result-basic-elicitation":       relayGap2026,
-	"input-required-result-basic-list-roots":        relayGap2026,
-	"input-required-result-basic-sampling":          relayGap2026,
-	"input-required-result-capability-check":        relayGap2026,
-	"input-required-result-multi-round":             relayGap2026,
-	"input-required-result-multiple-input-requests": relayGap2026,
-	"input-required-result-non-tool-request":        relayGap2026,
-	"input-required-result-request-state":           relayGap2026,
-	"input-required-result-result-type":             relayGap2026,
-	"input-required-result-tampered-state":          relayGap2026,
-	"server-stateless":                              "the gateway answers an upstream's JSON-RPC error to tools/call as a tool error result (Tool '...' failed: ...), so the fixture's refusal of test_missing_capability (-32021, the request declares no sampling) reaches the client as a result",
-}
-
-const relayGap2026 = "the gateway's upstream link is protocol 2025-11-25, where the fixture's input requests come as server-to-client requests during the call; the gateway does not yet relay them to a 2026-07-28 client as input_required"
+// the gateway does not, with the reason (none: every one passes through the
+// gateway).
+var conformanceGaps2026 = map[string]string{}
 
 // runConformance runs suite against the fixture directly and through warden serve
 // and checks that every scenario the fixture passes passes through the gateway,
