@@ -376,27 +376,6 @@ func TestStdioConcurrentWrites(t *testing.T) {
 	}
 }
 
-// TestStdioCloseEscalates: a child ignoring stdin's end and SIGTERM is killed.
-func TestStdioCloseEscalates(t *testing.T) {
-	if _, err := exec.LookPath("sleep"); err != nil {
-		t.Skip("sleep not found")
-	}
-	cmd := exec.Command("sh", "-c", `trap '' TERM; exec sleep 300`)
-	conn, err := (&commandTransport{Command: cmd, TerminateDuration: 50 * time.Millisecond}).Connect(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	start := time.Now()
-	err = conn.Close()
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ProcessState.String() != "signal: killed" {
-		t.Errorf("Close = %v, want the child killed", err)
-	}
-	if d := time.Since(start); d < 100*time.Millisecond {
-		t.Errorf("Close took %s, want two waits of 50ms before the kill", d)
-	}
-}
-
 // TestStdioBatch: an incoming batch is read message by message, and the responses
 // to its calls are written together as one array, as the SDK does.
 func TestStdioBatch(t *testing.T) {
