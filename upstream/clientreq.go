@@ -16,7 +16,11 @@ import (
 )
 
 // ClientRequests answer the requests an upstream sends its client while one call is
-// in flight on the connection. A nil field means the call's client cannot answer
+// in flight on the connection: server-to-client requests on the session-based
+// protocol line, and the input requests of an input_required round from 2026-07-28
+// on (the SDK fulfils those with these functions and retries the call, at most 10
+// rounds; an answer that fails ends the call with that error, since an input
+// response cannot carry an error back). A nil field means the call's client cannot answer
 // that kind: the connection the call goes out on does not declare it, so the
 // upstream should not ask (and is refused if it does). The functions run on the
 // SDK's goroutine for the request, with a context that carries the values of the
