@@ -395,3 +395,147 @@ func TestRelaySmuggledAnswers(t *testing.T) {
 	// ann's state is still open: the session client's call did not claim it.
 	gwWant(t, relayOK(t, cs, tool, nil, r3.RequestState, mcp.InputResponseMap{"user_name": accept("name", "Ann")}), false, "Hello, Ann!")
 }
+
+// relayEscalate escalates the multi-round tool; ann may approve her own asks by
+// multi-round trip.
+const relayEscalate = `version: 1
+mode: allow_all
+conditions:
+  - id: confirm-multi
+    when: 'tool == "mcp__conf__test_input_required_result_multi_round"'
+    effect: escalate
+    rationale: the multi-round tool needs a person's approval
+`
+
+// A call that needs a person's approval is asked once: the gateway's own question
+// comes first (round 0), the accept runs the first upstream round, whose question is
+// relayed; its retry carries the approval (not asked again) and so does the next,
+// up to the final text. A later round with other arguments is refused, and a new
+// call is asked again.
+func TestRelayApprovalCarriedAcrossRounds(t *testing.T) {
+	e := relayStart(t, relayEscalate, mrtrExtra)
+	cs := relayClient(t, e, gwWriterToken, false)
+
+	r0 := relayAsked(t, cs, relayMulti, nil, "", nil, "warden_approval")
+	if q := r0.InputRequests["warden_approval"].(*mcp.ElicitParams); !strings.Contains(q.Message, "the multi-round tool needs a person's approval") {
+		t.Errorf("the approval question: %s", q.Message)
+	}
+	if len(e.calls(t, "elicitation:conf", "")) != 0 {
+		t.Error("the gateway's own question was recorded as a relayed elicitation")
+	}
+	r1 := relayAsked(t, cs, relayMulti, nil, r0.RequestState, mcp.InputResponseMap{"warden_approval": &mcp.ElicitResult{Action: "accept"}}, "step1")
+	if got := fixtureRound(t, relayInner(t, r1.RequestState)); got != `{"tool":"test_input_required_result_multi_round","round":1}` {
+		t.Errorf("round 1's upstream state: %s", got)
+	}
+	// Other arguments with round 1's state: refused, nothing is asked or sent.
+	res, err := relayTry(t, cs, relayMulti, map[string]any{"x": 1}, r1.RequestState, mcp.InputResponseMap{"step1": accept("name", "Ann")})
+	relayRPCError(t, "a later round with other arguments", res, err, jsonrpc.CodeInvalidParams,
+		"The requestState of this retry was issued for another call ("+relayMulti+", not this call of "+relayMulti+" with these arguments). Nothing was forwarded; call again to be asked about this one.")
+
+	r2 := relayAsked(t, cs, relayMulti, nil, r1.RequestState, mcp.InputResponseMap{"step1": accept("name", "Ann")}, "step2")
+	gwWant(t, relayOK(t, cs, relayMulti, nil, r2.RequestState, mcp.InputResponseMap{"step2": accept("color", "green")}), false, "Hello Ann, your favorite color is green.")
+
+	var ran []string
+	for _, r := range e.calls(t, relayMulti, "ann") {
+		if r.Executed {
+			ran = append(ran, fmt.Sprintf("%s by %q", r.Status, r.ApprovedBy))
+		}
+	}
+	if want := `[ran by "ann" ran by "ann" ran by "ann"]`; fmt.Sprint(ran) != want {
+		t.Errorf("executed rounds in the audit log: %v, want %s", ran, want)
+	}
+	if ps := e.pending(t, relayMulti, "{}"); len(ps) != 0 {
+		t.Errorf("the carried approval left operator decisions: %+v", ps)
+	}
+	// A new call of the same tool is a new call: asked again.
+	relayAsked(t, cs, relayMulti, nil, "", nil, "warden_approval")
+	// A relay state presented with the gateway's approval answer instead of the
+	// upstream's: the state verifies as a relay state, and the retry answers none of
+	// its questions.
+	r1b := relayAsked(t, cs, relayMulti, nil, relayAsked(t, cs, relayMulti, nil, "", nil, "warden_approval").RequestState,
+		mcp.InputResponseMap{"warden_approval": &mcp.ElicitResult{Action: "accept"}}, "step1")
+	res, err = relayTry(t, cs, relayMulti, nil, r1b.RequestState, mcp.InputResponseMap{"warden_approval": &mcp.ElicitResult{Action: "accept"}})
+	relayRPCError(t, "a relay state with an approval answer", res, err, jsonrpc.CodeInvalidParams, relayNoStep1Answer)
+	// An approval state presented with the upstream's answers: not a relay state.
+	a := relayAsked(t, cs, relayMulti, nil, "", nil, "warden_approval")
+	res, err = relayTry(t, cs, relayMulti, nil, a.RequestState, mcp.InputResponseMap{"warden_approval": &mcp.ElicitResult{Action: "accept"}, "step1": accept("name", "Ann")})
+	relayRPCError(t, "an approval state with an upstream answer", res, err, jsonrpc.CodeInvalidParams, relayTampered)
+}
+
+// An upstream's -32021 (the request lacks a client capability it needs) reaches a
+// 2026-07-28 client as that error; a session client gets a tool error as before.
+// A 2026-07-28 client that declares the capability is asked, and completes.
+func TestRelayMissingCapability(t *testing.T) {
+	e := relayStart(t, relayAllowAll, "")
+	const tool = "mcp__conf__test_missing_capability"
+	res, err := relayTry(t, relayClient(t, e, gwWriterToken, false), tool, nil, "", nil)
+	relayRPCError(t, "a 2026-07-28 client without sampling", res, err, mcp.CodeMissingRequiredClientCapabilities,
+		"test_missing_capability needs a client capability this request does not declare")
+	var rpc *jsonrpc.Error
+	if errors.As(err, &rpc) && string(rpc.Data) != `{"requiredCapabilities":{"sampling":{}}}` {
+		t.Errorf("the -32021 error's data: %s", rpc.Data)
+	}
+	rec := e.lastCall(t, tool, "ann")
+	if !rec.Executed || rec.Status != warden.StatusFailed {
+		t.Errorf("audit of the call refused for a capability: %+v", rec)
+	}
+
+	gwWant(t, gwCall(t, e.connect(t, gwBobToken, nil), tool, map[string]any{}), true,
+		`Tool 'mcp__conf__test_missing_capability' failed: server "conf": tool "test_missing_capability": calling "tools/call": test_missing_capability needs a client capability this request does not declare`)
+
+	sc := relayClient(t, e, gwWriterToken, true)
+	r := relayAsked(t, sc, tool, nil, "", nil, "sample")
+	gwWant(t, relayOK(t, sc, tool, nil, r.RequestState, mcp.InputResponseMap{
+		"sample": &mcp.CreateMessageResult{Role: "assistant", Model: "m", Content: &mcp.TextContent{Text: "anything"}},
+	}), false, "LLM response: anything")
+}
+
+// prompts/get is relayed the same way: the fixture's prompt asks for the user's
+// context; the client gets the question under a state of the gateway's, and its
+// retry gets the messages. The state is the prompt's: a tool call cannot use it.
+func TestRelayPrompt(t *testing.T) {
+	e := relayStart(t, relayAllowAll, "")
+	cs := relayClient(t, e, gwWriterToken, false)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var name string
+	for p, err := range cs.Prompts(ctx, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasSuffix(p.Name, "test_input_required_result_prompt") {
+			name = p.Name
+		}
+	}
+	if name == "" {
+		t.Fatal("the gateway lists no input-required prompt")
+	}
+	r, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.NeedsInput() || r.RequestState == "" || len(r.InputRequests) != 1 || r.InputRequests["user_context"] == nil || len(r.Messages) != 0 {
+		t.Fatalf("prompts/get %s: want input_required asking user_context under a requestState, got %+v", name, r)
+	}
+	if relayInner(t, r.RequestState) != "" {
+		t.Errorf("the fixture's prompt issues no state, the gateway's carries %q", relayInner(t, r.RequestState))
+	}
+	res, err := relayTry(t, cs, "mcp__conf__test_input_required_result_elicitation", nil, r.RequestState, mcp.InputResponseMap{"user_context": accept("context", "c")})
+	relayRPCError(t, "a prompt's state on a tool call", res, err, jsonrpc.CodeInvalidParams,
+		"The requestState of this retry was issued for another call (prompt:"+name+", not this call of mcp__conf__test_input_required_result_elicitation with these arguments). Nothing was forwarded; call again to be asked about this one.")
+	got, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: name, RequestState: r.RequestState, InputResponses: mcp.InputResponseMap{"user_context": accept("context", "the audit log")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := jsonOf(t, got.Messages); s != `[{"content":{"type":"text","text":"Use this context: the audit log"},"role":"user"}]` {
+		t.Errorf("the prompt's messages: %s", s)
+	}
+	_, err = cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: name, RequestState: r.RequestState, InputResponses: mcp.InputResponseMap{"user_context": accept("context", "again")}})
+	relayRPCError(t, "a replayed prompt state", nil, err, jsonrpc.CodeInvalidParams, relayReplayed)
+	if recs := e.calls(t, "prompt:"+name, "ann"); len(recs) != 2 {
+		t.Errorf("%d audit records of the prompt, want 2 (one per round): %+v", len(recs), recs)
+	}
+	if recs := e.calls(t, "elicitation:conf", "ann"); len(recs) != 1 || string(recs[0].Args) != jsonOf(t, r.InputRequests["user_context"]) {
+		t.Errorf("audit of the prompt's relayed elicitation: %+v", recs)
+	}
+}
