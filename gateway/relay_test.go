@@ -539,3 +539,38 @@ func TestRelayPrompt(t *testing.T) {
 		t.Errorf("audit of the prompt's relayed elicitation: %+v", recs)
 	}
 }
+
+// Attacks on the relay: the fixture's own state, read out of the gateway's (it is
+// readable, not secret) and sent raw, is never forwarded; and a round refused for
+// an input request the client did not declare records none of its other input
+// requests as passed to the client (the client got none of them).
+func TestRelayAttacks(t *testing.T) {
+	e := relayStart(t, relayAllowAll, "")
+	cs := relayClient(t, e, gwWriterToken, false)
+	r1 := relayAsked(t, cs, relayMulti, nil, "", nil, "step1")
+	inner := relayInner(t, r1.RequestState)
+	res, err := relayTry(t, cs, relayMulti, nil, inner, mcp.InputResponseMap{"step1": accept("name", "Mallory")})
+	relayRPCError(t, "the upstream's raw state with an answer", res, err, jsonrpc.CodeInvalidParams, relayTampered)
+	// Without answers it goes the approval path, which ignores it: the upstream gets
+	// a first call, and asks step1 again (its round 1, not round 2 with Mallory).
+	again := relayAsked(t, cs, relayMulti, nil, inner, nil, "step1")
+	if got := fixtureRound(t, relayInner(t, again.RequestState)); got != `{"tool":"test_input_required_result_multi_round","round":1}` {
+		t.Errorf("the upstream's state after a raw-state retry: %s", got)
+	}
+
+	// A client that declares sampling but not elicitation: the round asks both (and
+	// roots, which the go-sdk client declares by default).
+	sc := connect2026(t, e.url, gwBobToken, e.tr, &mcp.ClientOptions{
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
+		CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			return nil, fmt.Errorf("the test answers input requests itself")
+		},
+	})
+	res = relayOK(t, sc, "mcp__conf__test_input_required_result_multiple_inputs", nil, "", nil)
+	gwWant(t, res, true, `The server conf asked the client for elicitation/create (input request "user_name"), which the client did not declare in this request. The call did not complete.`)
+	for _, r := range e.calls(t, "sampling:conf", "bob") {
+		if r.Executed || r.Status == warden.StatusRan {
+			t.Errorf("a sampling request the client never got is recorded as passed to it: %+v", r)
+		}
+	}
+}
