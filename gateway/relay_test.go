@@ -574,3 +574,45 @@ func TestRelayAttacks(t *testing.T) {
 		}
 	}
 }
+
+// Answers to questions the round did not ask are dropped: the fixture's
+// capabilities tool asks by the kinds each request declares, so a retry that now
+// declares sampling and brings a sampling answer the first round did not ask would
+// complete if that answer reached it; the gateway drops it, and the fixture asks
+// again, for all three.
+func TestRelayExtraAnswersDropped(t *testing.T) {
+	e := relayStart(t, relayAllowAll, "")
+	const tool = "mcp__conf__test_input_required_result_capabilities"
+	r := relayAsked(t, relayClient(t, e, gwWriterToken, false), tool, nil, "", nil, "user_name", "client_roots")
+	sc := relayClient(t, e, gwWriterToken, true)
+	again := relayAsked(t, sc, tool, nil, r.RequestState, mcp.InputResponseMap{
+		"user_name":    accept("name", "Ann"),
+		"client_roots": &mcp.ListRootsResult{Roots: []*mcp.Root{{URI: "file:///ann"}}},
+		"greeting":     &mcp.CreateMessageResult{Role: "assistant", Model: "m", Content: &mcp.TextContent{Text: "hi"}},
+	}, "user_name", "client_roots", "greeting")
+	gwWant(t, relayOK(t, sc, tool, nil, again.RequestState, mcp.InputResponseMap{
+		"user_name":    accept("name", "Ann"),
+		"client_roots": &mcp.ListRootsResult{Roots: []*mcp.Root{{URI: "file:///ann"}}},
+		"greeting":     &mcp.CreateMessageResult{Role: "assistant", Model: "m", Content: &mcp.TextContent{Text: "hi"}},
+	}), false, "Answered: client_roots, greeting, user_name")
+}
+
+// A principal halted between two rounds gets the halt's text on the retry, and the
+// upstream gets nothing: the relay state is not even claimed.
+func TestRelayHaltBetweenRounds(t *testing.T) {
+	e := relayStart(t, relayAllowAll+`conditions:
+  - id: stop
+    when: 'tool == "mcp__conf__test_simple_text"'
+    effect: halt
+    reason: test:stop
+    tell_llm: "This principal is stopped."
+`, "")
+	cs := relayClient(t, e, gwWriterToken, false)
+	r1 := relayAsked(t, cs, relayMulti, nil, "", nil, "step1")
+	gwWant(t, relayOK(t, cs, "mcp__conf__test_simple_text", nil, "", nil), true, "This principal is stopped.")
+	gwWant(t, relayOK(t, cs, relayMulti, nil, r1.RequestState, mcp.InputResponseMap{"step1": accept("name", "Ann")}), true, "This principal is stopped.")
+	calls := e.calls(t, relayMulti, "ann")
+	if len(calls) != 2 || !calls[0].Executed || calls[1].Executed || calls[1].Stage != warden.StageGate {
+		t.Errorf("audit of the call's rounds: %+v", calls)
+	}
+}
