@@ -21,6 +21,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/gateway"
 	"github.com/wardenhq/warden/internal/mcptest"
 )
 
@@ -614,5 +615,29 @@ func TestRelayHaltBetweenRounds(t *testing.T) {
 	calls := e.calls(t, relayMulti, "ann")
 	if len(calls) != 2 || !calls[0].Executed || calls[1].Executed || calls[1].Stage != warden.StageGate {
 		t.Errorf("audit of the call's rounds: %+v", calls)
+	}
+}
+
+// A prompt's relayed elicitation the policy refuses: prompts/get fails with the
+// gateway's refusal error naming the input request and the policy's text, and the
+// audit log records the refused elicitation.
+func TestRelayPromptElicitationRefused(t *testing.T) {
+	const name = "mcp__conf__test_input_required_result_prompt"
+	e := relayStart(t, "version: 1\nmode: rules\nrules:\n  allow:\n    prompt:"+name+": ['*']\n", "")
+	cs := relayClient(t, e, gwWriterToken, false)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: name})
+	var rpc *jsonrpc.Error
+	if !errors.As(err, &rpc) || rpc.Code != gateway.CodeRefused ||
+		rpc.Message != `The server conf asked the client for elicitation/create (input request "user_context"), which was refused: [permission denied: no matching rule, default deny] The call did not complete.` {
+		t.Fatalf("prompts/get with a refused input request: %+v, error %v", r, err)
+	}
+	ask := e.lastCall(t, "elicitation:conf", "ann")
+	if ask.Executed || ask.Status != warden.StatusRefused || ask.Stage != warden.StagePermission || ask.RuleID != "default" {
+		t.Errorf("audit of the refused elicitation: %+v", ask)
+	}
+	if p := e.lastCall(t, "prompt:"+name, "ann"); !p.Executed || p.Seq >= ask.Seq {
+		t.Errorf("audit of the prompt's round: %+v", p)
 	}
 }
