@@ -96,18 +96,18 @@ func (g *Gateway) relayInput(ctx context.Context, f *front, st *gatewayState, cl
 	if caps == nil {
 		caps = &mcp.ClientCapabilities{}
 	}
-	for _, id := range slices.Sorted(maps.Keys(reqs)) {
-		r := reqs[id]
-		method := upstream.InputMethod(r)
-		var (
-			declared bool
-			target   string
-		)
+	// Every kind is checked before any request is judged: a round refused for an
+	// undeclared kind has none of its requests recorded as passed to the client.
+	ids := slices.Sorted(maps.Keys(reqs))
+	targets := make(map[string]string, len(ids))
+	for _, id := range ids {
+		method := upstream.InputMethod(reqs[id])
+		var declared bool
 		switch method {
 		case "elicitation/create":
-			declared, target = caps.Elicitation != nil, upstream.ElicitationTarget(slot.server)
+			declared, targets[id] = caps.Elicitation != nil, upstream.ElicitationTarget(slot.server)
 		case "sampling/createMessage":
-			declared, target = caps.Sampling != nil, upstream.SamplingTarget(slot.server)
+			declared, targets[id] = caps.Sampling != nil, upstream.SamplingTarget(slot.server)
 		case "roots/list":
 			declared = caps.RootsV2 != nil
 		default:
@@ -116,11 +116,13 @@ func (g *Gateway) relayInput(ctx context.Context, f *front, st *gatewayState, cl
 		if !declared {
 			return "", fmt.Sprintf("The server %s asked the client for %s (input request %q), which the client did not declare in this request. The call did not complete.", slot.server, method, id)
 		}
-		if target == "" {
+	}
+	for _, id := range ids {
+		if targets[id] == "" {
 			continue
 		}
-		if text, ok := g.judgeRelayed(ctx, f, st, cl, ss, target, r); !ok {
-			return "", fmt.Sprintf("The server %s asked the client for %s (input request %q), which was refused: %s The call did not complete.", slot.server, method, id, text)
+		if text, ok := g.judgeRelayed(ctx, f, st, cl, ss, targets[id], reqs[id]); !ok {
+			return "", fmt.Sprintf("The server %s asked the client for %s (input request %q), which was refused: %s The call did not complete.", slot.server, upstream.InputMethod(reqs[id]), id, text)
 		}
 	}
 	c := relayCall{Tool: name, Args: args, Def: slot.def, Revision: st.views[cl.Role].guard.Revision()}
