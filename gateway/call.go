@@ -291,7 +291,7 @@ func (g *Gateway) callTool(ctx context.Context, f *front, name string, req *mcp.
 	slot.server, slot.def, slot.remote = st.tools[name].tool.Server, st.tools[name].tool.Hash, st.tools[name].tool.Remote
 	state, responses := req.Params.RequestState, req.Params.InputResponses
 	if f.kind == statelessFront {
-		relay, retry, err := g.relayOf(ctx, st, cl, name, args, slot.def, state, responses, req.ClientCapabilities())
+		relay, retry, err := g.relayOf(ctx, st, cl, f.sessionOf(req.Session, cl), name, args, slot.def, state, responses, req.ClientCapabilities())
 		if err != nil {
 			return nil, err
 		}
@@ -388,7 +388,11 @@ func (g *Gateway) govern(ctx context.Context, f *front, st *gatewayState, cl Cli
 			return out, text, false
 		}
 		if a, ok := answer.(warden.Approved); ok {
-			slot.approved = relayApproval{binding: ApprovalBinding(id, out.Pending), by: a.By}
+			until := time.Now().Add(mrtrStateTTL).Unix()
+			if r := slot.relay; r != nil && r.approval.binding == ApprovalBinding(id, out.Pending) {
+				until = r.approval.until // carried over: it keeps the time of the approval
+			}
+			slot.approved = relayApproval{binding: ApprovalBinding(id, out.Pending), by: a.By, until: until}
 		}
 		if text, halted := g.haltedText(f, ss, cl); halted {
 			// The session was halted while the call waited: an approval given since

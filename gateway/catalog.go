@@ -295,7 +295,7 @@ func (g *Gateway) getPrompt(ctx context.Context, f *front, req *mcp.GetPromptReq
 	slot.server, slot.def = st.cat.prompts[name].prompt.Server, st.cat.prompts[name].prompt.Hash
 	state, responses := req.Params.RequestState, req.Params.InputResponses
 	if f.kind == statelessFront {
-		relay, retry, err := g.relayOf(ctx, st, cl, target, args, slot.def, state, responses, req.ClientCapabilities())
+		relay, retry, err := g.relayOf(ctx, st, cl, session, target, args, slot.def, state, responses, req.ClientCapabilities())
 		if err != nil {
 			return nil, err
 		}

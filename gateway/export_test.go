@@ -26,6 +26,19 @@ func (g *Gateway) IssueRelayState(ctx context.Context, cl Client, c RelayCall, r
 	return g.issueRelayState(ctx, cl, c, requests, upstreamState, relayApproval{})
 }
 
+// IssueRelayStateApproved is IssueRelayState of a round whose call was approved
+// (binding, by whom) with the carry-over ending at until (Unix seconds).
+func (g *Gateway) IssueRelayStateApproved(ctx context.Context, cl Client, c RelayCall, requests mcp.InputRequestMap, upstreamState, binding, by string, until int64) (string, error) {
+	return g.issueRelayState(ctx, cl, c, requests, upstreamState, relayApproval{binding: binding, by: by, until: until})
+}
+
+// OpenRelayStateApproval is OpenRelayState returning the approval binding and
+// approver the retry carries ("" for none).
+func (g *Gateway) OpenRelayStateApproval(ctx context.Context, cl Client, c RelayCall, state string, responses mcp.InputResponseMap) (binding, by, refusal string) {
+	_, _, a, refusal := g.openRelayState(ctx, cl, c, state, responses)
+	return a.binding, a.by, refusal
+}
+
 // OpenRelayState checks and claims the requestState of a relayed retry.
 func (g *Gateway) OpenRelayState(ctx context.Context, cl Client, c RelayCall, state string, responses mcp.InputResponseMap) (string, mcp.InputResponseMap, string) {
 	up, forward, _, refusal := g.openRelayState(ctx, cl, c, state, responses)

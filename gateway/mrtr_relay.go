@@ -63,6 +63,9 @@ type relayClaims struct {
 	// the later rounds of the same call are that call, and are not asked again.
 	Approved   string `json:"ap,omitempty"`
 	ApprovedBy string `json:"apb,omitempty"`
+	// ApprovedUntil (Unix seconds) ends the carry-over: the approval lasts
+	// mrtrStateTTL from when it was given, however many rounds follow.
+	ApprovedUntil int64 `json:"apu,omitempty"`
 }
 
 func relayMAC(key []byte, payload string) []byte {
@@ -108,7 +111,7 @@ func (g *Gateway) issueRelayState(ctx context.Context, cl Client, c relayCall, r
 		Tool: c.Tool, Args: c.Args.Digest(), Def: c.Def, Revision: c.Revision,
 		Expires:  time.Now().Add(mrtrStateTTL).Unix(),
 		Upstream: upstreamState, Inputs: inputs,
-		Approved: approval.binding, ApprovedBy: approval.by,
+		Approved: approval.binding, ApprovedBy: approval.by, ApprovedUntil: approval.until,
 	}
 	raw, err := json.Marshal(claims)
 	if err != nil {
@@ -178,7 +181,10 @@ func (g *Gateway) openRelayState(ctx context.Context, cl Client, c relayCall, st
 		g.log.Error("cannot claim a relayed requestState; the retry is refused", "error", err)
 		return "", nil, approval, mrtrStoreText
 	}
-	return claims.Upstream, forward, relayApproval{binding: claims.Approved, by: claims.ApprovedBy}, ""
+	if claims.Approved != "" && time.Now().Unix() <= claims.ApprovedUntil {
+		approval = relayApproval{binding: claims.Approved, by: claims.ApprovedBy, until: claims.ApprovedUntil}
+	}
+	return claims.Upstream, forward, approval, ""
 }
 
 // verifyRelayState checks a relay state's signature and format and returns its

@@ -117,3 +117,34 @@ func TestRelayState(t *testing.T) {
 		t.Error("a state was issued for an input request of no known kind")
 	}
 }
+
+// An approval carried by a relay state lasts until the time it was given plus the
+// state's lifetime, however many rounds follow: a state whose carry-over has ended
+// still relays the round, without the approval (the call is asked again).
+func TestRelayStateApprovalEnds(t *testing.T) {
+	e := gwStart(t, gwSetup{identities: gwSelfApproveIdentities, extra: mrtrExtra})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	writer := gateway.Client{Principal: "writer-agent", Role: "writer"}
+	call := gateway.RelayCall{Tool: "mcp__conf__t", Args: warden.MustParseArgs(`{}`), Def: "sha256:def", Revision: "rev-1"}
+	asked := mcp.InputRequestMap{"q": &mcp.ElicitParams{Message: "?"}}
+	answer := mcp.InputResponseMap{"q": &mcp.ElicitResult{Action: "accept"}}
+	for _, tc := range []struct {
+		name         string
+		until        int64
+		wantBinding  string
+		wantApprover string
+	}{
+		{"in time", time.Now().Add(time.Minute).Unix(), "binding-1", "ann"},
+		{"ended", time.Now().Add(-time.Second).Unix(), "", ""},
+	} {
+		state, err := e.gw.IssueRelayStateApproved(ctx, writer, call, asked, "up", "binding-1", "ann", tc.until)
+		if err != nil {
+			t.Fatal(err)
+		}
+		binding, by, refusal := e.gw.OpenRelayStateApproval(ctx, writer, call, state, answer)
+		if refusal != "" || binding != tc.wantBinding || by != tc.wantApprover {
+			t.Errorf("%s: approval %q by %q, refusal %q; want %q by %q and no refusal", tc.name, binding, by, refusal, tc.wantBinding, tc.wantApprover)
+		}
+	}
+}

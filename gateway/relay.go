@@ -38,9 +38,11 @@ type relayRequest struct {
 }
 
 // relayApproval is the human decision that let a relayed call run (zero: none
-// needed): its approval binding and who gave it.
+// needed): its approval binding, who gave it, and until when (Unix seconds) it
+// carries over to the call's later rounds.
 type relayApproval struct {
 	binding, by string
+	until       int64
 }
 
 // relayOf returns the relay context of a request on the stateless front of cl's
@@ -49,7 +51,7 @@ type relayApproval struct {
 // state that fails is a JSON-RPC error (invalid params) saying why, and nothing is
 // sent. Otherwise (no state, or an approval state) retry is false and the state is
 // the approval path's.
-func (g *Gateway) relayOf(ctx context.Context, st *gatewayState, cl Client, name string, args warden.Args, def, state string, responses mcp.InputResponseMap, caps *mcp.ClientCapabilities) (r *relayRequest, retry bool, err error) {
+func (g *Gateway) relayOf(ctx context.Context, st *gatewayState, cl Client, session, name string, args warden.Args, def, state string, responses mcp.InputResponseMap, caps *mcp.ClientCapabilities) (r *relayRequest, retry bool, err error) {
 	r = &relayRequest{caps: caps}
 	if state == "" {
 		return r, false, nil
@@ -60,11 +62,17 @@ func (g *Gateway) relayOf(ctx context.Context, st *gatewayState, cl Client, name
 	c := relayCall{Tool: name, Args: args, Def: def, Revision: st.views[cl.Role].guard.Revision()}
 	up, forward, approval, refusal := g.openRelayState(ctx, cl, c, state, responses)
 	if refusal != "" {
+		// Recorded like every refusal: the audit log shows each retry that was turned away.
+		g.refuse(ctx, st, name, warden.Identity{Tenant: cl.Tenant, Principal: cl.Principal}, session, args.AppendJSON(nil), warden.StageHuman, relayRefusedReason+refusal)
 		return nil, true, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: refusal}
 	}
 	r.state, r.forward, r.approval = up, forward, approval
 	return r, true, nil
 }
+
+// relayRefusedReason starts the audit reason of a relayed retry whose state was
+// refused.
+const relayRefusedReason = "the requestState of a relayed retry was refused: "
 
 // looksRelayed reports whether a retry answers something other than the gateway's
 // own approval question: then its requestState can only be a relay state, and one
@@ -134,9 +142,11 @@ func (g *Gateway) relayInput(ctx context.Context, f *front, st *gatewayState, cl
 	return token, ""
 }
 
-// relayedText is what the audit records as the outcome of an input request passed
-// to the client: its answer comes on the retry, which is judged again.
-const relayedText = "passed to the client; its answer comes with the retry of the call"
+// relayedText is what the audit records as the outcome of an allowed input request:
+// the round goes to the client only when every one of its requests is allowed (the
+// call's own record says whether it did), and the answer comes on the retry, which
+// is judged again.
+const relayedText = "allowed: passed to the client if every input request of the round is allowed; its answer comes with the retry of the call"
 
 // judgeRelayed judges the input request r as a request of target (sampling:<server>
 // or elicitation:<server>) of cl's, recorded like one forwarded during a call. ok

@@ -23,6 +23,7 @@ import (
 	"github.com/wardenhq/warden"
 	"github.com/wardenhq/warden/gateway"
 	"github.com/wardenhq/warden/internal/mcptest"
+	"github.com/wardenhq/warden/store"
 )
 
 // relayIdentities: ann (self-approving) and bob in the default tenant, and another
@@ -318,9 +319,22 @@ func TestRelayRetryRefusals(t *testing.T) {
 		res, err := relayTry(t, cs, relayMulti, nil, r1.RequestState, resps)
 		relayRPCError(t, what, res, err, jsonrpc.CodeInvalidParams, relayNoStep1Answer)
 	}
-	if n := len(e.calls(t, relayMulti, "")); n != before {
-		t.Errorf("refused retries left %d more audit records of the tool, want none (nothing was sent)", n-before)
+	// Each refused retry is recorded as refused, never as executed: 4 tampered, 2
+	// other principals, other arguments and 4 answers that are not the one asked.
+	refusedRetries := func(want int) {
+		t.Helper()
+		var refused int
+		for _, r := range e.calls(t, relayMulti, "")[before:] {
+			if r.Executed || r.Status != warden.StatusRefused || r.Stage != warden.StageHuman || !strings.HasPrefix(r.Reason, "the requestState of a relayed retry was refused: ") {
+				continue
+			}
+			refused++
+		}
+		if refused != want {
+			t.Errorf("%d refused retries recorded, want %d: %+v", refused, want, e.calls(t, relayMulti, "")[before:])
+		}
 	}
+	refusedRetries(11)
 
 	// The refusals above did not use the state up: the right retry goes on, once.
 	r2 := relayAsked(t, cs, relayMulti, nil, r1.RequestState, step1, "step2")
@@ -342,11 +356,17 @@ func TestRelayRetryRefusals(t *testing.T) {
 	relayRPCError(t, "policy reloaded", res, err, jsonrpc.CodeInvalidParams,
 		fmt.Sprintf("The policy changed since this question was asked (revision %s, now %s). Nothing was forwarded; call again to be judged under the current policy.", old, e.gw.Revision()))
 
-	calls := e.calls(t, relayMulti, "")
-	if len(calls) != before+1 {
-		t.Fatalf("%d audit records of the tool, want %d (the first round and the one right retry): %+v", len(calls), before+1, calls)
+	refusedRetries(13) // and the replay and the retry of the old revision
+	var executed []store.CallRecord
+	for _, r := range e.calls(t, relayMulti, "") {
+		if r.Executed {
+			executed = append(executed, r)
+		}
 	}
-	for _, r := range calls {
+	if len(executed) != before+1 {
+		t.Fatalf("%d executed audit records of the tool, want %d (the first round and the one right retry): %+v", len(executed), before+1, executed)
+	}
+	for _, r := range executed {
 		if r.Identity.Principal != "ann" || r.Identity.Tenant != "" {
 			t.Errorf("a refused retry ran: %+v", r)
 		}
@@ -533,8 +553,9 @@ func TestRelayPrompt(t *testing.T) {
 	}
 	_, err = cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: name, RequestState: r.RequestState, InputResponses: mcp.InputResponseMap{"user_context": accept("context", "again")}})
 	relayRPCError(t, "a replayed prompt state", nil, err, jsonrpc.CodeInvalidParams, relayReplayed)
-	if recs := e.calls(t, "prompt:"+name, "ann"); len(recs) != 2 {
-		t.Errorf("%d audit records of the prompt, want 2 (one per round): %+v", len(recs), recs)
+	if recs := e.calls(t, "prompt:"+name, "ann"); len(recs) != 3 || !recs[0].Executed || !recs[1].Executed ||
+		recs[2].Executed || recs[2].Status != warden.StatusRefused || recs[2].Reason != "the requestState of a relayed retry was refused: "+relayReplayed {
+		t.Errorf("audit records of the prompt: %+v, want one executed per round and the refused replay", recs)
 	}
 	if recs := e.calls(t, "elicitation:conf", "ann"); len(recs) != 1 || string(recs[0].Args) != jsonOf(t, r.InputRequests["user_context"]) {
 		t.Errorf("audit of the prompt's relayed elicitation: %+v", recs)
