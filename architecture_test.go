@@ -37,6 +37,7 @@ var importRules = []struct {
 	{"internal/faultserver", nil},
 	{"internal/conformanceserver", nil},
 	{"internal/clientaddr", nil},
+	{"internal/eventstore", nil},
 	{"internal/spectext", []string{"internal/jsontext"}},
 	{"internal/fanout", []string{"."}},
 	{"internal/yamlstrict", []string{"."}},
@@ -74,7 +75,7 @@ var importRules = []struct {
 	// The OAuth resource server: token verification and RFC 9728 metadata, no MCP and
 	// no gateway types.
 	{"gateway/oauth", nil},
-	{"gateway", []string{".", "audit", "gateway/oauth", "inbox", "internal/clientaddr", "internal/display", "internal/fanout", "internal/yamlstrict", "pin", "policy", "schema", "store", "upstream"}},
+	{"gateway", []string{".", "audit", "gateway/oauth", "inbox", "internal/clientaddr", "internal/display", "internal/eventstore", "internal/fanout", "internal/yamlstrict", "pin", "policy", "schema", "store", "upstream"}},
 	// warden run's parts.
 	{"workspace", []string{".", "hook", "internal/fileerr", "shell"}},
 	{"checkpoint", []string{".", "hook", "internal/fileerr", "internal/seal", "store"}},
@@ -88,7 +89,7 @@ var importRules = []struct {
 
 // sdkImporters are the only packages that may import the MCP SDK: the protocol stays
 // in the MCP packages, and everything else speaks the vocabulary.
-var sdkImporters = []string{"pin", "upstream", "gateway", "internal/mcptest", "internal/faultserver", "internal/conformanceserver", "cmd/...", "examples/..."}
+var sdkImporters = []string{"pin", "upstream", "gateway", "internal/eventstore", "internal/mcptest", "internal/faultserver", "internal/conformanceserver", "cmd/...", "examples/..."}
 
 const sdkModule = "github.com/modelcontextprotocol/go-sdk"
 

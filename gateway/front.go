@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/internal/eventstore"
 	"github.com/wardenhq/warden/upstream"
 )
 
@@ -299,10 +300,28 @@ func (g *Gateway) front(kind string) *front {
 	return nil
 }
 
+// replayLimits bound what the stateful HTTP front keeps of its streams for clients
+// that resume them (see [eventstore.Limits]): the defaults, and streams are kept
+// while idle at least as long as a call may take to answer (limits.call_timeout, and
+// approvals.wait for a person), plus a minute for the client to come back, so that a
+// call's result can still be resumed after a long call.
+func replayLimits(cfg *File) eventstore.Limits {
+	l := eventstore.DefaultLimits
+	l.Idle = max(l.Idle, cfg.CallTimeout+cfg.ApprovalWait+time.Minute)
+	return l
+}
+
 // MCPHandler returns the streamable HTTP handler of the MCP endpoint: bearer-token
 // authentication (401 with a WWW-Authenticate challenge without a configured token),
 // a request body limit, DNS
 // rebinding and cross-origin protection, and idle session expiry.
+//
+// The stateful front (protocol 2025-11-25 and earlier) keeps the events of its SSE
+// streams (bounded: see replayLimits), so a client whose connection dropped resumes
+// a stream with a GET carrying Last-Event-ID, and gets what it missed, a call's
+// result included. A stream is resumed only in its session, and a session only by
+// the identity that opened it: its token (or for a JWT, its issuer and subject);
+// any other gets 403. What a session's streams kept is dropped when it closes.
 func (g *Gateway) MCPHandler() http.Handler {
 	cfg := g.File()
 	f, sf := g.front(httpFront), g.front(statelessFront)
@@ -310,6 +329,7 @@ func (g *Gateway) MCPHandler() http.Handler {
 		SessionTimeout:      cfg.SessionIdle,
 		MaxRequestBodyBytes: cfg.MaxRequestBytes,
 		Logger:              g.log,
+		EventStore:          g.replay,
 	})
 	stateless := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return sf.server }, &mcp.StreamableHTTPOptions{
 		Stateless:           true,
@@ -334,12 +354,15 @@ func (g *Gateway) MCPHandler() http.Handler {
 		if id.jwt != nil {
 			return &auth.TokenInfo{UserID: id.userID, Expiration: id.expiry, Extra: map[string]any{oauthClientKey: *id.jwt}}, nil
 		}
-		cl, ok := g.state.Load().clients[id.hash]
-		if !ok {
+		if _, ok := g.state.Load().clients[id.hash]; !ok {
 			return nil, auth.ErrInvalidToken
 		}
+		// The SDK binds a session to the UserID of the request that opened it and
+		// refuses the session's later requests (and its stream resumptions) from any
+		// other: the token's hash, so two tokens of the same principal (in two
+		// tenants, or with two roles) never share a session.
 		return &auth.TokenInfo{
-			UserID:     cl.Principal,
+			UserID:     "token:" + id.hash,
 			Expiration: time.Now().Add(24 * time.Hour),
 			Extra:      map[string]any{"token_hash": id.hash},
 		}, nil

@@ -19,6 +19,7 @@ import (
 
 	"github.com/wardenhq/warden"
 	"github.com/wardenhq/warden/audit"
+	"github.com/wardenhq/warden/internal/eventstore"
 	"github.com/wardenhq/warden/internal/fanout"
 	"github.com/wardenhq/warden/policy"
 	"github.com/wardenhq/warden/store"
@@ -104,6 +105,18 @@ type Gateway struct {
 	head *headPublisher // publishes the audit chain's head (see head.go)
 
 	metrics *metrics // the Prometheus registry and metrics (see metrics.go)
+
+	// replay keeps the recent events of the stateful HTTP front's streams, so that a
+	// client whose connection dropped resumes a stream with Last-Event-ID (see
+	// replayLimits). An *eventstore.Store, which tests may see through a hook.
+	replay replayStore
+}
+
+// replayStore is what the gateway needs of its replay store.
+type replayStore interface {
+	mcp.EventStore
+	Stats(sessionID ...string) eventstore.Stats
+	Limits() eventstore.Limits
 }
 
 type upstreamEntry struct {
@@ -170,6 +183,7 @@ func New(file *File, opts *Options) (*Gateway, error) {
 		subs:               subscriptions{sessions: map[string]map[*mcp.ServerSession]subscriber{}, owner: map[string]*upstream.Server{}, watched: map[*mcp.ServerSession]bool{}},
 	}
 	g.metrics = newMetrics(g)
+	g.replay = eventstore.New(replayLimits(file), nil)
 	g.journal = audit.NewJournal(o.Store, &audit.Options{Deferred: true, Logger: log, Observe: g.metrics.observeAudit})
 	g.head = newHeadPublisher(o.Store, g.File, log)
 	g.bg, g.bgCancel = context.WithCancel(context.Background())
