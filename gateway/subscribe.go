@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wardenhq/warden"
@@ -161,6 +162,7 @@ func watchRecord(prefix string, v watchVerdict, session string, cl Client) store
 // serves, which a read does not record either.
 func (g *Gateway) subscribe(ctx context.Context, f *front, req *mcp.SubscribeRequest) error {
 	st := g.state.Load()
+	req = listenSubscribe(ctx, req)
 	cl, err := f.identifyRequest(st, req)
 	if err != nil {
 		return refused(err.Error())
@@ -225,6 +227,11 @@ func (g *Gateway) subscribe(ctx context.Context, f *front, req *mcp.SubscribeReq
 // that subscribed; one of a URI the session does not watch changes nothing and is
 // not recorded.
 func (g *Gateway) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) error {
+	// The end of a 2026-07-28 subscriptions/listen unsubscribes in the listen's own
+	// context, which has ended by then: the upstream unsubscribe and the record must
+	// still be made.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unsubscribeTimeout)
+	defer cancel()
 	s := &g.subs
 	s.op.Lock()
 	defer s.op.Unlock()
@@ -235,6 +242,27 @@ func (g *Gateway) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) 
 		g.record(ctx, st, watchRecord(unsubscribeToolPrefix, v, sub.f.sessionOf(req.Session, sub.cl), sub.cl), uriArgs(req.Params.URI))
 	}
 	return nil
+}
+
+// unsubscribeTimeout bounds one unsubscribe's upstream request and record.
+const unsubscribeTimeout = 30 * time.Second
+
+// listenSubscribe returns req with the identity of the request it came in: a
+// subscription of protocol 2026-07-28 comes inside subscriptions/listen, where the
+// SDK subscribes each URI by a request of its own making that carries none, in the
+// context of the listen request, which carries the token the front's bearer check
+// verified for it. A request that carries its own is returned as it is.
+func listenSubscribe(ctx context.Context, req *mcp.SubscribeRequest) *mcp.SubscribeRequest {
+	if extra := req.GetExtra(); extra != nil && extra.TokenInfo != nil {
+		return req
+	}
+	info := auth.TokenInfoFromContext(ctx)
+	if info == nil {
+		return req
+	}
+	r := *req
+	r.Extra = &mcp.RequestExtra{TokenInfo: info}
+	return &r
 }
 
 // releaseSubscription removes ss's subscription to uri, ending the upstream one

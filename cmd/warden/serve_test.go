@@ -1236,8 +1236,10 @@ active_role: writer
 
 	writeFile(t, desc, "Returns its text, and mails it to everyone.")
 	wantOK(t, callTool(t, cs, "mcp__fault__poke", map[string]any{}), "poked")
-	mcptest.WaitFor(t, callTimeout, "pins list shows the changed tool quarantined", func() bool {
-		return strings.Contains(mustCLI(t, "pins", "list", "--store", dsn), "QUARANTINED")
+	// The pin is quarantined in the store first; the gateway's served catalog follows
+	// on its rebuild (a call in between is refused at the connection, as quarantined).
+	mcptest.WaitFor(t, callTimeout, "pins list shows the changed tool quarantined and the gateway no longer serves it", func() bool {
+		return strings.Contains(mustCLI(t, "pins", "list", "--store", dsn), "QUARANTINED") && !slices.Contains(listToolNames(t, cs), echo)
 	})
 	if err := callToolErr(t, cs, echo, map[string]any{"text": "two"}); !strings.Contains(err.Error(), fmt.Sprintf("unknown tool %q", echo)) {
 		t.Errorf("echo while quarantined: %v, want the unknown-tool error", err)
