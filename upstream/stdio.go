@@ -313,11 +313,15 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err := e.encodeLine(msg); err != nil {
 		return err
 	}
-	if err := c.writeLine(e.buf.Bytes(), msg, nil); err != nil {
-		return err
-	}
 	if c.live != nil {
+		// Before the write: the answer may be read before writeLine returns.
 		c.live.wrote(msg)
+	}
+	if err := c.writeLine(e.buf.Bytes(), msg, nil); err != nil {
+		if c.live != nil {
+			c.live.unwritten(msg)
+		}
+		return err
 	}
 	return nil
 }

@@ -50,7 +50,7 @@ func newLiveness(quiet time.Duration, ping func(jsonrpc.ID)) *liveness {
 	return &liveness{quiet: quiet, ping: ping, pending: map[jsonrpc.ID]struct{}{}, lastHeard: time.Now()}
 }
 
-// wrote records a message written to the child.
+// wrote records a message about to be written to the child.
 func (l *liveness) wrote(msg jsonrpc.Message) {
 	req, ok := msg.(*jsonrpc.Request)
 	if !ok {
@@ -70,6 +70,15 @@ func (l *liveness) wrote(msg jsonrpc.Message) {
 		if id, ok := cancelledID(req.Params); ok {
 			delete(l.pending, id)
 		}
+	}
+}
+
+// unwritten takes back wrote(msg) for a message whose write failed.
+func (l *liveness) unwritten(msg jsonrpc.Message) {
+	if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
+		l.mu.Lock()
+		delete(l.pending, req.ID)
+		l.mu.Unlock()
 	}
 }
 

@@ -97,6 +97,12 @@ func TestLivenessPingsSilentChild(t *testing.T) {
 		time.Sleep(10 * quiet)
 		expect(3, "after the call was cancelled")
 
+		// A call whose write failed is not waited for.
+		l.wrote(callMessage(t, 4))
+		l.unwritten(callMessage(t, 4))
+		time.Sleep(10 * quiet)
+		expect(3, "after a call's write failed")
+
 		// A notification written is not a call; after stop, nothing.
 		l.wrote(&jsonrpc.Request{Method: "notifications/initialized"})
 		time.Sleep(10 * quiet)

@@ -31,6 +31,15 @@ package upstream
 // WARDEN_STDIO_STRESS_SERVER_ARGS extra fault server flags (e.g. -blocking-stdin);
 // WARDEN_STDIO_STRESS_DIR where the dumps go (default a new temporary directory,
 // which is kept). The test fails when any call stalled.
+//
+// What it found (issue 17): with -blocking-stdin, about one call in 200,000
+// stalls. Nothing is left in the child's stdin pipe (it read the call) and nothing
+// in its stdout pipe (it wrote no answer); its dump has the SDK's stdin reader
+// goroutine in read(0) and the goroutine decoding the call in runtime.gcStart,
+// "stopping the world", for ever; the first write to its stdin ends the stall at
+// once. It is a Go 1.26 runtime race, reproduced without MCP in
+// internal/repro/stwsyscall. With the fault server's default (stdin read through
+// the poller), or with our transport's liveness probe, no call stalls.
 
 import (
 	"context"

@@ -38,7 +38,9 @@
 // error). slow logs "slow: cancelled" when its call is cancelled. -wire-dump DIR
 // remembers the ids and methods of the last 4096 messages received and sent and, on
 // every SIGUSR1, writes them to DIR/faultserver-<pid>.wire.txt, marking each call
-// received that no response was sent to.
+// received that no response was sent to. Stdin is read non-blocking, through the
+// runtime's poller; -blocking-stdin reads it as mcp.StdioTransport does, with
+// blocking reads, which exposes a Go 1.26 runtime stall (see stdio.go).
 package main
 
 import (
