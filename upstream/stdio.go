@@ -5,6 +5,7 @@ package upstream
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -33,6 +34,11 @@ const defaultTerminate = 5 * time.Second
 //     invalid JSON, data after a message on its line, or output ending inside a
 //     message is a read error, after which the connection reads nothing more. The
 //     end of the output between messages reads as io.EOF.
+//   - When a call written to the child is unanswered and the child has written
+//     nothing for ProbeQuiet, the connection writes the child a ping (a string id
+//     starting "warden-probe-"), once per quiet period, and keeps the answer to
+//     itself: a write to its stdin is what wakes a stalled Go 1.26 server (see
+//     [stdioProbeQuiet]).
 //   - Close closes the child's stdin, waits TerminateDuration for it to exit, then
 //     sends SIGTERM and waits TerminateDuration again, then kills it and waits once
 //     more; it returns the error of exec.Cmd.Wait (an *exec.ExitError for an exit
@@ -48,6 +54,10 @@ type commandTransport struct {
 	// MaxLineLength bounds the bytes of one message read; 0 or less means
 	// mcp.DefaultMaxLineLength.
 	MaxLineLength int
+	// ProbeQuiet is how long the child may be silent while a call to it is
+	// unanswered before the connection writes it a ping of its own (see
+	// [stdioProbeQuiet], the value for 0); less than 0 means never.
+	ProbeQuiet time.Duration
 }
 
 // Connect starts the command and returns the connection to it. ctx is not used
@@ -86,6 +96,13 @@ func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 		closed:    make(chan struct{}),
 		wire:      newWireRing(t.Command.Process.Pid),
 	}
+	quiet := t.ProbeQuiet
+	if quiet == 0 {
+		quiet = stdioProbeQuiet
+	}
+	if quiet > 0 {
+		c.live = newLiveness(quiet, c.writePing)
+	}
 	go c.readLoop(newFrameReader(stdout, limit), stdout)
 	return c, nil
 }
@@ -114,6 +131,8 @@ type stdioConn struct {
 	// wire remembers the last messages written, read and delivered (see
 	// [StdioWireLogs]).
 	wire *wireRing
+	// live pings a silent child (nil: never; see [commandTransport]).
+	live *liveness
 }
 
 type readResult struct {
@@ -139,6 +158,12 @@ func (c *stdioConn) readLoop(fr *frameReader, stdout io.Reader) {
 			res.msgs, res.batch, err = decodeFrame(frame)
 			for _, m := range res.msgs {
 				c.wire.record(WireRead, m)
+			}
+			if err == nil && c.live != nil {
+				res.msgs = c.heard(res.msgs)
+				if len(res.msgs) == 0 {
+					continue // only the answer to a probe
+				}
 			}
 		}
 		if errors.Is(err, os.ErrClosed) {
@@ -288,7 +313,49 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err := e.encodeLine(msg); err != nil {
 		return err
 	}
-	return c.writeLine(e.buf.Bytes(), msg, nil)
+	if c.live != nil {
+		// Before the write: the answer may be read before writeLine returns.
+		c.live.wrote(msg)
+	}
+	if err := c.writeLine(e.buf.Bytes(), msg, nil); err != nil {
+		if c.live != nil {
+			c.live.unwritten(msg)
+		}
+		return err
+	}
+	return nil
+}
+
+// heard tells the probe about msgs, read from the child, and returns them less the
+// answers to its pings.
+func (c *stdioConn) heard(msgs []jsonrpc.Message) []jsonrpc.Message {
+	kept := msgs[:0]
+	for _, m := range msgs {
+		if !c.live.heard(m) {
+			kept = append(kept, m)
+		}
+	}
+	return kept
+}
+
+// writePing writes the probe's ping with id to the child; a failed write is in
+// the wire log, and the child's end shows in the read loop.
+func (c *stdioConn) writePing(id jsonrpc.ID) {
+	select {
+	case <-c.closed:
+		return
+	default:
+	}
+	msg := &jsonrpc.Request{ID: id, Method: "ping", Params: json.RawMessage(`{}`)}
+	e := encodeBuffers.Get().(*encodeBuffer)
+	defer func() {
+		e.buf.Reset()
+		encodeBuffers.Put(e)
+	}()
+	e.buf.Reset()
+	if e.encodeLine(msg) == nil {
+		_ = c.writeLine(e.buf.Bytes(), msg, nil)
+	}
 }
 
 // writeLine writes line, which holds msg (or, when msg is nil, the responses of
@@ -321,6 +388,9 @@ func (c *stdioConn) recordWrite(stage WireStage, msg jsonrpc.Message, batch []*j
 // the child is reaped.
 func (c *stdioConn) Close() error {
 	c.closeOnce.Do(func() {
+		if c.live != nil {
+			c.live.stop()
+		}
 		c.wire.forget()
 		close(c.closed)
 		c.closeErr = c.stop()

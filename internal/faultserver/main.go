@@ -38,7 +38,9 @@
 // error). slow logs "slow: cancelled" when its call is cancelled. -wire-dump DIR
 // remembers the ids and methods of the last 4096 messages received and sent and, on
 // every SIGUSR1, writes them to DIR/faultserver-<pid>.wire.txt, marking each call
-// received that no response was sent to.
+// received that no response was sent to. Stdin is read non-blocking, through the
+// runtime's poller; -blocking-stdin reads it as mcp.StdioTransport does, with
+// blocking reads, which exposes a Go 1.26 runtime stall (see stdio.go).
 package main
 
 import (
@@ -67,6 +69,7 @@ func main() {
 	refuseListings := flag.Bool("refuse-listings", false, "serve one prompt and one resource but answer prompts/list and resources/templates/list with a JSON-RPC error")
 	askAfterCancel := flag.Bool("ask-after-cancel", false, "add the tool askafter, which elicits once its call is cancelled")
 	wireDump := flag.String("wire-dump", "", "remember the ids of the last messages received and sent, and write them to faultserver-<pid>.wire.txt in this directory on SIGUSR1")
+	blockingStdin := flag.Bool("blocking-stdin", false, "read stdin with blocking reads, as mcp.StdioTransport does (exposes the Go 1.26 stop-the-world stall, see internal/repro/stwsyscall)")
 	flag.Parse()
 
 	log.SetOutput(os.Stderr)
@@ -103,7 +106,7 @@ func main() {
 	}
 
 	srv := mcp.NewServer(&mcp.Implementation{Name: "faultserver", Version: "0.0.1"}, &mcp.ServerOptions{PageSize: *pageSize})
-	tr := &injectingTransport{wireDump: *wireDump}
+	tr := &injectingTransport{wireDump: *wireDump, blockingStdin: *blockingStdin}
 	addOKTools(srv)
 	if *refuseListings {
 		addRefusedListings(srv)
@@ -387,14 +390,19 @@ func describeFromFile(path string, override *descOverride) mcp.Middleware {
 // injectingTransport is the stdio transport, keeping its connection so that raw
 // notifications can be written to the client outside the SDK's debouncing.
 type injectingTransport struct {
-	wireDump string // see wireConn
+	wireDump      string // see wireConn
+	blockingStdin bool   // see stdioTransport
 
 	mu   sync.Mutex
 	conn mcp.Connection
 }
 
 func (t *injectingTransport) Connect(ctx context.Context) (mcp.Connection, error) {
-	c, err := (&mcp.StdioTransport{}).Connect(ctx)
+	base, err := stdioTransport(t.blockingStdin)
+	if err != nil {
+		return nil, err
+	}
+	c, err := base.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
