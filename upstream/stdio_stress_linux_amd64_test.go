@@ -212,7 +212,7 @@ func (st *stress) worker(i int) {
 	captured := &capturingTransport{Transport: tr}
 	tr = captured
 	client := mcp.NewClient(&mcp.Implementation{Name: "stress", Version: "1"}, nil)
-	cs, err := client.Connect(context.Background(), tr, &mcp.ClientSessionOptions{ProtocolVersion: upstreamProtocolVersion})
+	cs, err := client.Connect(context.Background(), tr, &mcp.ClientSessionOptions{ProtocolVersion: ServerConfig{}.protocol()})
 	if err != nil {
 		t.Errorf("session %d: connect: %v", i, err)
 		return
