@@ -754,9 +754,8 @@ func (u *Server) Subscribe(ctx context.Context, uri string) error {
 		u.release(c, true)
 		return nil
 	}
-	_, err = sdkGuard(func() (struct{}, error) { return struct{}{}, c.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}) })
-	if err != nil {
-		u.release(c, upstreamAnswered(err))
+	if err := u.subscribeOn(ctx, c, uri); err != nil {
+		u.release(c, upstreamAnswered(err) || stateless(c.cs))
 		return fmt.Errorf("server %q: resources/subscribe %q: %w", u.cfg.Name, uri, err)
 	}
 	u.mu.Lock()
@@ -811,8 +810,7 @@ func (u *Server) resubscribe(ctx context.Context, c *upstreamConn) {
 	}
 	u.mu.Unlock()
 	for _, uri := range lost {
-		_, err := sdkGuard(func() (struct{}, error) { return struct{}{}, c.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}) })
-		if err != nil {
+		if err := u.subscribeOn(ctx, c, uri); err != nil {
 			u.log.Warn("cannot renew a resource subscription on a new connection", slog.String("uri", uri), slog.String("error", err.Error()))
 			continue
 		}

@@ -111,6 +111,7 @@ func (u *Server) clientFor(class clientClass) *mcp.Client {
 	u.routeLogs(opts)
 	c := mcp.NewClient(&mcp.Implementation{Name: gatewayClientName, Version: gatewayClientVersion}, opts)
 	c.AddSendingMiddleware(uncached)
+	c.AddReceivingMiddleware(u.watchAcks)
 	u.clients[class] = c
 	return c
 }

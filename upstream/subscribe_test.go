@@ -84,12 +84,14 @@ func subTrigger(t *testing.T, u *Server, uri string, subscribed int) {
 func TestSubscribeUpdatesUnsubscribe(t *testing.T) {
 	t.Parallel()
 	ch := make(subUpdates, 10)
-	u := subUpstream(t, 1, Options{OnResourceUpdated: ch.hook}, "-test-tools")
+	var logs mcptest.LogBuffer
+	u := subUpstream(t, 1, Options{OnResourceUpdated: ch.hook, Logger: slog.New(slog.NewTextHandler(&logs, nil))}, "-test-tools")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := u.Subscribe(ctx, subWatched); err != nil {
 		t.Fatal(err)
 	}
+	// Subscribe returned once the server acknowledged it: it holds now.
 	subTrigger(t, u, subWatched, 1)
 	ch.next(t, "conf "+subWatched)
 	// Subscribing again sends nothing: still one subscription.
@@ -103,6 +105,9 @@ func TestSubscribeUpdatesUnsubscribe(t *testing.T) {
 	if err := u.Unsubscribe(ctx, subWatched); err != nil {
 		t.Fatal(err)
 	}
+	// At 2026-07-28 the unsubscribe ends the listen stream, which the server sees a
+	// moment later (its stderr says when); an update in between is dropped.
+	logs.WaitCount(t, time.Minute, 1, "conformanceserver: unsubscribed "+subWatched)
 	subTrigger(t, u, subWatched, 0)
 	ch.none(t)
 	// Unsubscribing a URI not subscribed does nothing.

@@ -244,6 +244,9 @@ type Server struct {
 	// It is taken after discMu (verify resubscribes) and never while acquiring a
 	// connection; u.mu is taken under it.
 	subMu sync.Mutex
+	// acks are the subscription acknowledgements awaited at 2026-07-28 (see
+	// subscribeOn).
+	acks subAcks
 
 	discMu sync.Mutex // serializes discovery and Refresh
 
