@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 relayed input requests still carry sampling, deprecated from 2026-07-28 on
+
 package upstream
 
 import (

@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 logging is deprecated from 2026-07-28 on, but upstreams still send log messages the gateway routes
+
 package upstream
 
 import (
