@@ -37,7 +37,10 @@ package gateway_test
 // for Go's default of 2, so connections churn); WARDEN_SOAK_TIMEOUT the deadline of
 // one call (default 10s, ten thousand times a normal call's latency);
 // WARDEN_SOAK_DUMP the directory of the profile files (default: the system's
-// temporary directory, so the file outlives the test).
+// temporary directory, so the file outlives the test); WARDEN_SOAK_SERVER_ARGS
+// more arguments of every fault server (e.g. -blocking-stdin, which lets a fault
+// server stall in the Go 1.26 runtime as internal/repro/stwsyscall shows: the
+// gateway's stdio connections must still answer every call, by their ping).
 
 import (
 	"bytes"
@@ -76,6 +79,8 @@ type soakSettings struct {
 	conc     int
 	timeout  time.Duration
 	dumpDir  string
+	// serverArgs are appended to every fault server's arguments.
+	serverArgs []string
 	// idle is the client transport's MaxIdleConnsPerHost: by default 4 per
 	// session, so connections are reused; Go's default (2 per host, what an SDK
 	// client gets from http.DefaultClient) makes the sessions open and close
@@ -88,7 +93,7 @@ func soakFromEnv(t *testing.T) soakSettings {
 	if mode == "" {
 		t.Skip("set WARDEN_SOAK=short (25s per front) or WARDEN_SOAK=<duration> (e.g. 10m) to run the streamable HTTP soak")
 	}
-	s := soakSettings{conc: 16, timeout: 10 * time.Second, dumpDir: os.Getenv("WARDEN_SOAK_DUMP")}
+	s := soakSettings{conc: 16, timeout: 10 * time.Second, dumpDir: os.Getenv("WARDEN_SOAK_DUMP"), serverArgs: strings.Fields(os.Getenv("WARDEN_SOAK_SERVER_ARGS"))}
 	if mode == "short" {
 		s.perFront = 25 * time.Second
 	} else {
@@ -311,7 +316,7 @@ func startSoakBareProxy(t *testing.T, s soakSettings, probe *soakProbe) *soakTar
 	wire := &soakWire{}
 	probe.wire, probe.wireDir = wire.logs, soakWireDir(t, s)
 	for range s.conc {
-		cs, err := c.Connect(context.Background(), wire.transport(exec.Command("faultserver", "-wire-dump", probe.wireDir)), nil)
+		cs, err := c.Connect(context.Background(), wire.transport(exec.Command("faultserver", append([]string{"-wire-dump", probe.wireDir}, s.serverArgs...)...)), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -353,7 +358,7 @@ transport:
 servers:
   soak:
     command: faultserver
-    args: [-wire-dump, %s]
+    args: [-wire-dump, %s%s]
 listen: 127.0.0.1:0
 clients:
   - principal: soak-agent
@@ -364,7 +369,11 @@ clients:
 func startSoakGateway(t *testing.T, s soakSettings, probe *soakProbe) *soakTarget {
 	dir := t.TempDir()
 	probe.wire, probe.wireDir = upstream.StdioWireLogs, soakWireDir(t, s)
-	data := fmt.Appendf(nil, soakGatewayConfig, s.conc, strconv.Quote(probe.wireDir), inbox.HashToken(soakToken))
+	var extra strings.Builder
+	for _, a := range s.serverArgs {
+		extra.WriteString(", " + strconv.Quote(a))
+	}
+	data := fmt.Appendf(nil, soakGatewayConfig, s.conc, strconv.Quote(probe.wireDir), extra.String(), inbox.HashToken(soakToken))
 	mux, path := serveGatewayConfig(t, dir, data, soakPolicy, nil)
 	return &soakTarget{name: "governed", tool: "mcp__soak__echo", sessions: soakSessions(t, s, probe, mux, path)}
 }

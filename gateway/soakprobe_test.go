@@ -117,7 +117,7 @@ func TestSoakWireVerdict(t *testing.T) {
 	dir := t.TempDir()
 	probe.wire, probe.wireDir = upstream.StdioWireLogs, soakWireDir(t, s)
 	policy := strings.Replace(soakPolicy, "agent: [mcp__soak__echo]", "agent: [mcp__soak__echo, mcp__soak__hang]", 1)
-	data := fmt.Appendf(nil, soakGatewayConfig, s.conc, strconv.Quote(probe.wireDir), inbox.HashToken(soakToken))
+	data := fmt.Appendf(nil, soakGatewayConfig, s.conc, strconv.Quote(probe.wireDir), "", inbox.HashToken(soakToken))
 	mux, path := serveGatewayConfig(t, dir, data, policy, nil)
 	sessions := soakSessions(t, s, probe, mux, path)
 
