@@ -38,6 +38,7 @@ var importRules = []struct {
 	{"internal/conformanceserver", nil},
 	{"internal/clientaddr", nil},
 	{"internal/eventstore", nil},
+	{"internal/repro/stwsyscall", nil},
 	{"internal/spectext", []string{"internal/jsontext"}},
 	{"internal/fanout", []string{"."}},
 	{"internal/yamlstrict", []string{"."}},
