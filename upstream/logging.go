@@ -94,24 +94,29 @@ func (u *Server) onLog(_ context.Context, req *mcp.LoggingMessageRequest) {
 		route, progress = c.log, c.progress
 	}
 	u.mu.Unlock()
-	if c != nil {
-		// Counted once handed over, whoever took it: the call's settle waits for this.
-		defer func() {
-			c.progressHandled.Add(1)
-			for _, ch := range []chan struct{}{logWake(route), progressWake(progress)} {
-				if ch != nil {
-					select {
-					case ch <- struct{}{}:
-					default: // a wake-up is pending already
-					}
+	// Counted once handed over, whoever took it: the call's settle waits for this.
+	handled := func() {
+		if c == nil {
+			return
+		}
+		c.progressHandled.Add(1)
+		for _, ch := range []chan struct{}{logWake(route), progressWake(progress)} {
+			if ch != nil {
+				select {
+				case ch <- struct{}{}:
+				default: // a wake-up is pending already
 				}
 			}
-		}()
+		}
 	}
 	if route == nil {
+		// Counted before it is logged: a call that begins after the line must find it
+		// counted.
+		handled()
 		u.log.Debug("upstream log message", slog.String("level", string(req.Params.Level)), slog.String("logger", req.Params.Logger), slog.Any("data", req.Params.Data))
 		return
 	}
+	defer handled() // after the hook: the call's settle waits for the hook to have seen it
 	defer func() {
 		if r := recover(); r != nil {
 			u.log.Error("a call's log hook panicked", slog.String("panic", fmt.Sprint(r)))

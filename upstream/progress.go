@@ -173,30 +173,34 @@ func (u *Server) onProgress(_ context.Context, req *mcp.ProgressNotificationClie
 		r, logs = c.progress, c.log
 	}
 	u.mu.Unlock()
+	tok, ok := req.Params.ProgressToken.(string)
+	var dropped string
+	switch {
+	case r == nil:
+		dropped = "progress notification dropped: no call asking for progress is in flight on the connection"
+	case !ok || tok != r.token:
+		dropped = "progress notification dropped: its token is not the call's"
+	case !r.deliver(req.Params):
+		dropped = "progress notification dropped: the call has ended"
+	}
 	pid := 0
 	if c != nil {
 		pid = c.pid
-		// Counted once handed over: settleRouted waits for this.
-		defer func() {
-			c.progressHandled.Add(1)
-			for _, ch := range []chan struct{}{progressWake(r), logWake(logs)} {
-				if ch != nil {
-					select {
-					case ch <- struct{}{}:
-					default: // a wake-up is pending already
-					}
+		// Counted once handed over (delivered or dropped), before anything else is
+		// done with it: settleRouted waits for this, and a call that begins after a
+		// notification was handled must find it counted.
+		c.progressHandled.Add(1)
+		for _, ch := range []chan struct{}{progressWake(r), logWake(logs)} {
+			if ch != nil {
+				select {
+				case ch <- struct{}{}:
+				default: // a wake-up is pending already
 				}
 			}
-		}()
+		}
 	}
-	tok, ok := req.Params.ProgressToken.(string)
-	switch {
-	case r == nil:
-		u.log.Debug("progress notification dropped: no call asking for progress is in flight on the connection", slog.Int("pid", pid))
-	case !ok || tok != r.token:
-		u.log.Debug("progress notification dropped: its token is not the call's", slog.Int("pid", pid))
-	case !r.deliver(req.Params):
-		u.log.Debug("progress notification dropped: the call has ended", slog.Int("pid", pid))
+	if dropped != "" {
+		u.log.Debug(dropped, slog.Int("pid", pid))
 	}
 }
 
