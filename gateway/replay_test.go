@@ -149,6 +149,22 @@ func (s *rawSession) resume(lastID string) *http.Response {
 	return s.request(http.MethodGet, "", "Last-Event-ID", lastID)
 }
 
+// resumeAfter is resume once the server has let go of the stream's previous resume:
+// the SDK answers 409 to a resume of a stream whose last resume it is still
+// serving (it notices the client's close of that GET a moment later). Bounded; the
+// state waited for is the server's, which sends no event for it.
+func (s *rawSession) resumeAfter(lastID string) *http.Response {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp := s.resume(lastID)
+		if resp.StatusCode != http.StatusConflict || time.Now().After(deadline) {
+			return resp
+		}
+		resp.Body.Close()
+		<-time.After(10 * time.Millisecond)
+	}
+}
+
 // call posts a tools/call (with a progress token, when one is given) and returns its
 // open response (an SSE stream).
 func (s *rawSession) call(id int, tool string, args any, progressToken ...string) *http.Response {
@@ -309,12 +325,12 @@ func TestGatewayResumeDroppedCall(t *testing.T) {
 	resultID := evs[len(evs)-1].id
 
 	// Resumed again after the call finished: the result is replayed, with its id.
-	text, evs = s.result(s.resume(prime.id), 2)
+	text, evs = s.result(s.resumeAfter(prime.id), 2)
 	if text != `Deleted note "a".` || evs[len(evs)-1].id != resultID {
 		t.Fatalf("the replayed result: %q (events %q, want the last with id %s)", text, evs, resultID)
 	}
 	// Resumed after the result: nothing more.
-	after := s.resume(resultID)
+	after := s.resumeAfter(resultID)
 	if rest, _ := io.ReadAll(after.Body); after.StatusCode != http.StatusOK || strings.Contains(string(rest), "Deleted") {
 		t.Errorf("resume after the result: status %d, %q", after.StatusCode, rest)
 	}
