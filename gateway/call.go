@@ -289,16 +289,9 @@ func (g *Gateway) callTool(ctx context.Context, f *front, name string, req *mcp.
 	}
 	slot := newSlot(g, name, req.Session, req.Params.GetProgressToken())
 	slot.server, slot.def, slot.remote = st.tools[name].tool.Server, st.tools[name].tool.Hash, st.tools[name].tool.Remote
-	state, responses := req.Params.RequestState, req.Params.InputResponses
-	if f.kind == statelessFront {
-		relay, retry, err := g.relayOf(ctx, st, cl, f.sessionOf(req.Session, cl), name, args, slot.def, state, responses, req.ClientCapabilities())
-		if err != nil {
-			return nil, err
-		}
-		slot.relay = relay
-		if retry {
-			state, responses = "", nil // the relay's, not an approval's
-		}
+	state, responses, err := g.relaySlot(ctx, f, st, cl, f.sessionOf(req.Session, cl), slot, name, args, req.Params.RequestState, req.Params.InputResponses, req.ClientCapabilities())
+	if err != nil {
+		return nil, err
 	}
 	slot.mrtr = f.mrtrOf(state, responses, req.ClientCapabilities())
 	out, text, ok := g.govern(ctx, f, st, cl, req.Session, slot, name, args)

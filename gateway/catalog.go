@@ -293,16 +293,9 @@ func (g *Gateway) getPrompt(ctx context.Context, f *front, req *mcp.GetPromptReq
 	}
 	slot := newSlot(g, target, req.Session, req.Params.GetProgressToken())
 	slot.server, slot.def = st.cat.prompts[name].prompt.Server, st.cat.prompts[name].prompt.Hash
-	state, responses := req.Params.RequestState, req.Params.InputResponses
-	if f.kind == statelessFront {
-		relay, retry, err := g.relayOf(ctx, st, cl, session, target, args, slot.def, state, responses, req.ClientCapabilities())
-		if err != nil {
-			return nil, err
-		}
-		slot.relay = relay
-		if retry {
-			state, responses = "", nil // the relay's, not an approval's
-		}
+	state, responses, err := g.relaySlot(ctx, f, st, cl, session, slot, target, args, req.Params.RequestState, req.Params.InputResponses, req.ClientCapabilities())
+	if err != nil {
+		return nil, err
 	}
 	slot.mrtr = f.mrtrOf(state, responses, req.ClientCapabilities())
 	out, text, ok := g.govern(ctx, f, st, cl, req.Session, slot, target, args)

@@ -74,6 +74,24 @@ func (g *Gateway) relayOf(ctx context.Context, st *gatewayState, cl Client, sess
 // refused.
 const relayRefusedReason = "the requestState of a relayed retry was refused: "
 
+// relaySlot sets slot's relay for a request of cl's call of name with args on the
+// stateless front (none on the others), and returns the requestState and
+// inputResponses left for the approval path: none when they were a relay's.
+func (g *Gateway) relaySlot(ctx context.Context, f *front, st *gatewayState, cl Client, session string, slot *resultSlot, name string, args warden.Args, state string, responses mcp.InputResponseMap, caps *mcp.ClientCapabilities) (string, mcp.InputResponseMap, error) {
+	if f.kind != statelessFront {
+		return state, responses, nil
+	}
+	relay, retry, err := g.relayOf(ctx, st, cl, session, name, args, slot.def, state, responses, caps)
+	if err != nil {
+		return "", nil, err
+	}
+	slot.relay = relay
+	if retry {
+		return "", nil, nil
+	}
+	return state, responses, nil
+}
+
 // looksRelayed reports whether a retry answers something other than the gateway's
 // own approval question: then its requestState can only be a relay state, and one
 // that does not verify is refused as one.
