@@ -35,9 +35,10 @@ var importRules = []struct {
 	{"internal/otlptest", nil},
 	{"internal/oidctest", nil},
 	{"internal/faultserver", nil},
-	{"internal/conformanceserver", nil},
+	{"internal/conformanceserver", []string{"internal/mcptasks"}},
 	{"internal/clientaddr", nil},
 	{"internal/eventstore", nil},
+	{"internal/mcptasks", nil},
 	{"internal/repro/stwsyscall", nil},
 	{"internal/spectext", []string{"internal/jsontext"}},
 	{"internal/fanout", []string{"."}},
@@ -71,12 +72,12 @@ var importRules = []struct {
 	// MCP: pinning, the client side, the gateway that serves both, the web inbox
 	// (which declares what it needs of the gateway instead of importing it).
 	{"pin", []string{".", "internal/fanout", "store"}},
-	{"upstream", []string{".", "internal/fanout", "internal/yamlstrict", "pin", "schema"}},
+	{"upstream", []string{".", "internal/fanout", "internal/mcptasks", "internal/yamlstrict", "pin", "schema"}},
 	{"inbox", []string{".", "internal/clientaddr", "internal/display", "pin", "store"}},
 	// The OAuth resource server: token verification and RFC 9728 metadata, no MCP and
 	// no gateway types.
 	{"gateway/oauth", nil},
-	{"gateway", []string{".", "audit", "gateway/oauth", "inbox", "internal/clientaddr", "internal/display", "internal/eventstore", "internal/fanout", "internal/yamlstrict", "pin", "policy", "schema", "store", "upstream"}},
+	{"gateway", []string{".", "audit", "gateway/oauth", "inbox", "internal/clientaddr", "internal/display", "internal/eventstore", "internal/fanout", "internal/mcptasks", "internal/yamlstrict", "pin", "policy", "schema", "store", "upstream"}},
 	// warden run's parts.
 	{"workspace", []string{".", "hook", "internal/fileerr", "shell"}},
 	{"checkpoint", []string{".", "hook", "internal/fileerr", "internal/seal", "store"}},
@@ -90,7 +91,7 @@ var importRules = []struct {
 
 // sdkImporters are the only packages that may import the MCP SDK: the protocol stays
 // in the MCP packages, and everything else speaks the vocabulary.
-var sdkImporters = []string{"pin", "upstream", "gateway", "internal/eventstore", "internal/mcptest", "internal/faultserver", "internal/conformanceserver", "cmd/...", "examples/..."}
+var sdkImporters = []string{"pin", "upstream", "gateway", "internal/eventstore", "internal/mcptasks", "internal/mcptest", "internal/faultserver", "internal/conformanceserver", "cmd/...", "examples/..."}
 
 const sdkModule = "github.com/modelcontextprotocol/go-sdk"
 
