@@ -380,11 +380,15 @@ func (g *Gateway) readResource(ctx context.Context, f *front, req *mcp.ReadResou
 	if t := up.Route(uri).Template; t != nil {
 		slot.def = t.Hash
 	}
-	slot.mrtr = f.mrtrOf(req.Params.RequestState, req.Params.InputResponses, req.ClientCapabilities())
+	state, responses, err := g.relaySlot(ctx, f, st, cl, session, slot, target, args, req.Params.RequestState, req.Params.InputResponses, req.ClientCapabilities())
+	if err != nil {
+		return nil, err
+	}
+	slot.mrtr = f.mrtrOf(state, responses, req.ClientCapabilities())
 	out, text, ok := g.govern(ctx, f, st, cl, req.Session, slot, target, args)
 	switch {
 	case slot.ask != nil:
-		return &mcp.ReadResourceResult{InputRequests: slot.ask.requests, RequestState: slot.ask.state}, nil
+		return &mcp.ReadResourceResult{Cacheable: askCacheable, InputRequests: slot.ask.requests, RequestState: slot.ask.state}, nil
 	case !ok:
 		return nil, refused(text)
 	case out.Status == warden.StatusRefused && out.Stage == warden.StagePermission && out.Decision.Effect == warden.Deny && !out.Decision.Fault:
@@ -393,10 +397,22 @@ func (g *Gateway) readResource(ctx context.Context, f *front, req *mcp.ReadResou
 	case out.Status != warden.StatusRan || out.IsError:
 		return nil, refused(out.ModelText)
 	}
-	if res, ok := slot.other.(*mcp.ReadResourceResult); ok && out.Executed && out.ModelText == slot.text {
+	res, _ := slot.other.(*mcp.ReadResourceResult)
+	if res != nil && out.Executed && res.NeedsInput() {
+		if slot.relay == nil || out.ModelText != slot.text {
+			return nil, refused("The server asked for input the gateway cannot pass on in this request: " + out.ModelText)
+		}
+		token, refusal := g.relayInput(ctx, f, st, cl, req.Session, slot, target, args, res.InputRequests, res.RequestState)
+		if refusal != "" {
+			return nil, refused(refusal)
+		}
+		return &mcp.ReadResourceResult{Cacheable: askCacheable, InputRequests: res.InputRequests, RequestState: token}, nil
+	}
+	if res != nil && out.Executed && out.ModelText == slot.text {
+		res.Cacheable = viewCacheable // never the upstream's: the read was judged for this identity
 		return res, nil
 	}
-	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: out.ModelText}}}, nil
+	return &mcp.ReadResourceResult{Cacheable: viewCacheable, Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: out.ModelText}}}, nil
 }
 
 // unnormalURI says why uri, read through a resource template, is another spelling

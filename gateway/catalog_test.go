@@ -303,7 +303,7 @@ func TestCatalogListsPerIdentity(t *testing.T) {
 			t.Errorf("%s lists prompts %q, want %q", who, got, wantFull)
 		}
 		// The watched resource is denied by a condition: it is not listed.
-		if got, want := catKeys(catResources(t, cs)), []string{"test://static-binary", "test://static-text"}; !slices.Equal(got, want) {
+		if got, want := catKeys(catResources(t, cs)), []string{"test://input-required/greeting", "test://static-binary", "test://static-text"}; !slices.Equal(got, want) {
 			t.Errorf("%s lists resources %q, want %q", who, got, want)
 		}
 		if got := catKeys(catTemplates(t, cs)); !slices.Equal(got, []string{catTemplate}) {
@@ -638,7 +638,7 @@ func TestCatalogHalt(t *testing.T) {
 	if _, err := catGet(t, again, catSimple, nil); err != nil {
 		t.Errorf("a new session gets %s: %v", catSimple, err)
 	}
-	if got := catKeys(catResources(t, again)); len(got) != 2 {
+	if got := catKeys(catResources(t, again)); len(got) != 3 {
 		t.Errorf("a new session lists resources %q", got)
 	}
 }
@@ -816,7 +816,7 @@ func TestCatalogTemplatePinChange(t *testing.T) {
 	if got := catTemplates(t, full); len(got) != 0 {
 		t.Errorf("the quarantined template is listed: %q", catKeys(got))
 	}
-	if got := catKeys(catResources(t, full)); len(got) != 2 {
+	if got := catKeys(catResources(t, full)); len(got) != 3 {
 		t.Errorf("the listed resources are hidden too: %q", got)
 	}
 	catWantNotFound(t, full, "test://template/1/data")

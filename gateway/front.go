@@ -58,6 +58,14 @@ const (
 // reloads, so they are kept short.
 const listTTL = 30 * time.Second
 
+// viewCacheable is what the gateway's lists and reads say of their caching; an
+// input_required answer (askCacheable) is stale at once, so that the client's retry
+// of the same URI is sent, not answered from its cache.
+var (
+	viewCacheable = mcp.Cacheable{CacheScope: "private", TTLMs: int(listTTL / time.Millisecond)}
+	askCacheable  = mcp.Cacheable{CacheScope: "private", TTLMs: 0}
+)
+
 func (g *Gateway) newFront(kind, version string) *front {
 	f := &front{g: g, kind: kind}
 	versions := frontProtocolVersions
@@ -85,7 +93,9 @@ func (g *Gateway) newFront(kind, version string) *front {
 		UnsubscribeHandler:        g.unsubscribe,
 		SupportedProtocolVersions: versions,
 		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) {
-			c.CacheScope, c.TTLMs = "private", int(listTTL/time.Millisecond)
+			if c.CacheScope == "" { // a list the SDK built; a read sets its own
+				*c = viewCacheable
+			}
 		},
 		GetSessionID: func() string { return newID("mcp") },
 	})

@@ -662,3 +662,59 @@ func TestRelayPromptElicitationRefused(t *testing.T) {
 		t.Errorf("audit of the prompt's round: %+v", p)
 	}
 }
+
+// A resources/read round is relayed like a tool's: the client gets the server's
+// question under a requestState of the gateway's, the retry brings the answer and
+// reads the resource, the relayed elicitation is judged and recorded, and the state
+// is used once.
+func TestRelayResourceRead(t *testing.T) {
+	e := relayStart(t, relayAllowAll, "")
+	cs := relayClient(t, e, gwWriterToken, false)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var uri string
+	for r, err := range cs.Resources(ctx, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasSuffix(r.Name, "input_required_greeting") {
+			uri = r.URI
+		}
+	}
+	if uri == "" {
+		t.Fatal("the gateway lists no input-required resource")
+	}
+	r, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.NeedsInput() || r.RequestState == "" || len(r.InputRequests) != 1 || r.InputRequests["reader_name"] == nil || len(r.Contents) != 0 {
+		t.Fatalf("resources/read %s: want input_required asking reader_name under a requestState, got %+v", uri, r)
+	}
+	got, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri, RequestState: r.RequestState, InputResponses: mcp.InputResponseMap{"reader_name": accept("name", "Ada")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Contents) != 1 || got.Contents[0].Text != "Hello, Ada!" {
+		t.Errorf("the resource after the answer: %+v", got)
+	}
+	if r.TTLMs != 0 || r.CacheScope != "private" || got.TTLMs != 30000 || got.CacheScope != "private" {
+		t.Errorf("caching: the question %+v, the answer %+v; want the question stale at once, the read private for 30 s", r.Cacheable, got.Cacheable)
+	}
+	// A client caches what it read (ttlMs): the replay comes from a fresh one.
+	again := relayClient(t, e, gwWriterToken, false)
+	_, err = again.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri, RequestState: r.RequestState, InputResponses: mcp.InputResponseMap{"reader_name": accept("name", "Eve")}})
+	relayRPCError(t, "a replayed resource state", nil, err, jsonrpc.CodeInvalidParams, relayReplayed)
+	if recs := e.calls(t, "resource:conf", "ann"); len(recs) != 3 || !recs[0].Executed || !recs[1].Executed || recs[2].Executed || recs[2].Status != warden.StatusRefused {
+		t.Errorf("audit records of the reads: %+v, want one executed per round and the refused replay", recs)
+	}
+	if recs := e.calls(t, "elicitation:conf", "ann"); len(recs) != 1 || string(recs[0].Args) != jsonOf(t, r.InputRequests["reader_name"]) {
+		t.Errorf("audit of the read's relayed elicitation: %+v", recs)
+	}
+	// A client of the session-based line never gets a round it cannot answer: the
+	// read fails closed.
+	old := e.connect(t, gwWriterToken, nil)
+	if _, err := old.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri}); err == nil {
+		t.Error("a 2025-11-25 client's read of the asking resource succeeded")
+	}
+}

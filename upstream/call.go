@@ -57,7 +57,7 @@ type CallOptions struct {
 	// request the capabilities Relay gives, and carrying Relay's answers and state
 	// when it is a retry. An input_required result is returned as a result
 	// (NeedsInput reports it). Client is not used for such a request's rounds. For a
-	// tools/call and a prompts/get only.
+	// tools/call, a prompts/get and a resources/read.
 	Relay *Relay
 	// BeforeSend, when set, is called once the call holds a verified connection, right
 	// before the request is sent; an error aborts the call unsent (the error returned

@@ -153,6 +153,9 @@ func (u *Server) ResourceExecutable(hook ResultHook) warden.Executable {
 				return nil, err
 			}
 			text := ResourceText(res)
+			if res.NeedsInput() {
+				text = InputRequiredText(res.InputRequests)
+			}
 			if result != nil {
 				result(res, text)
 			}

@@ -114,7 +114,7 @@ func TestCatalogDiscover(t *testing.T) {
 		}
 	}
 	slices.Sort(uris)
-	if want := []string{"test://static-binary", "test://static-text", "test://watched-resource"}; !slices.Equal(uris, want) {
+	if want := []string{"test://input-required/greeting", "test://static-binary", "test://static-text", "test://watched-resource"}; !slices.Equal(uris, want) {
 		t.Errorf("resources %q, want %q", uris, want)
 	}
 

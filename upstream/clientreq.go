@@ -261,6 +261,8 @@ func relayRound(params mcp.RequestParams, r *Relay) error {
 		p.InputResponses, p.RequestState = r.Responses, r.State
 	case *mcp.GetPromptParams:
 		p.InputResponses, p.RequestState = r.Responses, r.State
+	case *mcp.ReadResourceParams:
+		p.InputResponses, p.RequestState = r.Responses, r.State
 	default:
 		return fmt.Errorf("a %T cannot be relayed", params)
 	}

@@ -72,11 +72,15 @@ func TestRelayDeclaresTheCallersCapabilities(t *testing.T) {
 	}
 }
 
-// The relay is for tools/call and prompts/get: a request of another kind cannot
-// carry a round.
+// The relay is for tools/call, prompts/get and resources/read: a request of another
+// kind cannot carry a round.
 func TestRelayRoundRefusesOtherRequests(t *testing.T) {
-	if err := relayRound(&mcp.ReadResourceParams{URI: "test://x"}, &Relay{}); err == nil || !strings.Contains(err.Error(), "cannot be relayed") {
-		t.Errorf("relayRound of a resources/read: %v, want refused", err)
+	if err := relayRound(&mcp.ListToolsParams{}, &Relay{}); err == nil || !strings.Contains(err.Error(), "cannot be relayed") {
+		t.Errorf("relayRound of a tools/list: %v, want refused", err)
+	}
+	rp := &mcp.ReadResourceParams{URI: "test://x"}
+	if err := relayRound(rp, &Relay{State: "s", Responses: mcp.InputResponseMap{"a": &mcp.ElicitResult{Action: "decline"}}}); err != nil || rp.RequestState != "s" || len(rp.InputResponses) != 1 {
+		t.Errorf("relayRound of a resources/read: %v %+v, want the round in its params", err, rp)
 	}
 	p := &mcp.GetPromptParams{Name: "p"}
 	if err := relayRound(p, &Relay{State: "s", Responses: mcp.InputResponseMap{"a": &mcp.ElicitResult{Action: "decline"}}}); err != nil {

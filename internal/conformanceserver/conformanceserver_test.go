@@ -94,7 +94,7 @@ func TestStdio(t *testing.T) {
 		uris = append(uris, r.URI)
 	}
 	slices.Sort(uris)
-	if want := []string{"test://static-binary", "test://static-text", "test://watched-resource"}; !slices.Equal(uris, want) {
+	if want := []string{"test://input-required/greeting", "test://static-binary", "test://static-text", "test://watched-resource"}; !slices.Equal(uris, want) {
 		t.Errorf("resources = %v, want %v", uris, want)
 	}
 	templates, err := cs.ListResourceTemplates(ctx, nil)

@@ -285,6 +285,18 @@ func addInputRequiredTools(s *mcp.Server) {
 				{Role: "user", Content: &mcp.TextContent{Text: "Use this context: " + c}},
 			}}, nil
 		})
+
+	// A resource that asks who reads it first (not a suite scenario: the gateway's
+	// relay of a resources/read round is tested with it).
+	const askingURI = "test://input-required/greeting"
+	s.AddResource(&mcp.Resource{URI: askingURI, Name: "input_required_greeting", MIMEType: "text/plain", Description: "A greeting that asks the reader's name (input request reader_name) first"},
+		func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			name, ok := accepted(req.Params.InputResponses, "reader_name", "name")
+			if !ok {
+				return &mcp.ReadResourceResult{InputRequests: mcp.InputRequestMap{"reader_name": askName}}, nil
+			}
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: askingURI, MIMEType: "text/plain", Text: "Hello, " + name + "!"}}}, nil
+		})
 }
 
 // confirmTool is the tool name that asks for confirm with a signed requestState and
