@@ -160,7 +160,7 @@ func (u *Server) callTool(ctx context.Context, c *upstreamConn, x exchange, para
 	if x.opts != nil && x.opts.OnTask != nil {
 		x.opts.OnTask(ctx)
 	}
-	return t.follow(ctx, &task, nil)
+	return t.follow(ctx, &task)
 }
 
 // isTaskResult reports whether the SDK decoded res from a result of type task.
@@ -191,7 +191,6 @@ func (u *Server) resumeTask(ctx context.Context, c *upstreamConn, x exchange, st
 		return nil, err
 	}
 	t := &taskRun{u: u, c: c, x: x, id: st.TaskID, caps: caps}
-	answered := map[string]bool{}
 	if len(relay.Responses) > 0 {
 		responses := make(map[string]json.RawMessage, len(relay.Responses))
 		for id, r := range relay.Responses {
@@ -200,7 +199,6 @@ func (u *Server) resumeTask(ctx context.Context, c *upstreamConn, x exchange, st
 				return nil, fmt.Errorf("encoding the answer to input request %q: %w", id, err)
 			}
 			responses[id] = raw
-			answered[id] = true
 		}
 		if err := t.update(ctx, responses); err != nil {
 			return nil, t.ended(ctx, err)
@@ -210,7 +208,7 @@ func (u *Server) resumeTask(ctx context.Context, c *upstreamConn, x exchange, st
 	if err != nil {
 		return nil, t.ended(ctx, err)
 	}
-	return t.follow(ctx, task, answered)
+	return t.follow(ctx, task)
 }
 
 // taskRun is one upstream task followed by a call, on the call's connection.
@@ -223,10 +221,10 @@ type taskRun struct {
 }
 
 // follow polls the task from task (its latest state) until it ends, and returns
-// what the call returns. answered holds the ids of the input requests the call has
-// answered already (their tasks/update sent): a task still listing only those has
-// not taken the answers in yet, and is polled on.
-func (t *taskRun) follow(ctx context.Context, task *mcptasks.Task, answered map[string]bool) (*mcp.CallToolResult, error) {
+// what the call returns. A task that lists input requests waits for them: after a
+// tasks/update the upstream lists those it still waits for (none answered: it is
+// working again, or asks anew).
+func (t *taskRun) follow(ctx context.Context, task *mcptasks.Task) (*mcp.CallToolResult, error) {
 	for {
 		if task.TaskID != t.id {
 			return nil, fmt.Errorf("the upstream answered tasks/get for task %q with task %q", t.id, task.TaskID)
@@ -252,22 +250,10 @@ func (t *taskRun) follow(ctx context.Context, task *mcptasks.Task, answered map[
 		case mcptasks.StatusCancelled:
 			return nil, &taskError{msg: fmt.Sprintf("the upstream cancelled task %q before it completed", t.id)}
 		case mcptasks.StatusInputRequired:
-			pending := map[string]json.RawMessage{}
-			for id, r := range task.InputRequests {
-				if !answered[id] {
-					pending[id] = r
-				}
-			}
-			if len(pending) > 0 {
+			if pending := task.InputRequests; len(pending) > 0 {
 				res, done, err := t.input(ctx, pending)
 				if done {
 					return res, err
-				}
-				if answered == nil {
-					answered = map[string]bool{}
-				}
-				for id := range pending {
-					answered[id] = true
 				}
 				var gerr error
 				if task, gerr = t.get(ctx); gerr != nil {
