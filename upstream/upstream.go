@@ -5,8 +5,8 @@
 package upstream
 
 import (
-	"crypto/rand"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
