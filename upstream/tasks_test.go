@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wardenhq/warden/internal/mcptasks"
+	"github.com/wardenhq/warden/pin"
 )
 
 // taskFixture is a real 2026-07-28 upstream that makes tasks: an SDK stateless
@@ -37,8 +38,15 @@ type seenRequest struct {
 	body         []byte
 }
 
-func newTaskFixture(t *testing.T, extension bool) *taskFixture {
+// fixtureOpts: extension makes the server offer the tasks extension, jsonResponse
+// answer with JSON bodies instead of event streams. Its tools/list lists "done"
+// with execution.taskSupport "optional" (the SDK's Tool has no such field: the
+// answer is rewritten).
+type fixtureOpts struct{ extension, jsonResponse bool }
+
+func newTaskFixture(t *testing.T, o fixtureOpts) *taskFixture {
 	t.Helper()
+	extension := o.extension
 	f := &taskFixture{release: make(chan struct{}), ended: make(chan struct{})}
 	caps := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}
 	if extension {
@@ -100,7 +108,7 @@ func newTaskFixture(t *testing.T, extension bool) *taskFixture {
 		}
 		return text(fmt.Sprintf("answered %s %v", res.Action, res.Content["ok"])), nil
 	})
-	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true, PropagateRequestCancellation: true})
+	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true, PropagateRequestCancellation: true, JSONResponse: o.jsonResponse})
 	h := mcptasks.NewHandler(sdk, &mcptasks.Options{
 		Owner:        func(r *http.Request) string { return r.Header.Get("X-Owner") },
 		PollInterval: 50 * time.Millisecond,
@@ -113,7 +121,19 @@ func newTaskFixture(t *testing.T, extension bool) *taskFixture {
 			f.seen = append(f.seen, seenRequest{r.Header.Get("Mcp-Method"), r.Header.Get("Mcp-Name"), body})
 			f.mu.Unlock()
 		}
-		h.ServeHTTP(w, r)
+		if r.Header.Get("Mcp-Method") != "tools/list" {
+			h.ServeHTTP(w, r)
+			return
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		for k, v := range rec.Header() {
+			if k != "Content-Length" {
+				w.Header()[k] = v
+			}
+		}
+		w.WriteHeader(rec.Code)
+		w.Write(bytes.Replace(rec.Body.Bytes(), []byte(`"name":"done"`), []byte(`"execution":{"taskSupport":"optional"},"name":"done"`), 1))
 	}))
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -228,7 +248,15 @@ func callCtx(t *testing.T) context.Context {
 // and the task was polled with tasks/get, the task id in Mcp-Name.
 func TestUpstreamTaskCompletes(t *testing.T) {
 	t.Parallel()
-	f := newTaskFixture(t, true)
+	for _, json := range []bool{false, true} {
+		t.Run(fmt.Sprintf("json=%v", json), func(t *testing.T) {
+			t.Parallel()
+			testTaskCompletes(t, newTaskFixture(t, fixtureOpts{extension: true, jsonResponse: json}))
+		})
+	}
+}
+
+func testTaskCompletes(t *testing.T, f *taskFixture) {
 	u := taskUpstream(t, "tasks", f)
 	ctx := callCtx(t)
 	var onTask atomic.Int64
@@ -281,7 +309,7 @@ func TestUpstreamTaskCompletes(t *testing.T) {
 // connection stays healthy (the next call goes out).
 func TestUpstreamTaskFails(t *testing.T) {
 	t.Parallel()
-	f := newTaskFixture(t, true)
+	f := newTaskFixture(t, fixtureOpts{extension: true})
 	u := taskUpstream(t, "tasks", f)
 	ctx := callCtx(t)
 	_, err := u.Call(ctx, "fail", nil, nil)
@@ -302,7 +330,7 @@ func TestUpstreamTaskFails(t *testing.T) {
 // returns the context's error.
 func TestUpstreamTaskCancelledWithTheCall(t *testing.T) {
 	t.Parallel()
-	f := newTaskFixture(t, true)
+	f := newTaskFixture(t, fixtureOpts{extension: true})
 	u := taskUpstream(t, "tasks", f)
 	ctx, cancel := context.WithCancel(callCtx(t))
 	defer cancel()
@@ -337,7 +365,7 @@ func TestUpstreamTaskCancelledWithTheCall(t *testing.T) {
 // task's result.
 func TestUpstreamTaskInputRelayed(t *testing.T) {
 	t.Parallel()
-	f := newTaskFixture(t, true)
+	f := newTaskFixture(t, fixtureOpts{extension: true})
 	u := taskUpstream(t, "tasks", f)
 	ctx := callCtx(t)
 	caps := &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}}}
@@ -380,7 +408,7 @@ func TestUpstreamTaskInputRelayed(t *testing.T) {
 // the task is cancelled and the call ends with an error saying so.
 func TestUpstreamTaskInputAnswered(t *testing.T) {
 	t.Parallel()
-	f := newTaskFixture(t, true)
+	f := newTaskFixture(t, fixtureOpts{extension: true})
 	u := taskUpstream(t, "tasks", f)
 	ctx := callCtx(t)
 	var asked atomic.Int64
@@ -416,7 +444,7 @@ func TestUpstreamTaskInputAnswered(t *testing.T) {
 // Server's) is refused before anything is sent.
 func TestUpstreamTaskStateRefusedUnsent(t *testing.T) {
 	t.Parallel()
-	f := newTaskFixture(t, true)
+	f := newTaskFixture(t, fixtureOpts{extension: true})
 	u := taskUpstream(t, "tasks", f)
 	other := taskUpstream(t, "tasks", f) // the same name: only the key differs
 	ctx := callCtx(t)
@@ -471,7 +499,7 @@ func mustSeal(t *testing.T, u *Server, st taskState) string {
 // tasks: its tools/call carries no declaration, and the call answers as usual.
 func TestUpstreamNoTasksWithoutTheExtension(t *testing.T) {
 	t.Parallel()
-	f := newTaskFixture(t, false)
+	f := newTaskFixture(t, fixtureOpts{})
 	u := taskUpstream(t, "plain", f)
 	ctx := callCtx(t)
 	var onTask atomic.Int64
@@ -519,6 +547,33 @@ func TestPollInterval(t *testing.T) {
 	for ms, want := range map[int64]time.Duration{0: 500 * time.Millisecond, -3: 500 * time.Millisecond, 1: 50 * time.Millisecond, 200: 200 * time.Millisecond, 60000: 5 * time.Second} {
 		if got := pollInterval(ms); got != want {
 			t.Errorf("pollInterval(%d) = %s, want %s", ms, got, want)
+		}
+	}
+}
+
+// A server offering tasks has each tool's execution.taskSupport kept, and in the
+// definition hash when set; a tool without it hashes as before. A server without
+// the extension has it ignored.
+func TestUpstreamToolTaskSupport(t *testing.T) {
+	t.Parallel()
+	for _, ext := range []bool{true, false} {
+		u := taskUpstream(t, "tasks", newTaskFixture(t, fixtureOpts{extension: ext}))
+		for _, tool := range u.Tools() {
+			want := ""
+			if ext && tool.Remote == "done" {
+				want = "optional"
+			}
+			hash, _, err := pin.HashWithTaskSupport(tool.Tool, want)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tool.TaskSupport != want || tool.Hash != hash {
+				t.Errorf("extension %v: tool %s: TaskSupport %q hash %s, want %q and %s", ext, tool.Remote, tool.TaskSupport, tool.Hash, want, hash)
+			}
+			plain, _, _ := pin.Hash(tool.Tool)
+			if (want == "") != (tool.Hash == plain) {
+				t.Errorf("extension %v: tool %s: hash %s against the plain hash %s", ext, tool.Remote, tool.Hash, plain)
+			}
 		}
 	}
 }

@@ -155,6 +155,11 @@ type Tool struct {
 	// Quarantined reports that the definition changed since it was approved, or
 	// that its pin could not be checked: the tool must not be served.
 	Quarantined bool
+	// TaskSupport is the tool's execution.taskSupport as listed ("forbidden",
+	// "optional" or "required"; protocol 2026-07-28's tasks extension), kept only
+	// from a server that offers that extension; "" when not listed. When set it is
+	// part of Hash (see [pin.HashWithTaskSupport]).
+	TaskSupport string
 
 	def json.RawMessage // canonical definition, for re-checking the pin
 }
