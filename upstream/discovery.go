@@ -361,6 +361,9 @@ func (u *Server) listOn(ctx context.Context, c *upstreamConn) ([]*mcp.Tool, map[
 			lctx = withTaskCall(ctx, tc)
 		}
 		res, err := sdkGuard(func() (*mcp.ListToolsResult, error) { return c.cs.ListTools(lctx, params) })
+		if tc != nil {
+			forgetting(c, tc)()
+		}
 		if err == nil && res == nil {
 			err = errors.New("empty tools/list result")
 		}

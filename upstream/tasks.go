@@ -135,6 +135,7 @@ func (u *Server) callTool(ctx context.Context, c *upstreamConn, x exchange, para
 		return c.cs.CallTool(ctx, params)
 	}
 	tc := newTaskCall(true, "")
+	defer forgetting(c, tc)()
 	res, err := c.cs.CallTool(withTaskCall(ctx, tc), params)
 	if err != nil {
 		return nil, err

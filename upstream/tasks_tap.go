@@ -67,6 +67,7 @@ type taskCall struct {
 	got chan struct{} // signalled (capacity 1) on each response or end
 
 	mu    sync.Mutex
+	ids   []jsonrpc.ID      // the calls a tapConn watches for it (see connTap.forget)
 	caps  json.RawMessage   // the client capabilities the tools/call declared
 	last  *jsonrpc.Response // the last response seen
 	ended bool              // an answer ended without a response
@@ -152,11 +153,30 @@ func (t *connTap) nextID() jsonrpc.ID {
 }
 
 func (t *connTap) watch(id jsonrpc.ID, tc *taskCall) {
+	tc.mu.Lock()
+	tc.ids = append(tc.ids, id)
+	tc.mu.Unlock()
 	t.mu.Lock()
 	if t.watched == nil {
 		t.watched = map[jsonrpc.ID]*taskCall{}
 	}
 	t.watched[id] = tc
+	t.mu.Unlock()
+}
+
+// forget stops watching the calls of tc that got no response (the SDK gave up on
+// them), once the request tc went with is over.
+func (t *connTap) forget(tc *taskCall) {
+	tc.mu.Lock()
+	ids := tc.ids
+	tc.ids = nil
+	tc.mu.Unlock()
+	t.mu.Lock()
+	for _, id := range ids {
+		if t.watched[id] == tc {
+			delete(t.watched, id)
+		}
+	}
 	t.mu.Unlock()
 }
 
@@ -166,6 +186,15 @@ func (t *connTap) take(id jsonrpc.ID) *taskCall {
 	tc := t.watched[id]
 	delete(t.watched, id)
 	return tc
+}
+
+// forgetting returns a function that forgets tc on c's tap (see forget).
+func forgetting(c *upstreamConn, tc *taskCall) func() {
+	return func() {
+		if c.tap != nil {
+			c.tap.forget(tc)
+		}
+	}
 }
 
 // ended returns a channel closed once a wrapped connection can read no more (nil,
