@@ -63,6 +63,15 @@ var (
 // key order or formatting therefore have the same hash. A nil tool or one that cannot
 // be encoded is an error, never a hash.
 func Hash(t *mcp.Tool) (hash string, canonical json.RawMessage, err error) {
+	return HashWithTaskSupport(t, "")
+}
+
+// HashWithTaskSupport is [Hash] of a tool listed with execution.taskSupport
+// taskSupport (protocol 2026-07-28's tasks extension: "forbidden", "optional" or
+// "required"), which the SDK's Tool does not keep: a non-empty taskSupport is part
+// of the definition as "execution": {"taskSupport": taskSupport}; an empty one
+// leaves the hash exactly [Hash]'s, so pins made before it was kept stay valid.
+func HashWithTaskSupport(t *mcp.Tool, taskSupport string) (hash string, canonical json.RawMessage, err error) {
 	if t == nil {
 		return "", nil, errors.New("definition hash: nil tool")
 	}
@@ -97,6 +106,9 @@ func Hash(t *mcp.Tool) (hash string, canonical json.RawMessage, err error) {
 		} else {
 			m["annotations"] = v
 		}
+	}
+	if taskSupport != "" {
+		m["execution"] = map[string]any{"taskSupport": taskSupport}
 	}
 	canonical, err = canonicalJSON(m)
 	if err != nil {

@@ -242,3 +242,24 @@ func TestPinDiffAndQuarantineText(t *testing.T) {
 		t.Errorf("QuarantineText = %q", got)
 	}
 }
+
+// A tool's execution.taskSupport is part of its hash when set; unset, the hash is
+// Hash's, so existing pins keep theirs.
+func TestHashWithTaskSupport(t *testing.T) {
+	tool := &mcp.Tool{Name: "t", InputSchema: map[string]any{"type": "object"}}
+	plain, plainDef, err := Hash(tool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same, sameDef, err := HashWithTaskSupport(tool, "")
+	if err != nil || same != plain || string(sameDef) != string(plainDef) {
+		t.Errorf("HashWithTaskSupport(tool, \"\") = %s %s, %v; want Hash's %s %s", same, sameDef, err, plain, plainDef)
+	}
+	req, reqDef, err := HashWithTaskSupport(tool, "required")
+	if err != nil || req == plain || !strings.Contains(string(reqDef), `"execution":{"taskSupport":"required"}`) {
+		t.Errorf("HashWithTaskSupport(tool, required) = %s %s, %v; want another hash over the execution", req, reqDef, err)
+	}
+	if opt, _, _ := HashWithTaskSupport(tool, "optional"); opt == req {
+		t.Error("optional and required task support hash the same")
+	}
+}

@@ -58,7 +58,26 @@ type CallOptions struct {
 	// when it is a retry. An input_required result is returned as a result
 	// (NeedsInput reports it). Client is not used for such a request's rounds. For a
 	// tools/call, a prompts/get and a resources/read.
+	//
+	// An upstream task waiting for input (status input_required, see [Server.Call])
+	// is passed on the same way: the call returns a result whose InputRequests are
+	// the task's and whose RequestState is a task state of the Server's own, naming
+	// the task (signed with a key of this Server's, random per process, so that a
+	// forged state, or one of another Server, is refused unsent). The retry carrying
+	// that state and the answers sends them to the task (tasks/update) instead of a
+	// new tools/call, and follows the task on. The caller must keep the state
+	// integrity-protected between the rounds as it keeps the upstream's own (the
+	// gateway wraps both in its HMAC-signed relay state); it holds the task's and
+	// the tool's names, nothing secret. A command server's task lives in its
+	// process: the retry needs that connection idle, and fails otherwise.
 	Relay *Relay
+	// OnTask, when set, is called once, on the call's goroutine and with its
+	// context, when the upstream answers the tools/call by creating a task (protocol
+	// 2026-07-28's tasks extension, see [Server.Call]), before the task is followed:
+	// the call is then a long-running one. It is not called for a retry that
+	// resumes a task (Relay.State a task state), nor when the upstream answers at
+	// once. It must return promptly.
+	OnTask func(ctx context.Context)
 	// BeforeSend, when set, is called once the call holds a verified connection, right
 	// before the request is sent; an error aborts the call unsent (the error returned
 	// wraps it and [ErrNotSent]). The gateway writes the call's audit intent here.
@@ -93,6 +112,26 @@ type Relay struct {
 // cut-off or early-ending answer. A failed connection is never reused: it is closed
 // and the next call starts a new one, after the restart backoff. Every error returned
 // before the request began to be sent wraps [ErrNotSent].
+//
+// Tasks: a server of protocol 2026-07-28 that offers the tasks extension
+// (io.modelcontextprotocol/tasks in its server/discover capabilities) is told, in
+// the client capabilities of every tools/call, that the Server takes tasks; no
+// other server is. When it answers with a task (a CreateTaskResult), Call follows
+// the task on the same connection, held until the task ends, and returns as if the
+// call had answered at once: it polls tasks/get (at the task's pollIntervalMs,
+// bounded to [50ms, 5s], 500ms when it gives none) until the task is terminal,
+// and returns a completed task's result (content, structured content, isError and
+// _meta as the upstream gave them); a failed task's error as an error wrapping a
+// *jsonrpc.Error with its code, message and data; for a task the upstream
+// cancelled, an error saying so. Progress and log messages the upstream sends
+// meanwhile reach opts' hooks as during any call. When ctx ends (or CallTimeout
+// passes) first, the task is cancelled (tasks/cancel, bounded by 5s of its own)
+// and ctx's error returned. A task waiting for input is relayed (opts.Relay set,
+// see [CallOptions.Relay]), answered through opts.Client when it can answer every
+// request the task lists (one at a time, the answers sent with tasks/update),
+// and otherwise cancelled, the call ending with an error saying that the server
+// asked for input that cannot be passed on. See [CallOptions.OnTask] to learn
+// that a call became a task.
 func (u *Server) Call(ctx context.Context, remote string, args json.RawMessage, opts *CallOptions) (*mcp.CallToolResult, error) {
 	res, sent, err := u.call(ctx, remote, args, opts)
 	if err != nil && !sent {
@@ -128,8 +167,19 @@ func (u *Server) call(ctx context.Context, remote string, args json.RawMessage, 
 	}
 	params := &mcp.CallToolParams{Name: remote, Arguments: arguments}
 	x := exchange{key: remote, what: fmt.Sprintf("tool %q", remote), params: params, opts: opts}
-	return roundTrip(ctx, u, x, func(ctx context.Context, cs *mcp.ClientSession) (*mcp.CallToolResult, error) {
-		return cs.CallTool(ctx, params)
+	if opts != nil && opts.Relay != nil && isTaskState(opts.Relay.State) {
+		// The retry of a relayed task round: the answers go to the task.
+		st, err := u.openTaskState(opts.Relay.State, remote)
+		if err != nil {
+			return nil, false, err
+		}
+		x.conn, x.progressToken = st.Conn, st.Progress
+		return roundTrip(ctx, u, x, func(ctx context.Context, c *upstreamConn) (*mcp.CallToolResult, error) {
+			return u.resumeTask(ctx, c, x, st)
+		})
+	}
+	return roundTrip(ctx, u, x, func(ctx context.Context, c *upstreamConn) (*mcp.CallToolResult, error) {
+		return u.callTool(ctx, c, x, params)
 	})
 }
 
@@ -159,6 +209,11 @@ type exchange struct {
 	// params gets the Server's progress token when opts asks for progress.
 	params mcp.RequestParams
 	opts   *CallOptions
+	// conn, when not 0, is the connection (its seq) the request must go out on,
+	// and progressToken the progress token to ask with: those of the upstream
+	// task a relayed retry resumes (see acquireFrom).
+	conn          int64
+	progressToken string
 }
 
 // roundTrip sends one request over a verified pooled connection held for the whole
@@ -166,7 +221,7 @@ type exchange struct {
 // documents: the BeforeSend hook, CallTimeout, progress and log routing, and the
 // connection's fate (kept, settled after a cancel, or closed) are the same for every
 // kind of request. sent reports whether the request began to be sent.
-func roundTrip[T any](ctx context.Context, u *Server, x exchange, send func(context.Context, *mcp.ClientSession) (*T, error)) (_ *T, sent bool, _ error) {
+func roundTrip[T any](ctx context.Context, u *Server, x exchange, send func(context.Context, *upstreamConn) (*T, error)) (_ *T, sent bool, _ error) {
 	opts := x.opts
 	var asks *ClientRequests
 	class := clientClass(0)
@@ -179,7 +234,7 @@ func roundTrip[T any](ctx context.Context, u *Server, x exchange, send func(cont
 		asks = opts.Client
 		class = asks.class()
 	}
-	c, err := u.acquireVerified(ctx, x.key, class)
+	c, err := u.acquireVerifiedOn(ctx, x.key, class, x.conn)
 	if err != nil {
 		return nil, false, err
 	}
@@ -202,6 +257,10 @@ func roundTrip[T any](ctx context.Context, u *Server, x exchange, send func(cont
 	var route *progressRoute
 	if opts != nil && opts.Progress != nil {
 		route = u.openProgress(callCtx, c, opts.Progress)
+		if x.progressToken != "" {
+			// A resumed task reports progress with its first request's token.
+			route.token = x.progressToken
+		}
 		x.params.SetProgressToken(route.token)
 	}
 	u.mu.Lock()
@@ -215,7 +274,7 @@ func roundTrip[T any](ctx context.Context, u *Server, x exchange, send func(cont
 	}
 	u.mu.Unlock()
 
-	res, err := sdkGuard(func() (*T, error) { return send(callCtx, c.cs) })
+	res, err := sdkGuard(func() (*T, error) { return send(callCtx, c) })
 	answered := err == nil || upstreamAnswered(err)
 	if logs != nil && answered {
 		// The log messages sent ahead of the answer reach the hook before the caller
@@ -301,6 +360,10 @@ var sdkTransportErrors = []error{
 // the connection as failed and starts a new one (fail closed: an error the gateway
 // cannot place is never taken for a healthy exchange).
 func upstreamAnswered(err error) bool {
+	var terr *taskError
+	if errors.As(err, &terr) {
+		return true // the upstream's task ended the call; the connection is healthy
+	}
 	var werr *jsonrpc.Error
 	if !errors.As(err, &werr) {
 		return false
@@ -324,8 +387,14 @@ func upstreamAnswered(err error) bool {
 // error when the server no longer offers it or when MaxConns+1 connections in a row
 // disagree.
 func (u *Server) acquireVerified(ctx context.Context, key string, class clientClass) (*upstreamConn, error) {
+	return u.acquireVerifiedOn(ctx, key, class, 0)
+}
+
+// acquireVerifiedOn is acquireVerified preferring the connection prefer (see
+// acquireFrom; 0 for any).
+func (u *Server) acquireVerifiedOn(ctx context.Context, key string, class clientClass, prefer int64) (*upstreamConn, error) {
 	for attempt := 0; ; attempt++ {
-		c, err := u.acquire(ctx, class)
+		c, err := u.acquireFrom(ctx, false, class, prefer)
 		if err != nil {
 			return nil, err
 		}

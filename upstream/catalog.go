@@ -598,8 +598,8 @@ func (u *Server) getPrompt(ctx context.Context, remote string, args map[string]s
 	}
 	params := &mcp.GetPromptParams{Name: remote, Arguments: maps.Clone(args)}
 	x := exchange{key: promptKeyPrefix + remote, what: fmt.Sprintf("prompt %q", remote), params: params, opts: opts}
-	return roundTrip(ctx, u, x, func(ctx context.Context, cs *mcp.ClientSession) (*mcp.GetPromptResult, error) {
-		return cs.GetPrompt(ctx, params)
+	return roundTrip(ctx, u, x, func(ctx context.Context, c *upstreamConn) (*mcp.GetPromptResult, error) {
+		return c.cs.GetPrompt(ctx, params)
 	})
 }
 
@@ -685,8 +685,8 @@ func (u *Server) readResource(ctx context.Context, uri string, opts *CallOptions
 	}
 	params := &mcp.ReadResourceParams{URI: uri}
 	x := exchange{key: key, what: fmt.Sprintf("resource %q", uri), params: params, opts: opts}
-	return roundTrip(ctx, u, x, func(ctx context.Context, cs *mcp.ClientSession) (*mcp.ReadResourceResult, error) {
-		return cs.ReadResource(ctx, params)
+	return roundTrip(ctx, u, x, func(ctx context.Context, c *upstreamConn) (*mcp.ReadResourceResult, error) {
+		return c.cs.ReadResource(ctx, params)
 	})
 }
 
@@ -702,8 +702,8 @@ func (u *Server) Complete(ctx context.Context, params *mcp.CompleteParams) (*mcp
 		return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{}}}, nil
 	}
 	x := exchange{what: "completion", opts: nil}
-	res, sent, err := roundTrip(ctx, u, x, func(ctx context.Context, cs *mcp.ClientSession) (*mcp.CompleteResult, error) {
-		return cs.Complete(ctx, params)
+	res, sent, err := roundTrip(ctx, u, x, func(ctx context.Context, c *upstreamConn) (*mcp.CompleteResult, error) {
+		return c.cs.Complete(ctx, params)
 	})
 	if err != nil && !sent {
 		err = notSent(err)

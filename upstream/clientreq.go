@@ -110,7 +110,7 @@ func (u *Server) clientFor(class clientClass) *mcp.Client {
 	}
 	u.routeLogs(opts)
 	c := mcp.NewClient(&mcp.Implementation{Name: gatewayClientName, Version: gatewayClientVersion}, opts)
-	c.AddSendingMiddleware(uncached)
+	c.AddSendingMiddleware(uncached, declareTasks)
 	c.AddReceivingMiddleware(u.watchAcks)
 	u.clients[class] = c
 	return c

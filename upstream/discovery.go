@@ -245,7 +245,7 @@ func (u *Server) verify(ctx context.Context, c *upstreamConn) ([]Tool, []ToolPro
 	if c.changedRead != nil {
 		read = c.changedRead.Load()
 	}
-	listed, err := u.listOn(ctx, c)
+	listed, support, err := u.listOn(ctx, c)
 	if err != nil {
 		return nil, nil, false, err
 	}
@@ -253,7 +253,7 @@ func (u *Server) verify(ctx context.Context, c *upstreamConn) ([]Tool, []ToolPro
 	if err != nil {
 		return nil, nil, false, err
 	}
-	tools, problems := u.checkTools(ctx, listed)
+	tools, problems := u.checkTools(ctx, listed, support)
 	defs := make(map[string]string, len(tools)+len(cat.prompts)+len(cat.templates))
 	for _, t := range tools {
 		defs[t.Remote] = t.Hash
@@ -337,21 +337,41 @@ func (u *Server) Reverify(ctx context.Context) error {
 
 // listOn lists every tool over c (which the caller holds), following cursors. On
 // error c is released: kept when the upstream answered, closed otherwise.
-func (u *Server) listOn(ctx context.Context, c *upstreamConn) ([]*mcp.Tool, error) {
+//
+// On a connection whose server offers tasks (see offersTasks) it also returns the
+// execution.taskSupport of each tool listed with one, by name, read from the
+// undecoded answers (the SDK's Tool drops it; see tasks_tap.go); nil otherwise.
+func (u *Server) listOn(ctx context.Context, c *upstreamConn) ([]*mcp.Tool, map[string]string, error) {
 	var (
-		tools  []*mcp.Tool
-		cursor string
-		seen   = map[string]bool{}
+		tools   []*mcp.Tool
+		support map[string]string
+		cursor  string
+		seen    = map[string]bool{}
 	)
 	for page := 0; ; page++ {
 		if page == maxListPages {
 			u.release(c, true)
-			return nil, fmt.Errorf("server %q: tools/list did not end after %d pages", u.cfg.Name, maxListPages)
+			return nil, nil, fmt.Errorf("server %q: tools/list did not end after %d pages", u.cfg.Name, maxListPages)
 		}
 		params := &mcp.ListToolsParams{Cursor: cursor}
-		res, err := sdkGuard(func() (*mcp.ListToolsResult, error) { return c.cs.ListTools(ctx, params) })
+		lctx := ctx
+		var tc *taskCall
+		if c.tasks {
+			tc = newTaskCall(false, "")
+			lctx = withTaskCall(ctx, tc)
+		}
+		res, err := sdkGuard(func() (*mcp.ListToolsResult, error) { return c.cs.ListTools(lctx, params) })
+		if tc != nil {
+			forgetting(c, tc)()
+		}
 		if err == nil && res == nil {
 			err = errors.New("empty tools/list result")
+		}
+		if err == nil && tc != nil {
+			if support, err = addTaskSupport(support, tc); err != nil {
+				u.release(c, false)
+				return nil, nil, fmt.Errorf("server %q: listing tools: %w", u.cfg.Name, err)
+			}
 		}
 		if err != nil {
 			switch {
@@ -363,7 +383,7 @@ func (u *Server) listOn(ctx context.Context, c *upstreamConn) ([]*mcp.Tool, erro
 				u.failed(c, err.Error())
 				u.release(c, false)
 			}
-			return nil, fmt.Errorf("server %q: listing tools: %w", u.cfg.Name, err)
+			return nil, nil, fmt.Errorf("server %q: listing tools: %w", u.cfg.Name, err)
 		}
 		tools = append(tools, res.Tools...)
 		if res.NextCursor == "" {
@@ -371,17 +391,48 @@ func (u *Server) listOn(ctx context.Context, c *upstreamConn) ([]*mcp.Tool, erro
 		}
 		if seen[res.NextCursor] {
 			u.release(c, true)
-			return nil, fmt.Errorf("server %q: tools/list repeated the cursor %q", u.cfg.Name, res.NextCursor)
+			return nil, nil, fmt.Errorf("server %q: tools/list repeated the cursor %q", u.cfg.Name, res.NextCursor)
 		}
 		seen[res.NextCursor] = true
 		cursor = res.NextCursor
 	}
 	u.noteSuccess()
-	return tools, nil
+	return tools, support, nil
 }
 
-// checkTools refuses the tools that cannot be served and pins the others.
-func (u *Server) checkTools(ctx context.Context, listed []*mcp.Tool) ([]Tool, []ToolProblem) {
+// addTaskSupport adds to support the execution.taskSupport of the tools in the
+// tools/list answer tc saw. An answer not seen, or not readable, is an error: a
+// tool's definition hash must not change because its taskSupport was missed.
+func addTaskSupport(support map[string]string, tc *taskCall) (map[string]string, error) {
+	resp, _ := tc.response()
+	if resp == nil || resp.Error != nil {
+		return nil, errors.New("the undecoded tools/list answer was not seen")
+	}
+	var page struct {
+		Tools []struct {
+			Name      string `json:"name"`
+			Execution *struct {
+				TaskSupport string `json:"taskSupport"`
+			} `json:"execution"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal(resp.Result, &page); err != nil {
+		return nil, fmt.Errorf("reading the tools' execution: %w", err)
+	}
+	for _, t := range page.Tools {
+		if t.Execution != nil && t.Execution.TaskSupport != "" {
+			if support == nil {
+				support = map[string]string{}
+			}
+			support[t.Name] = t.Execution.TaskSupport
+		}
+	}
+	return support, nil
+}
+
+// checkTools refuses the tools that cannot be served and pins the others;
+// support holds the tools' execution.taskSupport (see listOn).
+func (u *Server) checkTools(ctx context.Context, listed []*mcp.Tool, support map[string]string) ([]Tool, []ToolProblem) {
 	prefix := u.cfg.ToolPrefix()
 	count := make(map[string]int, len(listed))
 	for _, t := range listed {
@@ -419,7 +470,7 @@ func (u *Server) checkTools(ctx context.Context, listed []*mcp.Tool) ([]Tool, []
 			refuse(problem)
 			continue
 		}
-		hash, def, err := pin.Hash(t)
+		hash, def, err := pin.HashWithTaskSupport(t, support[t.Name])
 		if err != nil {
 			refuse("definition cannot be hashed: " + err.Error())
 			continue
@@ -437,6 +488,7 @@ func (u *Server) checkTools(ctx context.Context, listed []*mcp.Tool) ([]Tool, []
 			InputSchema: raw,
 			Hash:        hash,
 			Quarantined: q,
+			TaskSupport: support[t.Name],
 			def:         def,
 		})
 	}

@@ -28,7 +28,12 @@
 //   - a transport failure of an upstream is never taken for its answer: the
 //     connection is closed and restarted after a backoff;
 //   - [CallOptions.BeforeSend] runs once a verified connection is held and before the
-//     request is sent, so a caller (the gateway's audit intent) can refuse to send.
+//     request is sent, so a caller (the gateway's audit intent) can refuse to send;
+//   - an upstream's task (protocol 2026-07-28's tasks extension, declared only to a
+//     server that offers it) is followed inside [Server.Call] on the call's
+//     connection until it ends; a caller learns of it only through
+//     [CallOptions.OnTask], and a relayed input round names the task in a state
+//     signed by the Server, refused unsent when it does not verify.
 //
 // # MCP tools in an agent or a program
 //

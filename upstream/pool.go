@@ -23,16 +23,20 @@ import (
 // idle one of another class is closed first). It waits for a free slot, bounded by
 // ctx.
 func (u *Server) acquire(ctx context.Context, class clientClass) (*upstreamConn, error) {
-	return u.acquireFrom(ctx, false, class)
+	return u.acquireFrom(ctx, false, class, 0)
 }
 
 // acquireUnverifiedFirst is acquire of a plain connection (class 0) preferring an
 // idle one that needs verifying.
 func (u *Server) acquireUnverifiedFirst(ctx context.Context) (*upstreamConn, error) {
-	return u.acquireFrom(ctx, true, 0)
+	return u.acquireFrom(ctx, true, 0, 0)
 }
 
-func (u *Server) acquireFrom(ctx context.Context, unverifiedFirst bool, class clientClass) (*upstreamConn, error) {
+// acquireFrom is acquire; prefer, when not 0, names the connection (its seq) to
+// take: a command server's task lives in its process, so a call resuming it must
+// get that connection, and fails when it is not idle (for a url server any
+// connection reaches the task, so another one is taken then).
+func (u *Server) acquireFrom(ctx context.Context, unverifiedFirst bool, class clientClass, prefer int64) (*upstreamConn, error) {
 	select {
 	case u.slots <- struct{}{}:
 	case <-u.done:
@@ -40,7 +44,7 @@ func (u *Server) acquireFrom(ctx context.Context, unverifiedFirst bool, class cl
 	case <-ctx.Done():
 		return nil, fmt.Errorf("server %q: waiting for a free connection (all %d in use): %w", u.cfg.Name, cap(u.slots), ctx.Err())
 	}
-	c, err := u.take(ctx, unverifiedFirst, class)
+	c, err := u.take(ctx, unverifiedFirst, class, prefer)
 	if err != nil {
 		<-u.slots
 		return nil, err
@@ -49,11 +53,25 @@ func (u *Server) acquireFrom(ctx context.Context, unverifiedFirst bool, class cl
 }
 
 // take returns an idle connection of class or starts one; the caller holds a slot.
-func (u *Server) take(ctx context.Context, unverifiedFirst bool, class clientClass) (*upstreamConn, error) {
+func (u *Server) take(ctx context.Context, unverifiedFirst bool, class clientClass, prefer int64) (*upstreamConn, error) {
 	u.mu.Lock()
 	if u.closed {
 		u.mu.Unlock()
 		return nil, fmt.Errorf("server %q: %w", u.cfg.Name, ErrClosed)
+	}
+	if prefer != 0 {
+		for i, c := range u.idle {
+			if !c.dead && c.class == class && c.seq == prefer {
+				u.idle = slices.Delete(u.idle, i, i+1)
+				c.busy = true
+				u.mu.Unlock()
+				return c, nil
+			}
+		}
+		if u.cfg.Transport() != "url" {
+			u.mu.Unlock()
+			return nil, fmt.Errorf("server %q: the server process that holds the task (connection %d) is busy with another call or has ended", u.cfg.Name, prefer)
+		}
 	}
 	if unverifiedFirst {
 		for i, c := range u.idle {
@@ -265,7 +283,8 @@ func isExitError(err error) bool {
 func (u *Server) start(ctx context.Context, class clientClass) (*upstreamConn, error) {
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
-	u.starts.Add(1)
+	seq := u.starts.Add(1)
+	tap := newConnTap()
 	var (
 		transport mcp.Transport
 		cmd       *exec.Cmd
@@ -287,6 +306,7 @@ func (u *Server) start(ctx context.Context, class clientClass) (*upstreamConn, e
 		read, changed = new(atomic.Int64), new(atomic.Int64)
 		transport = &progressCounter{Transport: &commandTransport{Command: cmd, TerminateDuration: terminateGrace}, read: read, changed: changed}
 	}
+	transport = &tapTransport{Transport: transport, tap: tap, wrap: cmd != nil}
 	cs, err := sdkGuard(func() (*mcp.ClientSession, error) {
 		return u.clientFor(class).Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: u.cfg.protocol()})
 	})
@@ -298,7 +318,7 @@ func (u *Server) start(ctx context.Context, class clientClass) (*upstreamConn, e
 		}
 		return nil, err
 	}
-	c := &upstreamConn{cs: cs, class: class, progressRead: read, changedRead: changed}
+	c := &upstreamConn{cs: cs, class: class, progressRead: read, changedRead: changed, seq: seq, tap: tap, tasks: offersTasks(cs)}
 	if cmd != nil {
 		c.proc, c.pid = cmd.Process, cmd.Process.Pid
 		u.log.Debug("upstream started", slog.Int("pid", c.pid))

@@ -263,12 +263,22 @@ type progressCountingTransport struct {
 }
 
 func (t *progressCountingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	tc := taskCallOf(req.Context())
+	if tc != nil && tc.name != "" && req.Method == http.MethodPost {
+		// A request of the Server's own (see tasks_tap.go): the SDK sets its
+		// Mcp-Method header, not its Mcp-Name.
+		req = req.Clone(req.Context())
+		req.Header.Set("Mcp-Name", tc.name)
+	}
 	resp, err := t.next.RoundTrip(req)
 	if err != nil || resp.Body == nil {
 		return resp, err
 	}
-	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "text/event-stream" {
-		resp.Body = &sseProgressCounter{ReadCloser: resp.Body, read: t.read}
+	switch mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); {
+	case mt == "text/event-stream":
+		resp.Body = &sseProgressCounter{ReadCloser: resp.Body, read: t.read, capture: tc}
+	case mt == "application/json" && tc != nil && req.Method == http.MethodPost:
+		resp.Body = &jsonCapture{ReadCloser: resp.Body, tc: tc}
 	}
 	return resp, nil
 }
@@ -290,9 +300,15 @@ const sseMaxCounted = 64 << 10
 // at "\n" (a trailing "\r" is dropped), a blank line or the end of the stream ends an
 // event, "data" lines are joined with "\n", and only events named "message" (or not
 // named) carry messages.
+//
+// With capture set (a request whose answer the Server wants, see tasks_tap.go) it
+// also copies the stream's JSON-RPC response to capture, for events up to
+// captureMax bytes.
 type sseProgressCounter struct {
 	io.ReadCloser
-	read *atomic.Int64
+	read    *atomic.Int64
+	capture *taskCall
+	ended   bool
 
 	line      []byte // the current line so far
 	longLine  bool   // the current line exceeded sseMaxCounted
@@ -310,8 +326,30 @@ func (c *sseProgressCounter) Read(p []byte) (int, error) {
 			c.endLine()
 		}
 		c.endEvent()
+		c.endCapture()
 	}
 	return n, err
+}
+
+// Close tells capture that the stream ended.
+func (c *sseProgressCounter) Close() error {
+	c.endCapture()
+	return c.ReadCloser.Close()
+}
+
+func (c *sseProgressCounter) endCapture() {
+	if c.capture != nil && !c.ended {
+		c.ended = true
+		c.capture.end()
+	}
+}
+
+// max is the longest line or event kept.
+func (c *sseProgressCounter) max() int {
+	if c.capture != nil {
+		return captureMax
+	}
+	return sseMaxCounted
 }
 
 func (c *sseProgressCounter) scan(b []byte) {
@@ -331,7 +369,7 @@ func (c *sseProgressCounter) appendLine(b []byte) {
 	if c.longLine {
 		return
 	}
-	if len(c.line)+len(b) > sseMaxCounted {
+	if len(c.line)+len(b) > c.max() {
 		c.longLine, c.line = true, c.line[:0]
 		return
 	}
@@ -365,7 +403,7 @@ func (c *sseProgressCounter) endLine() {
 		}
 		c.hasData = true
 		c.data = append(c.data, bytes.TrimSpace(value)...)
-		if len(c.data) > sseMaxCounted {
+		if len(c.data) > c.max() {
 			c.longEvent, c.data = true, c.data[:0]
 		}
 	}
@@ -374,6 +412,9 @@ func (c *sseProgressCounter) endLine() {
 func (c *sseProgressCounter) endEvent() {
 	data, count := c.data, c.hasData && !c.longEvent && (c.name == "" || c.name == "message")
 	c.data, c.hasData, c.name, c.longEvent = c.data[:0], false, "", false
+	if count && c.capture != nil && captureEvent(c.capture, data) {
+		return
+	}
 	if !count || !bytes.Contains(data, []byte("notifications/")) {
 		return
 	}

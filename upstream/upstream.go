@@ -6,6 +6,7 @@ package upstream
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -154,6 +155,11 @@ type Tool struct {
 	// Quarantined reports that the definition changed since it was approved, or
 	// that its pin could not be checked: the tool must not be served.
 	Quarantined bool
+	// TaskSupport is the tool's execution.taskSupport as listed ("forbidden",
+	// "optional" or "required"; protocol 2026-07-28's tasks extension), kept only
+	// from a server that offers that extension; "" when not listed. When set it is
+	// part of Hash (see [pin.HashWithTaskSupport]).
+	TaskSupport string
 
 	def json.RawMessage // canonical definition, for re-checking the pin
 }
@@ -263,6 +269,10 @@ type Server struct {
 	verifications atomic.Int64 // connections verified (for tests)
 	starts        atomic.Int64 // connections started (for tests)
 	progressSeq   atomic.Int64 // numbers the progress tokens sent upstream
+
+	// taskKey signs the states of the upstream tasks the Server relays (see
+	// sealTaskState); random, made by New.
+	taskKey [32]byte
 }
 
 // upstreamConn is one client session to the server.
@@ -271,6 +281,14 @@ type upstreamConn struct {
 	class clientClass // what the connection declared it routes (see clientFor)
 	proc  *os.Process // nil for url servers
 	pid   int
+	// seq numbers the connection among the Server's (from 1), so that a task's
+	// state can name the command server process holding the task.
+	seq int64
+	// tap is the connection's side channel for the tasks extension (tasks_tap.go),
+	// and tasks reports that the connection is of protocol 2026-07-28 or later and
+	// its server offers the extension: the calls on it declare it.
+	tap   *connTap
+	tasks bool
 	// logsPerRequest: the connection is of protocol 2026-07-28 or later and the
 	// upstream offers logging, so each request asks for its log messages (every
 	// level) in its _meta, where logging/setLevel no longer exists.
@@ -376,6 +394,9 @@ func New(cfg ServerConfig, o *Options) (*Server, error) {
 		recover:    make(chan struct{}, 1),
 		changed:    make(chan struct{}, 1),
 		renew:      make(chan struct{}, 1),
+	}
+	if _, err := rand.Read(u.taskKey[:]); err != nil {
+		return nil, fmt.Errorf("server %q: making the task state key: %w", cfg.Name, err)
 	}
 	if cfg.Transport() == "url" {
 		u.httpClient = upstreamHTTPClient(opts.HTTPClient, headers, policy.MaxConns())
