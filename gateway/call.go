@@ -22,6 +22,7 @@ import (
 
 	"github.com/wardenhq/warden"
 	"github.com/wardenhq/warden/audit"
+	"github.com/wardenhq/warden/internal/mcptasks"
 	"github.com/wardenhq/warden/store"
 	"github.com/wardenhq/warden/upstream"
 )
@@ -63,7 +64,7 @@ func slotHook(ctx context.Context) (*upstream.CallOptions, func(*mcp.CallToolRes
 // options are the upstream request options of the slot's call: its audit intent
 // written right before sending, progress and log messages forwarded.
 func (s *resultSlot) options() *upstream.CallOptions {
-	opts := &upstream.CallOptions{BeforeSend: s.beforeSend, Client: s.asks}
+	opts := &upstream.CallOptions{BeforeSend: s.beforeSend, Client: s.asks, OnTask: s.onTask}
 	if s.relay != nil {
 		opts.Relay = s.relay.relayOptions()
 	}
@@ -129,6 +130,14 @@ type resultSlot struct {
 	// whether it was kept from being sent because its intent could not be written.
 	sentAt       time.Time
 	intentFailed bool
+}
+
+// onTask is the upstream request's [upstream.CallOptions.OnTask]: the upstream runs
+// the call as a task, so a client that takes tasks gets one of the gateway's too
+// instead of holding its request open (see tasks.go); any other waits as for any
+// call, up to limits.call_timeout.
+func (s *resultSlot) onTask(ctx context.Context) {
+	mcptasks.Promote(ctx, fmt.Sprintf("Running as a task on the server %s.", s.server))
 }
 
 // beforeSend is the upstream request's [upstream.CallOptions.BeforeSend]: the audit

@@ -4,11 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wardenhq/warden"
 	"github.com/wardenhq/warden/internal/mcptasks"
@@ -30,6 +36,12 @@ func (e *gwEnv) post2026(t *testing.T, token, method string, params map[string]a
 	if declare {
 		caps["extensions"] = map[string]any{mcptasks.Extension: map[string]any{}}
 	}
+	return e.post2026Caps(t, token, method, params, caps)
+}
+
+// post2026Caps is post2026 with the client capabilities caps.
+func (e *gwEnv) post2026Caps(t *testing.T, token, method string, params map[string]any, caps map[string]any) taskReply {
+	t.Helper()
 	params["_meta"] = map[string]any{
 		"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
 		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "tasks-test", "version": "1"},
@@ -279,5 +291,172 @@ func TestTaskEndsAtShutdown(t *testing.T) {
 	}
 	if ps := e.pending(t, "mcp__notes__delete_note", `{"name":"c"}`); len(ps) != 1 {
 		t.Errorf("the approval did not outlive the shutdown: %+v", ps)
+	}
+}
+
+// taskUpstream is a real 2026-07-28 MCP server over HTTP that runs its tools as
+// tasks (internal/mcptasks in front of the SDK's stateless handler): job waits for
+// release; ask_job asks its client's user a question first.
+type taskUpstream struct {
+	url       string
+	release   chan struct{}
+	cancelled chan struct{} // closed when a job saw its context end
+	jobs      atomic.Int64
+}
+
+func startTaskUpstream(t *testing.T) *taskUpstream {
+	t.Helper()
+	u := &taskUpstream{release: make(chan struct{}), cancelled: make(chan struct{})}
+	var once sync.Once
+	s := mcp.NewServer(&mcp.Implementation{Name: "task-upstream", Version: "1"}, &mcp.ServerOptions{
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}, Extensions: map[string]any{mcptasks.Extension: map[string]any{}}},
+	})
+	text := func(s string) *mcp.CallToolResult {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+	}
+	s.AddTool(&mcp.Tool{Name: "job", InputSchema: map[string]any{"type": "object"}}, func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		u.jobs.Add(1)
+		if !mcptasks.Promote(ctx, "the job runs") {
+			return text("job done without a task"), nil
+		}
+		select {
+		case <-u.release:
+			return text("job done"), nil
+		case <-ctx.Done():
+			once.Do(func() { close(u.cancelled) })
+			return nil, ctx.Err()
+		}
+	})
+	s.AddTool(&mcp.Tool{Name: "ask_job", InputSchema: map[string]any{"type": "object"}}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		mcptasks.Promote(ctx, "")
+		r, ok := req.Params.InputResponses["who"].(*mcp.ElicitResult)
+		if !ok {
+			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"who": &mcp.ElicitParams{
+				Message: "Who runs the job?", RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}},
+			}}}, nil
+		}
+		return text(fmt.Sprintf("job run by %v", r.Content["name"])), nil
+	})
+	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true, PropagateRequestCancellation: true})
+	h := mcptasks.NewHandler(sdk, &mcptasks.Options{Owner: func(*http.Request) string { return "gateway" }, PollInterval: 50 * time.Millisecond})
+	hs := httptest.NewServer(h)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		h.Close(ctx)
+		hs.CloseClientConnections()
+		hs.Close()
+	})
+	u.url = hs.URL
+	return u
+}
+
+func taskUpstreamGateway(t *testing.T, u *taskUpstream) *gwEnv {
+	t.Helper()
+	return gwStart(t, gwSetup{
+		policy:     "version: 1\nmode: allow_all\n",
+		transport:  "transport:\n  allow_urls: true\n  allow_insecure_loopback: true\n  hosts: [127.0.0.1]\n",
+		servers:    "servers:\n  up:\n    url: " + u.url + "\n",
+		identities: relayIdentities,
+	})
+}
+
+// An upstream that runs a call as a task: a client that takes tasks gets a task of
+// the gateway's at once and polls it; the gateway follows the upstream's task and
+// completes its own with the result. A client of the session-based line waits in its
+// request for the same result; the call runs once each time.
+func TestTaskOfTheUpstream(t *testing.T) {
+	u := startTaskUpstream(t)
+	e := taskUpstreamGateway(t, u)
+	r := e.post2026(t, gwBobToken, "tools/call", map[string]any{"name": "mcp__up__job", "arguments": map[string]any{}}, true)
+	var task mcptasks.Task
+	if r.Error != nil || json.Unmarshal(r.Result, &task) != nil || task.ResultType != "task" {
+		t.Fatalf("job from a client that takes tasks: %s %+v, want a task", r.Result, r.Error)
+	}
+	if got, err := e.taskGet(t, gwBobToken, task.TaskID); err != nil || got.Status != mcptasks.StatusWorking || got.StatusMessage != "Running as a task on the server up." {
+		t.Fatalf("the gateway's task while the upstream's runs: %+v %+v", got, err)
+	}
+	close(u.release)
+	done := e.taskUntil(t, gwBobToken, task.TaskID, mcptasks.StatusCompleted)
+	if text, isErr := taskText(t, done); isErr || text != "job done" {
+		t.Errorf("the task's result: %q (error %v)", text, isErr)
+	}
+	old := e.connect(t, gwBobToken, nil)
+	gwWant(t, gwCall(t, old, "mcp__up__job", map[string]any{}), false, "job done")
+	if n := u.jobs.Load(); n != 2 {
+		t.Errorf("the upstream ran the job %d times, want 2", n)
+	}
+	ran := 0
+	for _, rec := range e.calls(t, "mcp__up__job", "bob") {
+		if rec.Executed && rec.Status == warden.StatusRan {
+			ran++
+		}
+	}
+	if ran != 2 {
+		t.Errorf("%d ran records of the job, want 2", ran)
+	}
+}
+
+// Cancelling the gateway's task cancels the upstream's.
+func TestTaskOfTheUpstreamCancelled(t *testing.T) {
+	u := startTaskUpstream(t)
+	e := taskUpstreamGateway(t, u)
+	r := e.post2026(t, gwBobToken, "tools/call", map[string]any{"name": "mcp__up__job", "arguments": map[string]any{}}, true)
+	var task mcptasks.Task
+	if r.Error != nil || json.Unmarshal(r.Result, &task) != nil || task.ResultType != "task" {
+		t.Fatalf("job: %s %+v, want a task", r.Result, r.Error)
+	}
+	if r := e.post2026(t, gwBobToken, "tasks/cancel", map[string]any{"taskId": task.TaskID}, true); r.Error != nil {
+		t.Fatalf("tasks/cancel: %+v", r.Error)
+	}
+	select {
+	case <-u.cancelled:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the upstream's task was never cancelled")
+	}
+}
+
+// An upstream task that asks its client's user: the gateway's task waits for input
+// with the upstream's question (judged and recorded as elicitation:up), tasks/update
+// answers it, the answer reaches the upstream's task, and the task completes.
+func TestTaskOfTheUpstreamAsks(t *testing.T) {
+	u := startTaskUpstream(t)
+	e := taskUpstreamGateway(t, u)
+	// The client declares elicitation beside the extension: the upstream's question is
+	// one it can answer.
+	r := e.post2026Caps(t, gwBobToken, "tools/call", map[string]any{"name": "mcp__up__ask_job", "arguments": map[string]any{}},
+		map[string]any{"elicitation": map[string]any{}, "extensions": map[string]any{mcptasks.Extension: map[string]any{}}})
+	var task mcptasks.Task
+	if r.Error != nil || json.Unmarshal(r.Result, &task) != nil || task.ResultType != "task" {
+		t.Fatalf("ask_job: %s %+v, want a task", r.Result, r.Error)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	var waiting mcptasks.Task
+	for {
+		got, err := e.taskGet(t, gwBobToken, task.TaskID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status != mcptasks.StatusWorking || time.Now().After(deadline) {
+			waiting = got
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if waiting.Status != mcptasks.StatusInputRequired || !strings.Contains(string(waiting.InputRequests["who"]), "Who runs the job?") {
+		t.Fatalf("the task of an asking upstream: %+v (error %+v), want input_required with the upstream's question", waiting, waiting.Error)
+	}
+	upd := e.post2026(t, gwBobToken, "tasks/update", map[string]any{"taskId": task.TaskID, "inputResponses": map[string]any{
+		"who": map[string]any{"action": "accept", "content": map[string]any{"name": "Ada"}},
+	}}, true)
+	if upd.Error != nil {
+		t.Fatalf("tasks/update: %+v", upd.Error)
+	}
+	done := e.taskUntil(t, gwBobToken, task.TaskID, mcptasks.StatusCompleted)
+	if text, isErr := taskText(t, done); isErr || text != "job run by Ada" {
+		t.Errorf("the task's result: %q (error %v)", text, isErr)
+	}
+	if recs := e.calls(t, "elicitation:up", "bob"); len(recs) != 1 {
+		t.Errorf("audit of the relayed question: %+v, want one record", recs)
 	}
 }
