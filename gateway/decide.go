@@ -18,6 +18,7 @@ import (
 
 	"github.com/wardenhq/warden"
 	"github.com/wardenhq/warden/internal/display"
+	"github.com/wardenhq/warden/internal/mcptasks"
 	"github.com/wardenhq/warden/store"
 )
 
@@ -85,6 +86,13 @@ func (g *Gateway) decide(ctx context.Context, f *front, st *gatewayState, cl Cli
 	if err != nil {
 		g.log.Error("cannot store a pending decision; the call is refused", "error", err)
 		return nil, "The approval store is unavailable, so this call cannot be approved now. Nothing ran; try again later."
+	}
+	if mcptasks.Promote(ctx, fmt.Sprintf("Waiting for an operator to decide approval %s. Nothing has run yet.", pending.ID)) {
+		// A 2026-07-28 client that takes tasks polls for the answer instead of holding
+		// its request open: the call waits until the approval expires.
+		var wcancel context.CancelFunc
+		wctx, wcancel = context.WithDeadline(ctx, pending.Expires)
+		defer wcancel()
 	}
 	decided, err := s.WaitDecision(wctx, pending.ID)
 	switch {

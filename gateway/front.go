@@ -16,6 +16,7 @@ import (
 
 	"github.com/wardenhq/warden"
 	"github.com/wardenhq/warden/internal/eventstore"
+	"github.com/wardenhq/warden/internal/mcptasks"
 	"github.com/wardenhq/warden/upstream"
 )
 
@@ -60,8 +61,10 @@ const listTTL = 30 * time.Second
 func (g *Gateway) newFront(kind, version string) *front {
 	f := &front{g: g, kind: kind}
 	versions := frontProtocolVersions
+	var extensions map[string]any
 	if kind == statelessFront {
 		versions = statelessProtocolVersions
+		extensions = map[string]any{mcptasks.Extension: map[string]any{}}
 	}
 	f.server = mcp.NewServer(&mcp.Implementation{Name: "warden-gateway", Title: "Warden gateway", Version: version}, &mcp.ServerOptions{
 		Instructions: "Tools served through Warden. Every call is checked against a policy; a refused call returns a tool error that says why. Some calls wait for a person to approve them.",
@@ -71,6 +74,7 @@ func (g *Gateway) newFront(kind, version string) *front {
 			Prompts:     &mcp.PromptCapabilities{ListChanged: true},
 			Resources:   &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
 			Completions: &mcp.CompletionCapabilities{},
+			Extensions:  extensions,
 		},
 		CompletionHandler: func(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
 			return g.complete(ctx, f, req)
@@ -331,11 +335,14 @@ func (g *Gateway) MCPHandler() http.Handler {
 		Logger:              g.log,
 		EventStore:          g.replay,
 	})
-	stateless := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return sf.server }, &mcp.StreamableHTTPOptions{
-		Stateless:           true,
-		MaxRequestBodyBytes: cfg.MaxRequestBytes,
-		Logger:              g.log,
-	})
+	// A 2026-07-28 request's call ends when its client goes away (the POST is the
+	// whole request): the pipeline's wait ends, and an upstream call is cancelled.
+	stateless := g.tasksHandler(cfg, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return sf.server }, &mcp.StreamableHTTPOptions{
+		Stateless:                    true,
+		PropagateRequestCancellation: true,
+		MaxRequestBodyBytes:          cfg.MaxRequestBytes,
+		Logger:                       g.log,
+	}))
 	// A request that names protocol 2026-07-28 or later goes to the stateless front;
 	// anything else (an initialize, a session's requests) to the stateful one.
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -21,6 +21,7 @@ import (
 	"github.com/wardenhq/warden/audit"
 	"github.com/wardenhq/warden/internal/eventstore"
 	"github.com/wardenhq/warden/internal/fanout"
+	"github.com/wardenhq/warden/internal/mcptasks"
 	"github.com/wardenhq/warden/policy"
 	"github.com/wardenhq/warden/store"
 	"github.com/wardenhq/warden/upstream"
@@ -110,6 +111,11 @@ type Gateway struct {
 	// client whose connection dropped resumes a stream with Last-Event-ID (see
 	// replayLimits). An *eventstore.Store, which tests may see through a hook.
 	replay replayStore
+
+	// tasks serves the tasks extension on the stateless front (see tasks.go), made
+	// by the first MCPHandler.
+	tasksOnce sync.Once
+	tasks     *mcptasks.Handler
 }
 
 // replayStore is what the gateway needs of its replay store.
@@ -320,6 +326,9 @@ func (g *Gateway) Close(ctx context.Context) error {
 	g.flightMu.Lock()
 	g.draining = true
 	g.flightMu.Unlock()
+	if err := g.closeTasks(ctx); err != nil {
+		g.log.Warn("gateway: calls carried as tasks did not end in time", "err", err)
+	}
 	done := make(chan struct{})
 	go func() { g.inflight.Wait(); close(done) }()
 	var err error

@@ -1243,6 +1243,39 @@ active_role: writer
 	}
 }
 
+// At 2026-07-28 the POST is the whole request: a client that gives up on it (here
+// by cancelling its context, which closes the request) has the call cancelled
+// upstream, and the upstream process lives on.
+func TestGatewayClientGoneAt2026CancelsUpstream(t *testing.T) {
+	e := gwStart(t, gwSetup{transport: gwDefaultTransport + "  max_connections_per_server: 1\n", policy: `version: 1
+roles:
+  writer: [mcp__fault__slow, mcp__fault__pid]
+  reader: [mcp__fault__pid]
+active_role: writer
+`})
+	cs := connect2026(t, e.url, gwWriterToken, e.tr, nil)
+	pid := func() string {
+		t.Helper()
+		return mcptest.ResultText(call2026(t, cs, &mcp.CallToolParams{Name: "mcp__fault__pid", Arguments: map[string]any{}}))
+	}
+	before := pid()
+	ctx, cancel := context.WithCancel(context.Background())
+	errs := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "mcp__fault__slow", Arguments: map[string]any{"ms": 60000}})
+		errs <- err
+	}()
+	e.log.WaitCount(t, 30*time.Second, 1, "slow: sleeping 60000ms")
+	cancel()
+	if err := <-errs; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the client's cancelled call: %v, want context.Canceled", err)
+	}
+	e.log.WaitCount(t, 30*time.Second, 1, "slow: cancelled after")
+	if after := pid(); after != before {
+		t.Errorf("the upstream's pid after a cancelled call is %s, want the same process %s", after, before)
+	}
+}
+
 // An upstream whose process died and cannot start again is down: /readyz says so
 // (503), its tools leave tools/list and are unknown to calls; once it starts again
 // (in the background, no call needed) both come back.

@@ -1,0 +1,58 @@
+// Tasks on the stateless front: the tasks extension of protocol 2026-07-28
+// (internal/mcptasks) in front of the SDK's stateless handler, so that a call which
+// waits for an operator, or runs as a task on its upstream, is carried as a task the
+// client polls instead of a request held open.
+
+package gateway
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+
+	"github.com/wardenhq/warden/internal/mcptasks"
+)
+
+// taskTTL is how long the gateway keeps a task: as long as a call may wait for an
+// operator (until its approval expires) and then run, and a while for the client to
+// fetch the result.
+func taskTTL(cfg *File) time.Duration {
+	return cfg.ApprovalExpiry + cfg.CallTimeout + 10*time.Minute
+}
+
+// tasksHandler returns next (the stateless front's SDK handler) behind the gateway's
+// tasks handler, made once per gateway from the first MCPHandler's configuration.
+// Tasks belong to the identity that made them (its token, or a JWT's issuer and
+// subject), the identity the SDK binds a session to.
+func (g *Gateway) tasksHandler(cfg *File, next http.Handler) http.Handler {
+	g.tasksOnce.Do(func() {
+		g.tasks = mcptasks.NewHandler(next, &mcptasks.Options{
+			Owner: func(r *http.Request) string {
+				if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
+					return ti.UserID
+				}
+				return ""
+			},
+			TTL:          taskTTL(cfg),
+			MaxBodyBytes: cfg.MaxRequestBytes,
+			Logger:       g.log,
+		})
+	})
+	if g.tasks == nil {
+		return next // made after Close: nothing becomes a task
+	}
+	return g.tasks
+}
+
+// closeTasks cancels the calls carried as tasks (the approvals they wait for stay
+// in the store) and waits for them to end.
+func (g *Gateway) closeTasks(ctx context.Context) error {
+	g.tasksOnce.Do(func() {}) // no MCPHandler yet: none will make tasks now
+	h := g.tasks
+	if h == nil {
+		return nil
+	}
+	return h.Close(ctx)
+}
