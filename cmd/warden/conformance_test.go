@@ -72,18 +72,17 @@ var fixtureGapsTasks = map[string]string{
 }
 
 // conformanceGapsTasks are the tasks-* scenarios the fixture passes directly and the
-// gateway does not, with the reason. (What the gateway answered before it served
-// the extension: the fixture is its stdio upstream, where no call becomes a task.)
+// gateway does not, with the reason.
 var conformanceGapsTasks = map[string]string{
-	"tasks-capability-negotiation": "the gateway does not serve the Tasks extension yet: no capabilities.extensions in server/discover, tasks/get, tasks/update and tasks/cancel are -32601 (not -32021), and a declaring tools/call of slow_compute answers in its request",
-	"tasks-dispatch-and-envelope":  "the gateway does not serve the Tasks extension yet: failing_job answers in its request (no CreateTaskResult), slow_compute with 60 seconds runs past the suite's timeout, and tasks/get of an unknown task is -32601 (not -32602)",
-	"tasks-lifecycle":              "the gateway does not serve the Tasks extension yet: slow_compute, failing_job and protocol_error_job answer in their request (no CreateTaskResult), so there is no task to get or cancel",
-	"tasks-mrtr-composition":       "the gateway does not serve the Tasks extension yet: the round of test_tool_with_task that answers user_name completes in its request instead of with a CreateTaskResult",
-	"tasks-mrtr-input":             "the gateway does not serve the Tasks extension yet: confirm_delete and multi_input answer input_required in their request (no task), so there is nothing for tasks/update",
-	"tasks-request-headers":        "the gateway does not serve the Tasks extension yet: slow_compute with 60 seconds answers in its request and runs past the suite's timeout, so there is no task to send tasks/get for",
-	"tasks-request-state-removal":  "the gateway does not serve the Tasks extension yet: slow_compute with 60 seconds answers in its request and runs past the suite's timeout (no CreateTaskResult)",
-	"tasks-required-task-error":    "the gateway does not serve the Tasks extension yet: it runs failing_job for a client that did not declare the extension (the stdio upstream answers it in its request) instead of -32021",
-	"tasks-wire-fields":            "the gateway does not serve the Tasks extension yet: slow_compute answers in its request, so there is no CreateTaskResult with ttlMs and no task to get",
+	"tasks-capability-negotiation": "the gateway makes tasks only of calls that wait for an operator, and the fixture is its stdio upstream, where no call becomes a task: a tools/call of slow_compute that declares the extension per request answers in its request (no CreateTaskResult); the advertisement and the gating of tasks/* pass",
+	"tasks-dispatch-and-envelope":  "the gateway makes tasks only of calls that wait for an operator, and the fixture is its stdio upstream, where no call becomes a task: failing_job answers in its request (no CreateTaskResult) and slow_compute with 60 seconds runs past the suite's timeout",
+	"tasks-lifecycle":              "the gateway makes tasks only of calls that wait for an operator, and the fixture is its stdio upstream, where no call becomes a task: slow_compute, failing_job and protocol_error_job answer in their request (no CreateTaskResult), so there is no task to get or cancel",
+	"tasks-mrtr-composition":       "the gateway makes tasks only of calls that wait for an operator, and the fixture is its stdio upstream, where no call becomes a task: the round of test_tool_with_task that answers user_name completes in its request instead of with a CreateTaskResult",
+	"tasks-mrtr-input":             "the gateway makes tasks only of calls that wait for an operator, and the fixture is its stdio upstream, where no call becomes a task: confirm_delete and multi_input answer input_required in their request (no task), so there is nothing for tasks/update",
+	"tasks-request-headers":        "the gateway makes tasks only of calls that wait for an operator, and the fixture is its stdio upstream, where no call becomes a task: slow_compute with 60 seconds answers in its request and runs past the suite's timeout, so there is no task to send tasks/get for",
+	"tasks-request-state-removal":  "the gateway makes tasks only of calls that wait for an operator, and the fixture is its stdio upstream, where no call becomes a task: slow_compute with 60 seconds answers in its request and runs past the suite's timeout (no CreateTaskResult)",
+	"tasks-required-task-error":    "the gateway makes tasks only of calls that wait for an operator, and the fixture is its stdio upstream, where no call becomes a task: the gateway runs failing_job for a client that did not declare the extension instead of answering -32021 (the upstream runs it in its request)",
+	"tasks-wire-fields":            "the gateway makes tasks only of calls that wait for an operator, and the fixture is its stdio upstream, where no call becomes a task: slow_compute answers in its request, so there is no CreateTaskResult with ttlMs and no task to get",
 }
 
 // runConformance runs suite against the fixture directly and through warden serve
