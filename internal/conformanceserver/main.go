@@ -10,7 +10,9 @@
 // logging/setLevel and ping; and for protocol 2026-07-28 the
 // test_input_required_result_* tools and prompt, which answer with input_required
 // results (elicitation, sampling and roots/list input requests, signed
-// requestStates, several rounds; see mrtr.go).
+// requestStates, several rounds; see mrtr.go), and the tools of the Tasks extension's
+// tasks-* scenarios (greet, slow_compute, failing_job, protocol_error_job,
+// confirm_delete, multi_input, test_tool_with_task; see tasks.go).
 //
 // The sampling and elicitation tools ask through the SDK's multi-round-trip results
 // (SEP-2322), so they work with clients of either protocol era: the SDK turns the
@@ -26,7 +28,12 @@
 //	              log level and resource subscriptions are its own. Streams are
 //	              resumable (an in-memory event store), and requests from a localhost
 //	              connection whose Host is not localhost are refused (the SDK's DNS
-//	              rebinding protection).
+//	              rebinding protection). Requests of protocol 2026-07-28 are served
+//	              statelessly by a server of their own, behind mcptasks.Handler: it
+//	              advertises the Tasks extension (io.modelcontextprotocol/tasks) and
+//	              serves tasks to the requests that declare it, one owner for all
+//	              clients. Over stdio and at earlier protocol versions the tasks
+//	              tools answer in their own request and no extension is advertised.
 //	-stdio        serve one session over stdin/stdout; logs go to stderr only.
 //	-prompt-description TEXT
 //	              the description of test_simple_prompt instead of the default
@@ -86,6 +93,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wardenhq/warden/internal/mcptasks"
 )
 
 func main() {
@@ -118,21 +126,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	stateful := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
-		&mcp.StreamableHTTPOptions{EventStore: mcp.NewMemoryEventStore(nil)})
-	// Protocol 2026-07-28 has no sessions: the SDK serves it with its stateless
-	// handler only. A request naming that version (or a later one) goes there.
-	stateless := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
-		&mcp.StreamableHTTPOptions{Stateless: true})
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Mcp-Protocol-Version") >= "2026-07-28" {
-			stateless.ServeHTTP(w, r)
-			return
-		}
-		stateful.ServeHTTP(w, r)
-	}))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: httpHandler(server, opts), ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(os.Stderr, "listening on http://%s/mcp\n", ln.Addr())
 	go func() {
 		<-ctx.Done()
@@ -143,6 +137,36 @@ func main() {
 	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		log.Fatal(err)
 	}
+}
+
+// httpHandler serves streamable HTTP at /mcp: a request of protocol 2026-07-28 or
+// later (by its Mcp-Protocol-Version header) statelessly, behind mcptasks.Handler,
+// by a server of its own that offers the tasks extension; any other by server, with
+// sessions.
+func httpHandler(server *mcp.Server, o options) http.Handler {
+	stateful := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
+		&mcp.StreamableHTTPOptions{EventStore: mcp.NewMemoryEventStore(nil)})
+	// Protocol 2026-07-28 has no sessions: the SDK serves it with its stateless
+	// handler only. A request naming that version (or a later one) goes there.
+	o.tasks = true
+	server2026 := newServer(o)
+	stateless := mcptasks.NewHandler(
+		mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server2026 }, &mcp.StreamableHTTPOptions{Stateless: true}),
+		&mcptasks.Options{
+			Required: taskRequired,
+			// Every client of the fixture is one owner: the suite's scenarios poll
+			// their tasks from several connections.
+			Owner: func(*http.Request) string { return "conformance" },
+		})
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Mcp-Protocol-Version") >= "2026-07-28" {
+			stateless.ServeHTTP(w, r)
+			return
+		}
+		stateful.ServeHTTP(w, r)
+	}))
+	return mux
 }
 
 // Fixed texts the scenarios name.
@@ -201,6 +225,9 @@ type options struct {
 	testTools   bool
 	noSubscribe bool
 	testFiles   bool
+	// tasks: the server is the one behind mcptasks.Handler and advertises the
+	// tasks extension.
+	tasks bool
 }
 
 // newServer returns the fixture with the options o.
@@ -219,6 +246,9 @@ func newServer(o options) *mcp.Server {
 	if o.testTools {
 		so.CompletionHandler = completeWithTemplates
 	}
+	if o.tasks {
+		so.Capabilities.AddExtension(mcptasks.Extension, map[string]any{})
+	}
 	if !o.noSubscribe {
 		// The SDK records each session's subscriptions itself; any URI may be watched.
 		so.SubscribeHandler = w.subscribe
@@ -228,6 +258,7 @@ func newServer(o options) *mcp.Server {
 	addTools(s)
 	addInputRequiredTools(s)
 	addStatelessTools(s)
+	addTaskTools(s)
 	addResources(s)
 	addPrompts(s, o.promptDesc)
 	if o.testTools {

@@ -34,6 +34,11 @@ type ConformanceSuite struct {
 	// Requirements, when set, scores the suite for that protocol version
 	// (--requirements): RunServer then reports only the scenarios scored for it.
 	Requirements string
+	// Scenarios, when set, are what RunServer runs instead of the active or scored
+	// set: each on its own (--scenario), as RunScenario does. What describes them
+	// names the set in String.
+	Scenarios []string
+	What      string
 }
 
 // Conformance returns the installed suite. It skips t (fails it under CI=true, where
@@ -89,6 +94,41 @@ func conformanceSuite(t testing.TB, pkg, requirements string) *ConformanceSuite 
 	return s
 }
 
+// ConformanceTasks is [Conformance2026] for the server scenarios of the Tasks
+// extension (io.modelcontextprotocol/tasks, SEP-2663): those the suite lists with
+// the name tasks-*, which --requirements runs but does not score. It fails t when the
+// suite lists none.
+func ConformanceTasks(t testing.TB) *ConformanceSuite {
+	t.Helper()
+	s := conformanceSuite(t, conformance2026Package, "")
+	s.Scenarios = s.ServerScenarios(t, "tasks-")
+	s.What = "the tasks-* scenarios of the Tasks extension"
+	if len(s.Scenarios) == 0 {
+		t.Fatalf("mcptest: %s lists no tasks-* server scenario", s)
+	}
+	return s
+}
+
+// listedScenario is a scenario line of the suite's list: "  - name [versions]".
+var listedScenario = regexp.MustCompile(`(?m)^\s+- (\S+) \[`)
+
+// ServerScenarios returns the names of the suite's server scenarios (list --server)
+// that start with prefix, in the suite's order.
+func (s *ConformanceSuite) ServerScenarios(t testing.TB, prefix string) []string {
+	t.Helper()
+	out, err := exec.Command(s.Node, s.Script, "list", "--server").CombinedOutput()
+	if err != nil {
+		t.Fatalf("mcptest: %s list --server: %v\n%s", s, err, out)
+	}
+	var names []string
+	for _, m := range listedScenario.FindAllStringSubmatch(string(out), -1) {
+		if strings.HasPrefix(m[1], prefix) {
+			names = append(names, m[1])
+		}
+	}
+	return names
+}
+
 // summaryLine is one scenario's line of the suite's summary: "✓ name: 3 passed, 0
 // failed" (✗ when a check failed).
 var summaryLine = regexp.MustCompile(`(?m)^[✓✗] (\S+): (\d+) passed, (\d+) failed$`)
@@ -109,6 +149,9 @@ func (r ScenarioResult) OK() bool { return r.Failed == 0 && r.Passed > 0 }
 // scenarios are results, not errors (the suite exits non-zero then).
 func (s *ConformanceSuite) RunServer(t testing.TB, url string, timeout time.Duration) (map[string]ScenarioResult, string) {
 	t.Helper()
+	if len(s.Scenarios) > 0 {
+		return s.runScenarios(t, url, timeout)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	outDir := t.TempDir()
@@ -150,6 +193,32 @@ func (s *ConformanceSuite) RunServer(t testing.TB, url string, timeout time.Dura
 		if r, ok := results[name]; ok {
 			r.Failures = checks.Failures
 			results[name] = r
+		}
+	}
+	return results, out.String()
+}
+
+// runScenarios is RunServer for s.Scenarios: each is run on its own, all within
+// timeout, and every one must have written its result.
+func (s *ConformanceSuite) runScenarios(t testing.TB, url string, timeout time.Duration) (map[string]ScenarioResult, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	outDir := t.TempDir()
+	var out bytes.Buffer
+	for _, name := range s.Scenarios {
+		cmd := exec.CommandContext(ctx, s.Node, s.Script, "server", "--url", url, "-o", outDir, "--scenario", name)
+		cmd.Dir = t.TempDir()
+		cmd.Stdout, cmd.Stderr = &out, &out
+		cmd.Run() // a failed scenario exits non-zero: its result says how
+		if ctx.Err() != nil {
+			t.Fatalf("%s did not finish within %s against %s (at %s):\n%s", s, timeout, url, name, out.String())
+		}
+	}
+	results := readChecks(outDir)
+	for _, name := range s.Scenarios {
+		if _, ok := results[name]; !ok {
+			t.Fatalf("the conformance suite wrote no result of %s against %s:\n%s", name, url, out.String())
 		}
 	}
 	return results, out.String()
@@ -217,6 +286,9 @@ func readChecks(dir string) map[string]ScenarioResult {
 func (s *ConformanceSuite) String() string {
 	if s.Requirements != "" {
 		return fmt.Sprintf("%s %s (scored for %s)", conformancePackage, s.Version, s.Requirements)
+	}
+	if s.What != "" {
+		return fmt.Sprintf("%s %s (%s)", conformancePackage, s.Version, s.What)
 	}
 	return fmt.Sprintf("%s %s", conformancePackage, s.Version)
 }
