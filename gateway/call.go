@@ -34,21 +34,41 @@ func (g *Gateway) executable(gt *governedTool) warden.Executable {
 	return g.metrics.timeUpstream(gt.tool.Server, keepCapabilityErrors(gt.up.ExecutableWith(gt.tool, slotHook)))
 }
 
-// keepCapabilityErrors has x's Run keep, in the call's slot, an upstream's refusal
-// of a request that needs a client capability the request did not declare
-// (protocol 2026-07-28's -32021): the pipeline records it like any upstream error,
-// and a 2026-07-28 client gets the error itself, not a tool result about it.
+// keepCapabilityErrors has x's Run keep, in the call's slot, an upstream's protocol
+// error (a JSON-RPC error answering the request): the pipeline records it like any
+// upstream error, and on the stateless front a refusal of a request that needs a
+// client capability it did not declare (protocol 2026-07-28's -32021) reaches the
+// client as that error, not as a tool result about it; so does any protocol error
+// of a call carried as a task (the task fails with it, under the text the pipeline
+// gave, as the tasks extension separates protocol errors from tool errors).
 func keepCapabilityErrors(x warden.Executable) warden.Executable {
 	run := x.Run
 	x.Run = func(ctx context.Context, args warden.Args, cred *warden.Credential) (any, error) {
 		res, err := run(ctx, args, cred)
 		var rpc *jsonrpc.Error
-		if slot, _ := ctx.Value(slotKey{}).(*resultSlot); slot != nil && errors.As(err, &rpc) && rpc.Code == mcp.CodeMissingRequiredClientCapabilities {
-			slot.capabilityErr = &jsonrpc.Error{Code: rpc.Code, Message: rpc.Message, Data: rpc.Data}
+		if slot, _ := ctx.Value(slotKey{}).(*resultSlot); slot != nil && errors.As(err, &rpc) {
+			slot.protocolErr = &jsonrpc.Error{Code: rpc.Code, Message: rpc.Message, Data: rpc.Data}
 		}
 		return res, err
 	}
 	return x
+}
+
+// protocolError is the JSON-RPC error a stateless front's call answers with instead
+// of its tool result (nil for none, see keepCapabilityErrors): the upstream's -32021
+// as it came, or, for a call carried as a task, the upstream's error code with the
+// pipeline's text.
+func (s *resultSlot) protocolError(ctx context.Context, out warden.Outcome) *jsonrpc.Error {
+	e := s.protocolErr
+	switch {
+	case e == nil || !out.Executed || !out.IsError:
+		return nil
+	case e.Code == mcp.CodeMissingRequiredClientCapabilities:
+		return e
+	case mcptasks.IsTask(ctx):
+		return &jsonrpc.Error{Code: e.Code, Message: out.ModelText}
+	}
+	return nil
 }
 
 // slotHook takes the call's options from the gateway's slot, and gives the slot the
@@ -109,9 +129,9 @@ type resultSlot struct {
 	// human decision that let this round run (zero: none).
 	relay    *relayRequest
 	approved relayApproval
-	// capabilityErr is the upstream's refusal of the request for a client capability
-	// it did not declare (see keepCapabilityErrors), nil for none.
-	capabilityErr *jsonrpc.Error
+	// protocolErr is the upstream's JSON-RPC error answering the request (see
+	// keepCapabilityErrors), nil for none.
+	protocolErr *jsonrpc.Error
 
 	// The audit intent the pipeline began (see [sendJournal]), written only once the
 	// request is about to be sent. Used by the call's own goroutine only.
@@ -310,8 +330,8 @@ func (g *Gateway) callTool(ctx context.Context, f *front, name string, req *mcp.
 	if !ok {
 		return textResult(text, true), nil
 	}
-	if slot.capabilityErr != nil && f.kind == statelessFront && out.Executed && out.IsError {
-		return nil, slot.capabilityErr
+	if e := slot.protocolError(ctx, out); e != nil && f.kind == statelessFront {
+		return nil, e
 	}
 	if out.Executed && slot.res != nil && slot.res.NeedsInput() {
 		if slot.relay == nil || out.ModelText != slot.text {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -327,6 +328,10 @@ func startTaskUpstream(t *testing.T) *taskUpstream {
 			return nil, ctx.Err()
 		}
 	})
+	s.AddTool(&mcp.Tool{Name: "broken_job", InputSchema: map[string]any{"type": "object"}}, func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		mcptasks.Promote(ctx, "")
+		return nil, errors.New("the job's machine is gone")
+	})
 	s.AddTool(&mcp.Tool{Name: "ask_job", InputSchema: map[string]any{"type": "object"}}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		mcptasks.Promote(ctx, "")
 		r, ok := req.Params.InputResponses["who"].(*mcp.ElicitResult)
@@ -394,6 +399,30 @@ func TestTaskOfTheUpstream(t *testing.T) {
 	}
 	if ran != 2 {
 		t.Errorf("%d ran records of the job, want 2", ran)
+	}
+}
+
+// An upstream task that fails (a protocol error, not a tool error) fails the
+// gateway's task with the upstream's code and the pipeline's text; a client that
+// does not take tasks reads it as a tool error, as for any upstream error.
+func TestTaskOfTheUpstreamFails(t *testing.T) {
+	u := startTaskUpstream(t)
+	e := taskUpstreamGateway(t, u)
+	r := e.post2026(t, gwBobToken, "tools/call", map[string]any{"name": "mcp__up__broken_job", "arguments": map[string]any{}}, true)
+	var task mcptasks.Task
+	if r.Error != nil || json.Unmarshal(r.Result, &task) != nil || task.ResultType != "task" {
+		t.Fatalf("broken_job: %s %+v, want a task", r.Result, r.Error)
+	}
+	failed := e.taskUntil(t, gwBobToken, task.TaskID, mcptasks.StatusFailed)
+	if failed.Error == nil || failed.Result != nil || !strings.Contains(failed.Error.Message, "the job's machine is gone") {
+		t.Errorf("the failed task: %+v (error %+v), want the upstream's error and no result", failed, failed.Error)
+	}
+	r = e.post2026(t, gwBobToken, "tools/call", map[string]any{"name": "mcp__up__broken_job", "arguments": map[string]any{}}, false)
+	if r.Error != nil || !strings.Contains(string(r.Result), `"isError":true`) || !strings.Contains(string(r.Result), "the job's machine is gone") {
+		t.Errorf("broken_job without the extension: %s %+v, want a tool error", r.Result, r.Error)
+	}
+	if rec := e.lastCall(t, "mcp__up__broken_job", "bob"); !rec.Executed || rec.Status != warden.StatusFailed {
+		t.Errorf("audit of the failed job: %+v", rec)
 	}
 }
 

@@ -61,40 +61,46 @@ var conformanceGaps2026 = map[string]string{}
 // (io.modelcontextprotocol/tasks, SEP-2663; the suite's tasks-* scenarios, which
 // TestConformance2026 runs but does not score) the same way: the fixture serves them
 // on its 2026-07-28 endpoint behind mcptasks.Handler.
+//
+// Through the gateway the fixture is a url upstream (its own HTTP endpoint, which the
+// gateway reaches at 2026-07-28): tasks live on HTTP, so the gateway follows the
+// fixture's tasks and makes its own of them.
 func TestConformanceTasks(t *testing.T) {
-	runConformance(t, mcptest.ConformanceTasks(t), fixtureGapsTasks, conformanceGapsTasks)
+	runConformanceVia(t, mcptest.ConformanceTasks(t), fixtureGapsTasks, conformanceGapsTasks, true)
 }
 
 // fixtureGapsTasks are the tasks-* scenarios the fixture itself fails.
 var fixtureGapsTasks = map[string]string{
-	"tasks-dispatch-and-envelope": "mcptasks.Handler answers a tasks/update whose inputResponses name no pending request (the check sends unknown-key to an input_required confirm_delete) with -32602, where the suite wants the empty ack and the key ignored",
-	"tasks-status-notifications":  "the suite only skips it (its check waits for a rewrite against subscriptions/listen), so it never passes",
+	"tasks-status-notifications": "the suite only skips it (its check waits for a rewrite against subscriptions/listen), so it never passes",
 }
 
 // conformanceGapsTasks are the tasks-* scenarios the fixture passes directly and the
 // gateway does not, with the reason.
 var conformanceGapsTasks = map[string]string{
-	"tasks-capability-negotiation": "the gateway makes tasks only of calls that wait for an operator, and the fixture is its stdio upstream, where no call becomes a task: a tools/call of slow_compute that declares the extension per request answers in its request (no CreateTaskResult); the advertisement and the gating of tasks/* pass",
-	"tasks-dispatch-and-envelope":  "the gateway makes tasks only of calls that wait for an operator, and the fixture is its stdio upstream, where no call becomes a task: failing_job answers in its request (no CreateTaskResult) and slow_compute with 60 seconds runs past the suite's timeout",
-	"tasks-lifecycle":              "the gateway makes tasks only of calls that wait for an operator, and the fixture is its stdio upstream, where no call becomes a task: slow_compute, failing_job and protocol_error_job answer in their request (no CreateTaskResult), so there is no task to get or cancel",
-	"tasks-mrtr-composition":       "the gateway makes tasks only of calls that wait for an operator, and the fixture is its stdio upstream, where no call becomes a task: the round of test_tool_with_task that answers user_name completes in its request instead of with a CreateTaskResult",
-	"tasks-mrtr-input":             "the gateway makes tasks only of calls that wait for an operator, and the fixture is its stdio upstream, where no call becomes a task: confirm_delete and multi_input answer input_required in their request (no task), so there is nothing for tasks/update",
-	"tasks-request-headers":        "the gateway makes tasks only of calls that wait for an operator, and the fixture is its stdio upstream, where no call becomes a task: slow_compute with 60 seconds answers in its request and runs past the suite's timeout, so there is no task to send tasks/get for",
-	"tasks-request-state-removal":  "the gateway makes tasks only of calls that wait for an operator, and the fixture is its stdio upstream, where no call becomes a task: slow_compute with 60 seconds answers in its request and runs past the suite's timeout (no CreateTaskResult)",
-	"tasks-required-task-error":    "the gateway makes tasks only of calls that wait for an operator, and the fixture is its stdio upstream, where no call becomes a task: the gateway runs failing_job for a client that did not declare the extension instead of answering -32021 (the upstream runs it in its request)",
-	"tasks-wire-fields":            "the gateway makes tasks only of calls that wait for an operator, and the fixture is its stdio upstream, where no call becomes a task: slow_compute answers in its request, so there is no CreateTaskResult with ttlMs and no task to get",
+	"tasks-required-task-error": "the gateway takes tasks from the fixture for every client and follows them itself: a task-only tool (failing_job) runs for a client that did not declare the extension, answered in its request, where the fixture answers -32021; the gateway keeps task-only tools usable by clients of every protocol version, session-based ones included",
 }
 
 // runConformance runs suite against the fixture directly and through warden serve
 // and checks that every scenario the fixture passes passes through the gateway,
 // except gaps; fixtureGaps are scenarios the fixture fails (not compared).
 func runConformance(t *testing.T, suite *mcptest.ConformanceSuite, fixtureGaps, gaps map[string]string) {
+	runConformanceVia(t, suite, fixtureGaps, gaps, false)
+}
+
+// runConformanceVia is runConformance with the fixture as the gateway's url upstream
+// (the endpoint the suite reaches directly) when overHTTP is set, as its stdio
+// upstream otherwise.
+func runConformanceVia(t *testing.T, suite *mcptest.ConformanceSuite, fixtureGaps, gaps map[string]string, overHTTP bool) {
 	peers := mcptest.BuildPeers(t, "./internal/conformanceserver")
 
 	fixtureURL := startConformanceFixture(t, filepath.Join(peers, "conformanceserver"))
 	direct, out := suite.RunServer(t, fixtureURL, 10*time.Minute)
 	t.Logf("%s against the fixture directly:\n%s", suite, out)
-	gatewayURL := startConformanceGateway(t, peers)
+	upstreamURL := ""
+	if overHTTP {
+		upstreamURL = fixtureURL
+	}
+	gatewayURL := startConformanceGateway(t, peers, upstreamURL)
 	governed, out := suite.RunServer(t, gatewayURL, 10*time.Minute)
 	t.Logf("%s through warden serve:\n%s", suite, out)
 	// A scenario that fails where it should pass is run once more on its own: a
@@ -205,30 +211,42 @@ func startConformanceFixture(t *testing.T, bin string) string {
 	}
 }
 
-// startConformanceGateway starts `warden serve` with the fixture as its one stdio
-// upstream (empty prefix, allow-all policy) and returns the endpoint of a reverse
+// startConformanceGateway starts `warden serve` with the fixture as its one upstream
+// (empty prefix, allow-all policy): at upstreamURL when it is set, as a stdio child
+// otherwise; and returns the endpoint of a reverse
 // proxy in front of it that adds the client's bearer token: the suite sends none.
 // The proxy passes the request's Host and Origin through unchanged, so the suite's
 // DNS rebinding checks reach the gateway as sent.
-func startConformanceGateway(t *testing.T, peers string) string {
+func startConformanceGateway(t *testing.T, peers, upstreamURL string) string {
 	t.Helper()
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "policy.yaml"), "version: 1\nmode: allow_all\n")
-	cfg := fmt.Sprintf(`policy: policy.yaml
-store: sqlite://%s
-transport:
+	upstream := `transport:
   allow_commands: true
   commands: [conformanceserver]
 servers:
   conformance:
     command: conformanceserver
     args: [-stdio]
-    prefix: ""
+    prefix: ""`
+	if upstreamURL != "" {
+		upstream = `transport:
+  allow_urls: true
+  allow_insecure_loopback: true
+  hosts: [127.0.0.1]
+servers:
+  conformance:
+    url: ` + upstreamURL + `
+    prefix: ""`
+	}
+	cfg := fmt.Sprintf(`policy: policy.yaml
+store: sqlite://%s
+%s
 listen: 127.0.0.1:0
 clients:
   - principal: conformance-suite
     token_sha256: %s
-`, filepath.Join(dir, "warden.db"), inbox.HashToken(conformanceToken))
+`, filepath.Join(dir, "warden.db"), upstream, inbox.HashToken(conformanceToken))
 	cfgPath := filepath.Join(dir, "gateway.yaml")
 	writeFile(t, cfgPath, cfg)
 	env := []string{"PATH=" + peers + string(os.PathListSeparator) + os.Getenv("PATH")}

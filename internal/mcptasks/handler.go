@@ -325,14 +325,10 @@ func (h *Handler) serveTaskMethod(w http.ResponseWriter, r *http.Request, env en
 			writeError(w, http.StatusOK, env.ID, codeInvalidParams, "tasks/update: params.inputResponses must be an object of answers keyed by the task's input request ids", nil)
 			return
 		}
-		for key := range p.InputResponses {
-			if _, ok := t.pending[key]; !ok {
-				h.mu.Unlock()
-				writeError(w, http.StatusOK, env.ID, codeInvalidParams, fmt.Sprintf("task %q has no pending input request %q", id, key), nil)
-				return
-			}
-		}
 		for key, v := range p.InputResponses {
+			if _, ok := t.pending[key]; !ok {
+				continue // answers nothing the task asks (any more): dropped, never passed on
+			}
 			t.answers[key] = v
 			delete(t.pending, key)
 		}
@@ -407,6 +403,18 @@ func Promote(ctx context.Context, statusMessage string) bool {
 	p.tw.divert()
 	close(p.promoted)
 	return true
+}
+
+// IsTask reports whether the call whose handler runs with ctx is a task (see
+// [Promote]).
+func IsTask(ctx context.Context) bool {
+	p, _ := ctx.Value(promoterKey{}).(*promoter)
+	if p == nil {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.t != nil
 }
 
 // SetStatusMessage sets the status message of the task ctx's call is, if it is one.

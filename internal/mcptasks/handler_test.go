@@ -47,8 +47,14 @@ func newFixture(t *testing.T, opts *mcptasks.Options) *fixture {
 		return text("quick answer"), nil
 	})
 	tool("slow", func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if mcptasks.IsTask(ctx) {
+			return nil, errors.New("a call is a task before it promotes")
+		}
 		if !mcptasks.Promote(ctx, "working slowly") {
 			return text("not a task"), nil
+		}
+		if !mcptasks.IsTask(ctx) {
+			return nil, errors.New("a promoted call is not a task")
 		}
 		select {
 		case <-f.release:
@@ -324,8 +330,13 @@ func TestInputRoundsResumeByUpdate(t *testing.T) {
 	update := func(answers map[string]any) reply {
 		return f.post(t, "alice", "tasks/update", map[string]any{"taskId": task.TaskID, "inputResponses": answers}, true, nil)
 	}
-	if r := update(map[string]any{"third": map[string]any{"action": "accept"}}); r.Error == nil || r.Error.Code != -32602 {
-		t.Errorf("an answer to no pending request: %+v, want -32602", r)
+	// An answer to no pending request is acked and dropped: the task still waits for
+	// both, and the tool never sees it.
+	if r := update(map[string]any{"third": map[string]any{"action": "accept"}}); r.Error != nil || string(r.Result) != `{"resultType":"complete"}` {
+		t.Errorf("an answer to no pending request: %+v, want the ack", r)
+	}
+	if got := f.get(t, "alice", task.TaskID); got.Status != mcptasks.StatusInputRequired || len(got.InputRequests) != 2 {
+		t.Fatalf("after an answer to nothing: %+v", got)
 	}
 	if r := update(map[string]any{"first": map[string]any{"action": "accept", "content": map[string]any{}}}); r.Error != nil || string(r.Result) != `{"resultType":"complete"}` {
 		t.Fatalf("partial update: %s %+v", r.Result, r.Error)
