@@ -1,8 +1,10 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/debug"
 	"syscall"
 	"time"
@@ -56,4 +58,29 @@ func (p *process) shuttingDown() {
 	if p.live {
 		signal.Reset(os.Interrupt, syscall.SIGTERM)
 	}
+}
+
+// goRunEnded is closed when the go command that started this process (`go run
+// ./cmd/warden ...`) has ended and the process was handed to another parent: go run
+// does not pass a SIGTERM sent to it on, so without this `kill PID` of the README's
+// main command would leave the gateway (its port and its upstreams) running. It is nil,
+// and never closed, when the parent is not a go command (its executable is named go,
+// read from /proc: Linux only) or the process is a test's.
+func (p *process) goRunEnded() <-chan struct{} {
+	if !p.live {
+		return nil
+	}
+	ppid := os.Getppid()
+	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", ppid))
+	if err != nil || filepath.Base(exe) != "go" {
+		return nil
+	}
+	c := make(chan struct{})
+	go func() {
+		for os.Getppid() == ppid {
+			time.Sleep(250 * time.Millisecond) // polling the parent: there is no event for it
+		}
+		close(c)
+	}()
+	return c
 }

@@ -236,11 +236,15 @@ func (p *serveProgram) Run(ctx context.Context) error {
 	}
 
 	applyInbox := func(next *gateway.File) { applyOperators(ib, next, log) }
+	goRunEnded := p.proc.goRunEnded()
 	var runErr error
 loop:
 	for {
 		select {
 		case <-ctx.Done():
+			break loop
+		case <-goRunEnded:
+			log.Info("the go run that started warden has ended: stopping as on SIGTERM")
 			break loop
 		case <-hup:
 			reloadGateway(ctx, gw, watch, log, "SIGHUP", applyInbox)
