@@ -1,0 +1,156 @@
+package gateway_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/gateway"
+	"github.com/wardenhq/warden/internal/mcptasks"
+	"github.com/wardenhq/warden/internal/mcptest"
+	"github.com/wardenhq/warden/store"
+)
+
+// attackReload puts c in force.
+func (e *gwEnv) attackReload(t *testing.T, c *gateway.File) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := e.gw.Reload(ctx, c); err != nil {
+		t.Fatalf("Reload: %v", err)
+	}
+}
+
+// attackDeleteRecord waits (bounded) for the record of bob's delete_note(name).
+func (e *gwEnv) attackDeleteRecord(t *testing.T, name string) store.CallRecord {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		for _, r := range e.calls(t, "mcp__notes__delete_note", "bob") {
+			if strings.Contains(string(r.Args), `"`+name+`"`) && r.Status != warden.StatusPending {
+				return r
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("bob's delete_note(%s) was never recorded as decided", name)
+		}
+		time.Sleep(20 * time.Millisecond) // polling the audit log of a real gateway
+	}
+}
+
+// A policy reload that forbids a call while it waits for an operator as a task:
+// the approval given afterwards must not run it under the policy it began with
+// (the task waits up to approvals.expires, 24 h by default, not approvals.wait).
+func TestAttackTaskRunsUnderThePolicyOfBeforeAReload(t *testing.T) {
+	e := gwStart(t, gwSetup{extra: "approvals:\n  wait: 1ms\n"})
+	e.writeNotes(t, "keep")
+	task := e.deleteAsTask(t, "keep")
+	ps := e.pending(t, "mcp__notes__delete_note", `{"name":"keep"}`)
+	if len(ps) != 1 {
+		t.Fatalf("pending = %+v", ps)
+	}
+	const off = "Deleting notes is switched off."
+	p2 := mcptest.WriteFile(t, e.dir, "policy2.yaml", []byte(gwPolicy+`  - id: no-deletes
+    when: 'tool == "mcp__notes__delete_note"'
+    effect: deny
+    tell_llm: "`+off+`"
+`))
+	c := *e.cfg
+	c.Policy = p2
+	e.attackReload(t, &c)
+	// The new policy refuses the same call made now.
+	r := e.post2026(t, gwBobToken, "tools/call", map[string]any{"name": "mcp__notes__delete_note", "arguments": map[string]any{"name": "keep"}}, false)
+	if !strings.Contains(string(r.Result), off) {
+		t.Fatalf("delete after the reload: %s %+v, want the new policy's refusal", r.Result, r.Error)
+	}
+	if _, err := e.st.Decide(context.Background(), ps[0].ID, store.Verdict{Approve: true, By: "ops"}); err != nil {
+		t.Fatal(err)
+	}
+	got := e.taskUntilTerminal(t, gwBobToken, task.TaskID)
+	if text, _ := taskText(t, got); text == `Deleted note "keep".` {
+		t.Errorf("the waiting task ran under the policy of before the reload, which now denies it: the task's result is %q", text)
+	}
+	for _, rec := range e.calls(t, "mcp__notes__delete_note", "bob") {
+		if rec.Executed {
+			t.Errorf("a delete ran after the reload that denies it: %+v", rec)
+		}
+	}
+}
+
+// A reload that removes a client's token while its call waits for an operator as a
+// task: the approval given afterwards must not run the call of an identity the
+// gateway no longer serves.
+func TestAttackTaskRunsAfterItsTokenIsRemoved(t *testing.T) {
+	e := gwStart(t, gwSetup{extra: "approvals:\n  wait: 1ms\n"})
+	e.writeNotes(t, "keep")
+	e.deleteAsTask(t, "keep")
+	ps := e.pending(t, "mcp__notes__delete_note", `{"name":"keep"}`)
+	if len(ps) != 1 {
+		t.Fatalf("pending = %+v", ps)
+	}
+	c := *e.cfg
+	c.Clients = nil
+	for _, cl := range e.cfg.Clients {
+		if cl.Principal != "bob" {
+			c.Clients = append(c.Clients, cl)
+		}
+	}
+	e.attackReload(t, &c)
+	if _, err := e.st.Decide(context.Background(), ps[0].ID, store.Verdict{Approve: true, By: "ops"}); err != nil {
+		t.Fatal(err)
+	}
+	rec := e.attackDeleteRecord(t, "keep")
+	if rec.Executed {
+		t.Errorf("the task of a removed token ran after the approval: %+v", rec)
+	}
+}
+
+// A halt of the principal while its task waits for an operator: the approval given
+// afterwards does not run it (this holds).
+func TestAttackTaskHaltedWhileWaiting(t *testing.T) {
+	e := gwStart(t, gwSetup{extra: "approvals:\n  wait: 1ms\n"})
+	e.writeNotes(t, "keep")
+	task := e.deleteAsTask(t, "keep")
+	ps := e.pending(t, "mcp__notes__delete_note", `{"name":"keep"}`)
+	if len(ps) != 1 {
+		t.Fatalf("pending = %+v", ps)
+	}
+	r := e.post2026(t, gwBobToken, "tools/call", map[string]any{"name": "mcp__notes__write_note", "arguments": map[string]any{"name": "b", "text": "my password"}}, false)
+	if !strings.Contains(string(r.Result), gwHaltText) {
+		t.Fatalf("the halting call: %s %+v", r.Result, r.Error)
+	}
+	if _, err := e.st.Decide(context.Background(), ps[0].ID, store.Verdict{Approve: true, By: "ops"}); err != nil {
+		t.Fatal(err)
+	}
+	got := e.taskUntilTerminal(t, gwBobToken, task.TaskID)
+	if got.Status != mcptasks.StatusCompleted {
+		t.Fatalf("the halted task: %+v", got)
+	}
+	if text, isErr := taskText(t, got); !isErr || text != gwHaltText {
+		t.Errorf("the halted task's result: %q (error %v), want the halt text", text, isErr)
+	}
+	if rec := e.attackDeleteRecord(t, "keep"); rec.Executed {
+		t.Errorf("the delete ran after its principal was halted: %+v", rec)
+	}
+}
+
+// taskUntilTerminal polls the task until it is terminal (bounded).
+func (e *gwEnv) taskUntilTerminal(t *testing.T, token, id string) mcptasks.Task {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		task, err := e.taskGet(t, token, id)
+		if err != nil {
+			t.Fatalf("tasks/get %s: %+v", id, err)
+		}
+		if task.Status.Terminal() {
+			return task
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("task %s never ended: %+v", id, task)
+		}
+		time.Sleep(20 * time.Millisecond) // a client's polling of a real gateway
+	}
+}
