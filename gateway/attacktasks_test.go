@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/wardenhq/warden/gateway"
 	"github.com/wardenhq/warden/internal/mcptasks"
 	"github.com/wardenhq/warden/internal/mcptest"
+	"github.com/wardenhq/warden/internal/oidctest"
 	"github.com/wardenhq/warden/store"
 )
 
@@ -152,5 +154,34 @@ func (e *gwEnv) taskUntilTerminal(t *testing.T, token, id string) mcptasks.Task 
 			t.Fatalf("task %s never ended: %+v", id, task)
 		}
 		time.Sleep(20 * time.Millisecond) // a client's polling of a real gateway
+	}
+}
+
+// Tasks belong to the gateway identity that made them. One subject of an issuer
+// whose tokens map to two identities (here by a group claim: the writer
+// "reader-sub" of no tenant, and the reader jwt-reader of tenant acme) must not
+// reach the tasks of one identity with the token of the other: tenants and roles
+// are the gateway's isolation, and everything else of a call (its approval, its
+// halt, its audit) keys on them.
+func TestAttackTaskOfAnotherIdentityOfTheSameSubject(t *testing.T) {
+	o := oauthStart(t)
+	writer := o.token(o.rsa, "reader-sub", func(c oidctest.Claims) { c["groups"] = []string{"writers"} })
+	reader := o.token(o.rsa, "reader-sub", nil)
+	r := o.post2026(t, writer, "tools/call", map[string]any{"name": "mcp__notes__delete_note", "arguments": map[string]any{"name": "x"}}, true)
+	var task mcptasks.Task
+	if r.Error != nil || json.Unmarshal(r.Result, &task) != nil || task.ResultType != "task" {
+		t.Fatalf("the writer JWT's delete from a client that takes tasks: %s %+v, want a task", r.Result, r.Error)
+	}
+	if got, err := o.taskGet(t, writer, task.TaskID); err != nil || got.Status != mcptasks.StatusWorking {
+		t.Fatalf("the writer's own tasks/get: %+v %+v", got, err)
+	}
+	if got, err := o.taskGet(t, reader, task.TaskID); err == nil || err.Code != -32602 {
+		t.Errorf("jwt-reader of tenant acme reads the task of the writer reader-sub: %+v (error %+v), want the unknown-task error", got, err)
+	}
+	if r := o.post2026(t, reader, "tasks/cancel", map[string]any{"taskId": task.TaskID}, true); r.Error == nil {
+		t.Errorf("jwt-reader of tenant acme cancels the writer's task: %s", r.Result)
+	}
+	if got, err := o.taskGet(t, writer, task.TaskID); err != nil || got.Status != mcptasks.StatusWorking {
+		t.Errorf("the writer's task after the other identity's cancel: %+v %+v, want it still working", got, err)
 	}
 }
