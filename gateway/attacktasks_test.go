@@ -3,6 +3,8 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -183,5 +185,49 @@ func TestAttackTaskOfAnotherIdentityOfTheSameSubject(t *testing.T) {
 	}
 	if got, err := o.taskGet(t, writer, task.TaskID); err != nil || got.Status != mcptasks.StatusWorking {
 		t.Errorf("the writer's task after the other identity's cancel: %+v %+v, want it still working", got, err)
+	}
+}
+
+// The tasks of one token are bounded by count (1,000), not by what they hold: each
+// keeps its whole request (up to limits.max_request_bytes, 4 MiB by default) and its
+// decoded arguments for up to approvals.expires (24 h), with no connection open. A
+// held call kept them only while its client held a request, for approvals.wait.
+// Measured here with 16 tasks of 1 MiB arguments and scaled to one token's 1,000
+// tasks, the memory one client can pin must stay under 1 GiB.
+func TestAttackTasksPinMemoryPerToken(t *testing.T) {
+	e := gwStart(t, gwSetup{extra: "approvals:\n  wait: 1ms\n", policy: gwPolicy + `  - id: confirm-big
+    when: 'tool == "mcp__fault__echo"'
+    effect: escalate
+    rationale: echoes need a person
+`})
+	const n, size = 16, 1 << 20
+	big := func(name string) {
+		t.Helper()
+		r := e.post2026(t, gwBobToken, "tools/call", map[string]any{"name": "mcp__fault__echo", "arguments": map[string]any{"text": name + strings.Repeat("x", size)}}, true)
+		var task mcptasks.Task
+		if r.Error != nil || json.Unmarshal(r.Result, &task) != nil || task.ResultType != "task" {
+			res := string(r.Result)
+			if len(res) > 300 {
+				res = res[:300]
+			}
+			t.Fatalf("echo(%s) of 1 MiB: %s %+v, want a task", name, res, r.Error)
+		}
+	}
+	// One task first, so that what the first call sets up once is not counted.
+	big("big-warmup")
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for i := range n {
+		big(fmt.Sprintf("big-%02d", i))
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	held := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	perTask := held / n
+	t.Logf("%d tasks of %d-byte arguments hold %d MiB (%d KiB each)", n, size, held>>20, perTask>>10)
+	const perToken = 1000 // mcptasks.DefaultMaxPerOwner
+	if perTask*perToken > 1<<30 {
+		t.Errorf("one token's %d waiting tasks of 1 MiB arguments would pin %d MiB (%d KiB each; with 4 MiB arguments, the default limit, about four times that): the tasks of one client need a bound on what they hold, not only on their count", perToken, perTask*perToken>>20, perTask>>10)
 	}
 }
