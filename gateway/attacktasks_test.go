@@ -73,8 +73,8 @@ func TestAttackTaskRunsUnderThePolicyOfBeforeAReload(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := e.taskUntilTerminal(t, gwBobToken, task.TaskID)
-	if text, _ := taskText(t, got); text == `Deleted note "keep".` {
-		t.Errorf("the waiting task ran under the policy of before the reload, which now denies it: the task's result is %q", text)
+	if text, isErr := taskText(t, got); !isErr || !strings.Contains(text, "the policy changed while the call waited") {
+		t.Errorf("the waiting task after a reload that denies it and an approval: %q (error %v), want the refusal that says the policy changed", text, isErr)
 	}
 	for _, rec := range e.calls(t, "mcp__notes__delete_note", "bob") {
 		if rec.Executed {
@@ -106,8 +106,8 @@ func TestAttackTaskRunsAfterItsTokenIsRemoved(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := e.attackDeleteRecord(t, "keep")
-	if rec.Executed {
-		t.Errorf("the task of a removed token ran after the approval: %+v", rec)
+	if rec.Executed || rec.Status != warden.StatusRefused || rec.Stage != warden.StageHuman {
+		t.Errorf("the task of a removed token after the approval: %+v, want refused at the human stage, not executed", rec)
 	}
 }
 
