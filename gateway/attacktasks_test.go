@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"runtime"
 	"strings"
 	"testing"
@@ -229,5 +230,57 @@ func TestAttackTasksPinMemoryPerToken(t *testing.T) {
 	const perToken = 1000 // mcptasks.DefaultMaxPerOwner
 	if perTask*perToken > 1<<30 {
 		t.Errorf("one token's %d waiting tasks of 1 MiB arguments would pin %d MiB (%d KiB each; with 4 MiB arguments, the default limit, about four times that): the tasks of one client need a bound on what they hold, not only on their count", perToken, perTask*perToken>>20, perTask>>10)
+	}
+}
+
+// A reload that removes the oauth mapping a JWT client's waiting task was made under
+// (here the writers mapping): the approval given afterwards must not run the call of
+// a client the gateway no longer maps any token to.
+func TestAttackTaskRunsAfterItsJWTMappingIsRemoved(t *testing.T) {
+	o := oauthStart(t)
+	writer := o.token(o.rsa, "carol", func(c oidctest.Claims) { c["groups"] = []string{"writers"} })
+	r := o.post2026(t, writer, "tools/call", map[string]any{"name": "mcp__notes__delete_note", "arguments": map[string]any{"name": "x"}}, true)
+	var task mcptasks.Task
+	if r.Error != nil || json.Unmarshal(r.Result, &task) != nil || task.ResultType != "task" {
+		t.Fatalf("carol's delete from a client that takes tasks: %s %+v, want a task", r.Result, r.Error)
+	}
+	ps := o.pending(t, "mcp__notes__delete_note", `{"name":"x"}`)
+	if len(ps) != 1 {
+		t.Fatalf("pending = %+v", ps)
+	}
+	c := *o.cfg
+	oa := *c.OAuth
+	oa.Issuers = nil
+	for _, is := range c.OAuth.Issuers {
+		var kept []gateway.ClaimClient
+		for _, cc := range is.Clients {
+			if cc.Value != "writers" {
+				kept = append(kept, cc)
+			}
+		}
+		is.Clients = kept
+		oa.Issuers = append(oa.Issuers, is)
+	}
+	c.OAuth = &oa
+	o.attackReload(t, &c)
+	if code, _, _ := o.post(t, "Bearer "+writer); code != http.StatusForbidden {
+		t.Fatalf("carol's writer token after the reload: HTTP %d, want 403 (no mapping)", code)
+	}
+	if _, err := o.st.Decide(context.Background(), ps[0].ID, store.Verdict{Approve: true, By: "ops"}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		recs := o.calls(t, "mcp__notes__delete_note", "carol")
+		if len(recs) > 0 && recs[len(recs)-1].Status != warden.StatusPending {
+			if rec := recs[len(recs)-1]; rec.Executed || rec.Status != warden.StatusRefused {
+				t.Errorf("carol's task after its mapping was removed and the approval: %+v, want refused, not executed", rec)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("carol's delete was never recorded as decided")
+		}
+		time.Sleep(20 * time.Millisecond) // polling the audit log of a real gateway
 	}
 }
