@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -443,7 +444,8 @@ func (g *Gateway) govern(ctx context.Context, f *front, st *gatewayState, cl Cli
 
 // staleSince reports why a call of cl that began under st may no longer run under
 // the state now in force ("" when it may): a reload since removed or changed its
-// identity (its token's entry), or changed the policy revision of its role.
+// identity (its token's entry; for a JWT's client, any change of the oauth section),
+// or changed the policy revision of its role.
 func (g *Gateway) staleSince(st *gatewayState, f *front, cl Client) string {
 	cur := g.state.Load()
 	if cur == st {
@@ -451,6 +453,11 @@ func (g *Gateway) staleSince(st *gatewayState, f *front, cl Client) string {
 	}
 	if now, ok := reidentify(cur, f, cl); !ok || now != cl {
 		return "a reload while the call waited removed or changed this client's identity"
+	}
+	if f.kind != stdioFront && cl.TokenHash == "" && !reflect.DeepEqual(st.cfg.OAuth, cur.cfg.OAuth) {
+		// A JWT's client was mapped from its claims, which are not kept: any change of
+		// the mappings may have unmapped it.
+		return "a reload while the call waited changed the oauth mappings this client's token was mapped by"
 	}
 	was, now := st.views[cl.Role], cur.views[cl.Role]
 	if was == nil || now == nil || was.pol.Revision() != now.pol.Revision() {
