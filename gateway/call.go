@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -422,6 +423,13 @@ func (g *Gateway) govern(ctx context.Context, f *front, st *gatewayState, cl Cli
 			out, _ = view.guard.Resume(ctx, *out.Pending, warden.Declined{By: "warden-gateway", Note: "the session was halted while the call waited"}, warden.Caller{Identity: id, Session: session, Unauthorized: call.Unauthorized})
 			return out, text, false
 		}
+		if why := g.staleSince(st, f, cl); why != "" {
+			// A reload while the call waited (for a task, up to approvals.expires) changed
+			// the policy it was judged under or removed or changed its identity: an
+			// approval given since does not run it under the configuration of before.
+			out, _ = view.guard.Resume(ctx, *out.Pending, warden.Declined{By: "warden-gateway", Note: why}, warden.Caller{Identity: id, Session: session, Unauthorized: call.Unauthorized})
+			return out, "The call did not run: " + why + ". Call again to have it judged under the configuration now in force.", false
+		}
 		out, err = view.guard.Resume(ctx, *out.Pending, answer, warden.Caller{Identity: id, Session: session, Unauthorized: call.Unauthorized})
 	}
 	var halt *warden.PolicyHaltError
@@ -452,6 +460,30 @@ func (g *Gateway) govern(ctx context.Context, f *front, st *gatewayState, cl Cli
 		return out, text, false
 	}
 	return out, "", true
+}
+
+// staleSince reports why a call of cl that began under st may no longer run under
+// the state now in force ("" when it may): a reload since removed or changed its
+// identity (its token's entry; for a JWT's client, any change of the oauth section),
+// or changed the policy revision of its role.
+func (g *Gateway) staleSince(st *gatewayState, f *front, cl Client) string {
+	cur := g.state.Load()
+	if cur == st {
+		return ""
+	}
+	if now, ok := reidentify(cur, f, cl); !ok || now != cl {
+		return "a reload while the call waited removed or changed this client's identity"
+	}
+	if f.kind != stdioFront && cl.TokenHash == "" && !reflect.DeepEqual(st.cfg.OAuth, cur.cfg.OAuth) {
+		// A JWT's client was mapped from its claims, which are not kept: any change of
+		// the mappings may have unmapped it.
+		return "a reload while the call waited changed the oauth mappings this client's token was mapped by"
+	}
+	was, now := st.views[cl.Role], cur.views[cl.Role]
+	if was == nil || now == nil || was.pol.Revision() != now.pol.Revision() {
+		return "the policy changed while the call waited"
+	}
+	return ""
 }
 
 // Reasons of the refusals the gateway records itself, before the pipeline.

@@ -7,6 +7,7 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -24,16 +25,25 @@ func taskTTL(cfg *File) time.Duration {
 
 // tasksHandler returns next (the stateless front's SDK handler) behind the gateway's
 // tasks handler, made once per gateway from the first MCPHandler's configuration.
-// Tasks belong to the identity that made them (its token, or a JWT's issuer and
-// subject), the identity the SDK binds a session to.
+// Tasks belong to the identity that made them: its token, or for a JWT its issuer
+// and subject together with the client (tenant, principal, role) the token mapped
+// to, so that another token of the same subject mapping to another client never
+// reaches them.
 func (g *Gateway) tasksHandler(cfg *File, next http.Handler) http.Handler {
 	g.tasksOnce.Do(func() {
 		g.tasks = mcptasks.NewHandler(next, &mcptasks.Options{
 			Owner: func(r *http.Request) string {
-				if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
-					return ti.UserID
+				ti := auth.TokenInfoFromContext(r.Context())
+				if ti == nil || ti.UserID == "" {
+					return ""
 				}
-				return ""
+				if cl, ok := ti.Extra[oauthClientKey].(Client); ok {
+					// One subject's tokens may map to several clients (by their claims):
+					// a task is of the client its token mapped to, not of every token
+					// of the subject.
+					return fmt.Sprintf("%q %#v", ti.UserID, cl)
+				}
+				return ti.UserID
 			},
 			TTL:          taskTTL(cfg),
 			MaxBodyBytes: cfg.MaxRequestBytes,

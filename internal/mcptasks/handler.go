@@ -239,7 +239,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		declared := Declares(p.Meta)
 		owner := h.opts.Owner(r)
 		switch {
-		case !declared && h.opts.Required(p.Name) && headersMatch(r, "tools/call", p.Name):
+		case !declared && r.Header.Get("Mcp-Method") == "tools/call" && h.opts.Required(r.Header.Get("Mcp-Name")):
+			// The tool is the one Mcp-Name names: the SDK runs a tools/call only when
+			// the header is exactly its body's name, as its decoder reads it (keys
+			// case-sensitively, unlike encoding/json: a body with "name" and "Name"
+			// names two tools here).
 			writeError(w, http.StatusOK, env.ID, CodeMissingRequiredClientCapability,
 				fmt.Sprintf("tool %q runs only as a task: declare the %s extension in the request's client capabilities", p.Name, Extension),
 				RequiredCapabilities())
@@ -251,12 +255,6 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		h.next.ServeHTTP(w, r)
 	}
-}
-
-// headersMatch reports whether r's Mcp-Method and Mcp-Name headers are method and
-// name (the SDK answers a mismatch itself for the methods it serves).
-func headersMatch(r *http.Request, method, name string) bool {
-	return r.Header.Get("Mcp-Method") == method && r.Header.Get("Mcp-Name") == name
 }
 
 func (h *Handler) serveTaskMethod(w http.ResponseWriter, r *http.Request, env envelope, p requestParams) {
