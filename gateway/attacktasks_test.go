@@ -189,47 +189,51 @@ func TestAttackTaskOfAnotherIdentityOfTheSameSubject(t *testing.T) {
 	}
 }
 
-// The tasks of one token are bounded by count (1,000), not by what they hold: each
-// keeps its whole request (up to limits.max_request_bytes, 4 MiB by default) and its
-// decoded arguments for up to approvals.expires (24 h), with no connection open. A
-// held call kept them only while its client held a request, for approvals.wait.
-// Measured here with 16 tasks of 1 MiB arguments and scaled to one token's 1,000
-// tasks, the memory one client can pin must stay under 1 GiB.
+// One token cannot pin unbounded memory with tasks that wait for an operator: its
+// tasks hold at most 16 MiB of requests, so of calls with 1 MiB arguments about 15
+// become tasks and the rest wait in their request (answered after approvals.wait, so
+// they hold nothing once answered). What each task holds is measured and logged.
 func TestAttackTasksPinMemoryPerToken(t *testing.T) {
 	e := gwStart(t, gwSetup{extra: "approvals:\n  wait: 1ms\n", policy: gwPolicy + `  - id: confirm-big
     when: 'tool == "mcp__fault__echo"'
     effect: escalate
     rationale: echoes need a person
 `})
-	const n, size = 16, 1 << 20
-	big := func(name string) {
+	const size = 1 << 20
+	big := func(name string) bool {
 		t.Helper()
 		r := e.post2026(t, gwBobToken, "tools/call", map[string]any{"name": "mcp__fault__echo", "arguments": map[string]any{"text": name + strings.Repeat("x", size)}}, true)
 		var task mcptasks.Task
-		if r.Error != nil || json.Unmarshal(r.Result, &task) != nil || task.ResultType != "task" {
-			res := string(r.Result)
-			if len(res) > 300 {
-				res = res[:300]
-			}
-			t.Fatalf("echo(%s) of 1 MiB: %s %+v, want a task", name, res, r.Error)
+		if r.Error != nil || json.Unmarshal(r.Result, &task) != nil {
+			t.Fatalf("echo(%s) of 1 MiB: %+v", name, r.Error)
 		}
+		if task.ResultType == "task" {
+			return true
+		}
+		if !strings.Contains(string(r.Result), "waiting for an operator") {
+			t.Fatalf("echo(%s) of 1 MiB beyond the bound: %.300s, want the waiting text in its request", name, r.Result)
+		}
+		return false
 	}
-	// One task first, so that what the first call sets up once is not counted.
-	big("big-warmup")
+	big("big-warmup") // what the first call sets up once is not measured
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	for i := range n {
-		big(fmt.Sprintf("big-%02d", i))
+	tasks := 1
+	for i := range 20 {
+		if big(fmt.Sprintf("big-%02d", i)) {
+			tasks++
+		}
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&after)
+	if tasks < 10 || tasks > 16 {
+		t.Errorf("%d calls of 1 MiB arguments became tasks of one token, want the 16 MiB bound to stop them at about 15", tasks)
+	}
 	held := int64(after.HeapAlloc) - int64(before.HeapAlloc)
-	perTask := held / n
-	t.Logf("%d tasks of %d-byte arguments hold %d MiB (%d KiB each)", n, size, held>>20, perTask>>10)
-	const perToken = 1000 // mcptasks.DefaultMaxPerOwner
-	if perTask*perToken > 1<<30 {
-		t.Errorf("one token's %d waiting tasks of 1 MiB arguments would pin %d MiB (%d KiB each; with 4 MiB arguments, the default limit, about four times that): the tasks of one client need a bound on what they hold, not only on their count", perToken, perTask*perToken>>20, perTask>>10)
+	t.Logf("%d tasks of %d-byte arguments: the heap grew %d MiB", tasks, size, held>>20)
+	if held > 512<<20 {
+		t.Errorf("one token's tasks pin %d MiB", held>>20)
 	}
 }
 

@@ -23,6 +23,17 @@ func taskTTL(cfg *File) time.Duration {
 	return cfg.ApprovalExpiry + cfg.CallTimeout + 10*time.Minute
 }
 
+// Bounds of the tasks the gateway keeps: a call beyond them waits in its request, as
+// for a client that does not take tasks. A waiting call holds several times its
+// request in memory (the parsed arguments, the pending decision), so the bytes are
+// kept low: one identity's tasks hold at most 16 MiB of requests and results, all
+// tasks 128 MiB.
+const (
+	taskMaxPerOwner   = 100
+	taskMaxOwnerBytes = 16 << 20
+	taskMaxBytes      = 128 << 20
+)
+
 // tasksHandler returns next (the stateless front's SDK handler) behind the gateway's
 // tasks handler, made once per gateway from the first MCPHandler's configuration.
 // Tasks belong to the identity that made them: its token, or for a JWT its issuer
@@ -45,9 +56,12 @@ func (g *Gateway) tasksHandler(cfg *File, next http.Handler) http.Handler {
 				}
 				return ti.UserID
 			},
-			TTL:          taskTTL(cfg),
-			MaxBodyBytes: cfg.MaxRequestBytes,
-			Logger:       g.log,
+			TTL:           taskTTL(cfg),
+			MaxPerOwner:   taskMaxPerOwner,
+			MaxOwnerBytes: taskMaxOwnerBytes,
+			MaxBytes:      taskMaxBytes,
+			MaxBodyBytes:  cfg.MaxRequestBytes,
+			Logger:        g.log,
 		})
 	})
 	if g.tasks == nil {

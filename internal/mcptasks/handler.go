@@ -19,11 +19,13 @@ import (
 
 // Defaults of [Options].
 const (
-	DefaultTTL          = time.Hour
-	DefaultPollInterval = time.Second
-	DefaultMaxTasks     = 10000
-	DefaultMaxPerOwner  = 1000
-	DefaultMaxBodyBytes = 4 << 20
+	DefaultTTL           = time.Hour
+	DefaultPollInterval  = time.Second
+	DefaultMaxTasks      = 10000
+	DefaultMaxPerOwner   = 1000
+	DefaultMaxBytes      = 512 << 20
+	DefaultMaxOwnerBytes = 64 << 20
+	DefaultMaxBodyBytes  = 4 << 20
 )
 
 // Options configure a [Handler]. Every zero value is a default.
@@ -43,6 +45,12 @@ type Options struct {
 	// that would exceed either runs to its end in its own request instead of
 	// becoming a task. Defaults DefaultMaxTasks, DefaultMaxPerOwner.
 	MaxTasks, MaxPerOwner int
+	// MaxBytes bounds the bytes the tasks kept at once hold of their requests and
+	// results, MaxOwnerBytes those of one owner's: a call whose request would
+	// exceed either runs to its end in its own request instead of becoming a task,
+	// and a task's result counts once it is in. Defaults DefaultMaxBytes,
+	// DefaultMaxOwnerBytes.
+	MaxBytes, MaxOwnerBytes int64
 	// MaxBodyBytes bounds the request bodies the Handler reads itself; a larger one
 	// goes to next unread. Default DefaultMaxBodyBytes.
 	MaxBodyBytes int64
@@ -113,6 +121,12 @@ func NewHandler(next http.Handler, opts *Options) *Handler {
 	if o.MaxPerOwner <= 0 {
 		o.MaxPerOwner = DefaultMaxPerOwner
 	}
+	if o.MaxBytes <= 0 {
+		o.MaxBytes = DefaultMaxBytes
+	}
+	if o.MaxOwnerBytes <= 0 {
+		o.MaxOwnerBytes = DefaultMaxOwnerBytes
+	}
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
 	}
@@ -156,8 +170,10 @@ type task struct {
 	expires          time.Time
 	status           Status
 	message          string
-	result           json.RawMessage
-	err              *WireError
+	// size is what the task holds of its request and result, in bytes.
+	size   int64
+	result json.RawMessage
+	err    *WireError
 	// pending are the input requests of an input_required round still unanswered;
 	// answers those answered; state the round's requestState; resume is closed
 	// once every request is answered.
@@ -368,6 +384,7 @@ type promoter struct {
 	promoted  chan struct{}
 	abandoned bool
 	cancel    context.CancelFunc
+	size      int64 // the request's body
 }
 
 type promoterKey struct{}
@@ -376,7 +393,8 @@ type promoterKey struct{}
 // statusMessage as its status message ("" for none), and reports whether it now is
 // one. It is false when ctx is not a call the [Handler] may make a task of (the
 // request did not declare the extension, its owner is "", the client's request has
-// ended, the Handler is closing or full); the call then answers in its own request.
+// ended, the Handler is closing, or its tasks are at a bound of [Options]); the call
+// then answers in its own request.
 // Once a call is a task, Promote only sets the message and reports true. The task
 // exists (tasks/get finds it) when Promote returns true.
 func Promote(ctx context.Context, statusMessage string) bool {
@@ -393,7 +411,7 @@ func Promote(ctx context.Context, statusMessage string) bool {
 	if p.abandoned {
 		return false
 	}
-	t, ok := p.h.create(p.owner, statusMessage, p.cancel)
+	t, ok := p.h.create(p.owner, statusMessage, p.size, p.cancel)
 	if !ok {
 		return false
 	}
@@ -438,7 +456,7 @@ func (h *Handler) setMessage(t *task, msg string) {
 }
 
 // create stores a new working task of owner, unless the Handler is closing or full.
-func (h *Handler) create(owner, message string, cancel context.CancelFunc) (*task, bool) {
+func (h *Handler) create(owner, message string, size int64, cancel context.CancelFunc) (*task, bool) {
 	now := h.opts.Now()
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -446,17 +464,20 @@ func (h *Handler) create(owner, message string, cancel context.CancelFunc) (*tas
 		return nil, false
 	}
 	mine := 0
+	var bytes, mineBytes int64
 	for _, t := range h.tasks {
 		if !now.Before(t.expires) {
 			h.dropLocked(t, now)
 			continue
 		}
+		bytes += t.size
 		if t.owner == owner {
 			mine++
+			mineBytes += t.size
 		}
 	}
-	if len(h.tasks) >= h.opts.MaxTasks || mine >= h.opts.MaxPerOwner {
-		h.opts.Logger.Warn("a call was not made a task: too many tasks are kept", "tasks", len(h.tasks), "of_owner", mine)
+	if len(h.tasks) >= h.opts.MaxTasks || mine >= h.opts.MaxPerOwner || bytes+size > h.opts.MaxBytes || mineBytes+size > h.opts.MaxOwnerBytes {
+		h.opts.Logger.Warn("a call was not made a task: the tasks kept are at their bound", "tasks", len(h.tasks), "bytes", bytes, "of_owner", mine, "owner_bytes", mineBytes, "request_bytes", size)
 		return nil, false
 	}
 	var b [16]byte
@@ -464,7 +485,7 @@ func (h *Handler) create(owner, message string, cancel context.CancelFunc) (*tas
 	t := &task{
 		id: "task_" + hex.EncodeToString(b[:]), owner: owner,
 		created: now, updated: now, expires: now.Add(h.opts.TTL),
-		status: StatusWorking, message: message, cancel: cancel,
+		status: StatusWorking, message: message, cancel: cancel, size: size,
 	}
 	h.tasks[t.id] = t
 	h.wg.Add(1) // done by follow
@@ -475,7 +496,7 @@ func (h *Handler) create(owner, message string, cancel context.CancelFunc) (*tas
 func (h *Handler) serveCall(w http.ResponseWriter, r *http.Request, env envelope, body []byte, owner string) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	tw := &teeWriter{w: w, header: w.Header()}
-	p := &promoter{h: h, owner: owner, tw: tw, promoted: make(chan struct{}), cancel: cancel}
+	p := &promoter{h: h, owner: owner, tw: tw, promoted: make(chan struct{}), cancel: cancel, size: int64(len(body))}
 	ctx = context.WithValue(ctx, promoterKey{}, p)
 	inner := r.Clone(ctx)
 	inner.Body = io.NopCloser(bytes.NewReader(body))
@@ -613,6 +634,7 @@ func (h *Handler) settle(t *task, a callAnswer) (resume chan struct{}, ok bool) 
 	}
 	if round.ResultType != "input_required" {
 		t.result = a.result
+		t.size += int64(len(a.result))
 		t.end(StatusCompleted, "", now)
 		return nil, false
 	}
@@ -622,6 +644,7 @@ func (h *Handler) settle(t *task, a callAnswer) (resume chan struct{}, ok bool) 
 		return nil, false
 	}
 	t.status, t.updated = StatusInputRequired, now
+	t.size += int64(len(a.result))
 	t.pending, t.answers, t.state = round.InputRequests, map[string]json.RawMessage{}, round.RequestState
 	t.resume = make(chan struct{})
 	return t.resume, true

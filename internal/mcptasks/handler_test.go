@@ -433,3 +433,21 @@ func TestTaskLimits(t *testing.T) {
 	}
 	f.created(t, "bob", "slow") // another owner still may
 }
+
+func TestTaskByteBounds(t *testing.T) {
+	// The first call's request fits the owner's bytes, a second would not: it runs
+	// in its request. Another owner still may.
+	f := newFixture(t, &mcptasks.Options{MaxOwnerBytes: 600})
+	f.created(t, "alice", "slow")
+	r := f.post(t, "alice", "tools/call", call("slow", nil), true, nil)
+	if !strings.Contains(string(r.Result), "not a task") {
+		t.Errorf("over the owner's bytes: %s, want the synchronous answer", r.Result)
+	}
+	f.created(t, "bob", "slow")
+	// The total bound holds across owners.
+	g := newFixture(t, &mcptasks.Options{MaxBytes: 600})
+	g.created(t, "alice", "slow")
+	if r := g.post(t, "bob", "tools/call", call("slow", nil), true, nil); !strings.Contains(string(r.Result), "not a task") {
+		t.Errorf("over the total bytes: %s, want the synchronous answer", r.Result)
+	}
+}
