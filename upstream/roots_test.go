@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -159,5 +160,52 @@ func TestClientRequestsRoundsBounded(t *testing.T) {
 	}
 	if got := n.Load(); got != 9 {
 		t.Errorf("Roots answered %d rounds, want 9 (the 10th round ends the call)", got)
+	}
+}
+
+// Two calls that need connections of two new classes at once, with MaxConns 2 and
+// the idle plain connection of discovery live, never have three processes: a
+// connection being started counts against the bound, so the second start closes
+// the idle one (the two calls are in flight together: each waits for the other's
+// mark before it asks for roots, where the processes are counted).
+func TestClientRequestsConcurrentStartsKeepTheBound(t *testing.T) {
+	u := rootsUpstream(t, "2025-11-25", 2)
+	old := u.livePIDs()
+	if len(old) != 1 {
+		t.Fatalf("after discovery the live connections are %v, want one", old)
+	}
+	dir := t.TempDir()
+	var (
+		mu   sync.Mutex
+		seen []int
+	)
+	count := func(context.Context) (*mcp.ListRootsResult, error) {
+		live := liveProcesses(append(old, u.livePIDs()...)...)
+		mu.Lock()
+		if len(live) > len(seen) {
+			seen = live
+		}
+		mu.Unlock()
+		return &mcp.ListRootsResult{Roots: []*mcp.Root{{URI: "file:///r", Name: "r"}}}, nil
+	}
+	sampling := &sampleAnswer{reply: "unused"}
+	classes := []*ClientRequests{{Roots: count}, {Roots: count, Sampling: sampling.answer}}
+	got := make([]string, 2)
+	var wg sync.WaitGroup
+	for i, asks := range classes {
+		args := map[string]any{"mark": filepath.Join(dir, fmt.Sprint(i)), "wait_for": filepath.Join(dir, fmt.Sprint(1-i))}
+		wg.Go(func() {
+			text, isErr, err := callRoots(t, u, args, &CallOptions{Client: asks})
+			got[i] = fmt.Sprintf("%s isError=%t err=%v", text, isErr, err)
+		})
+	}
+	wg.Wait()
+	for i := range classes {
+		if want := "protocol=2025-11-25 declared=true roots=file:///r (r) isError=false err=<nil>"; got[i] != want {
+			t.Errorf("call %d: %q, want %q", i, got[i], want)
+		}
+	}
+	if len(seen) != 2 || slices.Contains(seen, old[0]) {
+		t.Errorf("while both calls were in flight the live processes were %v (the idle plain one was %d); want the two calls' own", seen, old[0])
 	}
 }
