@@ -163,7 +163,7 @@ func askExecutables(servers []string) []warden.Executable {
 		out = append(out,
 			askExecutable(upstream.SamplingTarget(s), s, "sampling"),
 			askExecutable(upstream.ElicitationTarget(s), s, "elicitation"),
-			askExecutable(upstream.RootsTarget(s), s, "its roots"))
+			askExecutable(upstream.RootsTarget(s), s, "roots"))
 	}
 	return out
 }
