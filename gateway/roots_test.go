@@ -26,6 +26,14 @@ import (
 	"github.com/wardenhq/warden/internal/mcptest"
 )
 
+// noRoots is the options of a client that declares nothing (the SDK's default
+// declares roots): its calls go out on the plain connections, as discovery's and
+// the subscriptions' are, not on connections of a class of their own. For tests
+// whose upstream has one connection.
+func noRoots() *mcp.ClientOptions {
+	return &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}}
+}
+
 // rootsServersAt is the fault server with its roots tool, its link pinned to
 // protocol ("" for the newest).
 func rootsServersAt(protocol string) string {
