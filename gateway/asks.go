@@ -1,8 +1,8 @@
-// Requests an upstream sends during a call (sampling, elicitation), judged by the
-// pipeline as calls of the caller's identity and passed to the client whose call it
-// is, only when that client declared it can answer them.
+// Requests an upstream sends during a call (sampling, elicitation, roots), judged
+// by the pipeline as calls of the caller's identity and passed to the client whose
+// call it is, only when that client declared it can answer them.
 
-//lint:file-ignore SA1019 sampling is deprecated from protocol 2026-07-28 on, but the session-based versions the gateway speaks still carry it, and a gateway must route what its clients and upstreams use.
+//lint:file-ignore SA1019 sampling and roots are deprecated from protocol 2026-07-28 on, but the session-based versions the gateway speaks still carry them, and a gateway must route what its clients and upstreams use.
 
 package gateway
 
@@ -18,10 +18,12 @@ import (
 )
 
 // clientAsks returns who answers the requests server sends during a call of cl in
-// session ss: the client itself, for what it declared (sampling, elicitation), each
-// request first judged by the policy. Nil when it declared neither, and on the
-// stateless front: a 2026-07-28 client takes no server-to-client requests whatever it
-// declares, so its call goes out on a connection that declares neither.
+// session ss: the client itself, for what it declared (sampling, elicitation, roots),
+// each request first judged by the policy (roots as a call of roots:<server> with no
+// arguments, its answer the client's roots/list). Nil when it declared none, and on
+// the stateless front: a 2026-07-28 client takes no server-to-client requests
+// whatever it declares, so its call goes out on a connection that declares none
+// (relayInput passes its upstream's rounds on instead).
 func (g *Gateway) clientAsks(f *front, st *gatewayState, cl Client, ss *mcp.ServerSession, server string) *upstream.ClientRequests {
 	if ss == nil || server == "" || f.kind == statelessFront {
 		return nil
@@ -63,7 +65,24 @@ func (g *Gateway) clientAsks(f *front, st *gatewayState, cl Client, ss *mcp.Serv
 			return res.(*mcp.ElicitResult), nil
 		}
 	}
-	if asks.Sampling == nil && asks.Elicitation == nil {
+	if caps.RootsV2 != nil {
+		// RootsV2 is what the SDK sets when the client's initialize has a roots
+		// capability (the deprecated Roots field is a value, set from it).
+		asks.Roots = func(ctx context.Context) (*mcp.ListRootsResult, error) {
+			res, err := g.askClient(ctx, f, st, cl, ss, upstream.RootsTarget(server), struct{}{}, func(ctx context.Context) (mcp.Result, string, error) {
+				r, err := ss.ListRoots(ctx, &mcp.ListRootsParams{})
+				if err != nil {
+					return nil, "", err
+				}
+				return r, rootsText(r), nil
+			})
+			if err != nil {
+				return nil, err
+			}
+			return res.(*mcp.ListRootsResult), nil
+		}
+	}
+	if asks.Sampling == nil && asks.Elicitation == nil && asks.Roots == nil {
 		return nil
 	}
 	return asks
@@ -109,7 +128,7 @@ func (g *Gateway) askClient(ctx context.Context, f *front, st *gatewayState, cl 
 }
 
 // askExecutable is the registry entry of an upstream's request kind (target
-// "sampling:<server>" or "elicitation:<server>"): its Run writes the audit intent and
+// "sampling:<server>", "elicitation:<server>" or "roots:<server>"): its Run writes the audit intent and
 // forwards the request to the client (the forward function of the call's slot).
 func askExecutable(target, server, kind string) warden.Executable {
 	return warden.Executable{
@@ -136,15 +155,30 @@ func askExecutable(target, server, kind string) warden.Executable {
 	}
 }
 
-// askExecutables returns the sampling and elicitation entries of every server.
+// askExecutables returns the sampling, elicitation and roots entries of every
+// server.
 func askExecutables(servers []string) []warden.Executable {
-	out := make([]warden.Executable, 0, 2*len(servers))
+	out := make([]warden.Executable, 0, 3*len(servers))
 	for _, s := range servers {
 		out = append(out,
 			askExecutable(upstream.SamplingTarget(s), s, "sampling"),
-			askExecutable(upstream.ElicitationTarget(s), s, "elicitation"))
+			askExecutable(upstream.ElicitationTarget(s), s, "elicitation"),
+			askExecutable(upstream.RootsTarget(s), s, "roots"))
 	}
 	return out
+}
+
+// rootsText is the text of a roots answer the pipeline judges: the roots as JSON.
+func rootsText(r *mcp.ListRootsResult) string {
+	roots := r.Roots
+	if roots == nil {
+		roots = []*mcp.Root{}
+	}
+	b, err := json.Marshal(roots)
+	if err != nil {
+		return fmt.Sprintf("[%d roots]", len(roots))
+	}
+	return string(b)
 }
 
 // samplingText is the text of a sampling answer the pipeline judges.

@@ -107,7 +107,7 @@ type resultSlot struct {
 	progress *progressForwarder // nil: the client asked for no progress
 	logs     *logForwarder      // nil: no client session to send log messages to
 	res      *mcp.CallToolResult
-	other    mcp.Result // a prompts/get, resources/read, sampling or elicitation result
+	other    mcp.Result // a prompts/get, resources/read, sampling, elicitation or roots result
 	text     string
 	// server names the upstream the call goes to ("" for none): its requests during
 	// the call are answered by the caller (asks).
@@ -117,7 +117,7 @@ type resultSlot struct {
 	// says beside its events (see [CallOriginOf]).
 	remote, role string
 	asks         *upstream.ClientRequests
-	// forward passes an upstream's request (sampling, elicitation) to the client.
+	// forward passes an upstream's request (sampling, elicitation, roots) to the client.
 	forward func(context.Context) (mcp.Result, string, error)
 	// def is the definition hash of what is called ("" for none); mrtr is set on the
 	// stateless front, where a person is asked by multi-round trip, and ask is the

@@ -47,7 +47,7 @@ type Options struct {
 
 // Gateway serves the tools, prompts, resources and resource templates of admitted
 // upstream MCP servers to MCP clients, every tools/call, prompts/get, resources/read
-// and upstream sampling or elicitation request governed by the pipeline: the
+// and upstream sampling, elicitation or roots request governed by the pipeline: the
 // caller's role selects the policy view, refusals are data the model reads, human
 // decisions are asked by elicitation (by multi-round trip on protocol 2026-07-28) or
 // stored for an operator, and everything is audited.

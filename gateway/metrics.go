@@ -174,7 +174,7 @@ func (m *metrics) observeDecision(e warden.Event) {
 }
 
 // toolLabel is name when the configuration in force serves it (a tool, a prompt, the
-// resources, sampling or elicitation of a configured server), otherTool otherwise.
+// resources, sampling, elicitation or roots of a configured server), otherTool otherwise.
 func (m *metrics) toolLabel(name string) string {
 	st := m.g.state.Load()
 	if _, ok := st.tools[name]; ok {
@@ -186,7 +186,7 @@ func (m *metrics) toolLabel(name string) string {
 		}
 		return otherTool
 	}
-	for _, prefix := range []string{upstream.ResourceTargetPrefix, upstream.SamplingTargetPrefix, upstream.ElicitationTargetPrefix} {
+	for _, prefix := range []string{upstream.ResourceTargetPrefix, upstream.SamplingTargetPrefix, upstream.ElicitationTargetPrefix, upstream.RootsTargetPrefix} {
 		if server, ok := strings.CutPrefix(name, prefix); ok {
 			for _, sc := range st.cfg.Servers {
 				if sc.Name == server {

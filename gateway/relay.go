@@ -3,8 +3,8 @@
 // upstream declaring the capabilities the client declared in its request; when the
 // upstream answers input_required, each of its input requests is judged like a
 // request of its kind from that server during a call (sampling:<server>,
-// elicitation:<server>), and only when all may go does the client get them, with a
-// requestState of the gateway's own. The client's retry is checked against that
+// elicitation:<server>, roots:<server>), and only when all may go does the client
+// get them, with a requestState of the gateway's own. The client's retry is checked against that
 // state, judged again under the policy in force, and only then sent upstream with
 // the answers and the upstream's own state.
 
@@ -111,9 +111,9 @@ func (r *relayRequest) relayOptions() *upstream.Relay {
 
 // relayInput answers an upstream's input_required round of cl's call of name with
 // args on the stateless front: every input request is one the client declared it can
-// answer and, for sampling and elicitation, one the policy lets the server send
-// (judged and audited as a request of sampling:<server> or elicitation:<server>,
-// its parameters the arguments; roots are passed when declared). Then the client
+// answer and one the policy lets the server send (judged and audited as a request
+// of sampling:<server>, elicitation:<server> or roots:<server>, its parameters the
+// arguments). Then the client
 // gets the input requests as the upstream gave them and a relay state. Otherwise
 // refusal says which request was refused and why, and the client gets nothing of
 // them.
@@ -135,7 +135,7 @@ func (g *Gateway) relayInput(ctx context.Context, f *front, st *gatewayState, cl
 		case "sampling/createMessage":
 			declared, targets[id] = caps.Sampling != nil, upstream.SamplingTarget(slot.server)
 		case "roots/list":
-			declared = caps.RootsV2 != nil
+			declared, targets[id] = caps.RootsV2 != nil, upstream.RootsTarget(slot.server)
 		default:
 			return "", fmt.Sprintf("The server %s asked the client for input of a kind the gateway does not pass on (input request %q). The call did not complete.", slot.server, id)
 		}
@@ -144,9 +144,6 @@ func (g *Gateway) relayInput(ctx context.Context, f *front, st *gatewayState, cl
 		}
 	}
 	for _, id := range ids {
-		if targets[id] == "" {
-			continue
-		}
 		if text, ok := g.judgeRelayed(ctx, f, st, cl, ss, targets[id], reqs[id]); !ok {
 			return "", fmt.Sprintf("The server %s asked the client for %s (input request %q), which was refused: %s The call did not complete.", slot.server, upstream.InputMethod(reqs[id]), id, text)
 		}
@@ -166,9 +163,10 @@ func (g *Gateway) relayInput(ctx context.Context, f *front, st *gatewayState, cl
 // is judged again.
 const relayedText = "allowed: passed to the client if every input request of the round is allowed; its answer comes with the retry of the call"
 
-// judgeRelayed judges the input request r as a request of target (sampling:<server>
-// or elicitation:<server>) of cl's, recorded like one forwarded during a call. ok
-// reports that it may go to the client; otherwise text is the refusal.
+// judgeRelayed judges the input request r as a request of target (sampling:<server>,
+// elicitation:<server> or roots:<server>) of cl's, recorded like one forwarded
+// during a call. ok reports that it may go to the client; otherwise text is the
+// refusal.
 func (g *Gateway) judgeRelayed(ctx context.Context, f *front, st *gatewayState, cl Client, ss *mcp.ServerSession, target string, r mcp.InputRequest) (text string, ok bool) {
 	raw, err := json.Marshal(r)
 	if err != nil {

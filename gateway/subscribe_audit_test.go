@@ -148,7 +148,9 @@ func TestGatewayReloadEndsSubscriptions(t *testing.T) {
 	aUpdates, bUpdates := make(subUpdates, 10), make(subUpdates, 10)
 	a := e.connect(t, gwReaderToken, aUpdates.options())
 	b := e.connect(t, gwBobToken, bUpdates.options())
-	w := e.connect(t, gwWriterToken, nil)
+	// w declares no roots: its calls share the one connection (max 1) that holds the
+	// subscriptions, which a call of another client class would close.
+	w := e.connect(t, gwWriterToken, noRoots())
 	for _, uri := range []string{subWatched, subStatic} {
 		if err := subSubscribe(t, a, uri); err != nil {
 			t.Fatalf("A subscribes to %s: %v", uri, err)

@@ -336,7 +336,9 @@ func TestGatewaySubscriptions(t *testing.T) {
 	aUpdates, bUpdates := make(subUpdates, 10), make(subUpdates, 10)
 	a := e.connect(t, gwReaderToken, aUpdates.options())
 	b := e.connect(t, gwBobToken, bUpdates.options())
-	w := e.connect(t, gwWriterToken, nil)
+	// w declares no roots: its calls share the one connection (max 1) that holds the
+	// subscriptions, which a call of another client class would close.
+	w := e.connect(t, gwWriterToken, noRoots())
 
 	// A watches one resource, B another: each gets the updates of its own only.
 	if err := subSubscribe(t, a, subWatched); err != nil {

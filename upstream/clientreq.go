@@ -1,8 +1,8 @@
-// Requests an upstream sends its client (the gateway) during a call: sampling and
-// elicitation, answered by whoever made the call, on connections that declared
-// exactly what that caller can answer.
+// Requests an upstream sends its client (the gateway) during a call: sampling,
+// elicitation and roots, answered by whoever made the call, on connections that
+// declared exactly what that caller can answer.
 
-//lint:file-ignore SA1019 sampling is deprecated from protocol 2026-07-28 on, but the session-based versions the gateway speaks still carry it, and a gateway must route what its clients and upstreams use.
+//lint:file-ignore SA1019 sampling and roots are deprecated from protocol 2026-07-28 on, but the session-based versions the gateway speaks still carry them, and a gateway must route what its clients and upstreams use.
 
 package upstream
 
@@ -18,9 +18,9 @@ import (
 // ClientRequests answer the requests an upstream sends its client while one call is
 // in flight on the connection: server-to-client requests on the session-based
 // protocol line, and the input requests of an input_required round from 2026-07-28
-// on (the SDK fulfils those with these functions and retries the call, at most 10
-// rounds; an answer that fails ends the call with that error, since an input
-// response cannot carry an error back). A nil field means the call's client cannot answer
+// on (the Server fulfils those with these functions and retries the call, at most
+// 10 rounds, see fulfilRounds; an answer that fails ends the call with that error,
+// since an input response cannot carry an error back). A nil field means the call's client cannot answer
 // that kind: the connection the call goes out on does not declare it, so the
 // upstream should not ask (and is refused if it does). The functions run on the
 // SDK's goroutine for the request, with a context that carries the values of the
@@ -31,6 +31,10 @@ type ClientRequests struct {
 	Sampling func(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error)
 	// Elicitation answers elicitation/create.
 	Elicitation func(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error)
+	// Roots answers roots/list (and a roots/list input request): the call's
+	// client's roots. Nothing else answers it: the SDK's own root list of the
+	// Server's clients is never used (see answerRoots).
+	Roots func(ctx context.Context) (*mcp.ListRootsResult, error)
 }
 
 // clientClass is the set of client capabilities a connection declares.
@@ -39,6 +43,7 @@ type clientClass uint8
 const (
 	classSampling clientClass = 1 << iota
 	classElicitation
+	classRoots
 	// classRelay connections pass an upstream's input_required rounds to the caller
 	// ([CallOptions.Relay]) instead of answering them.
 	classRelay
@@ -57,11 +62,19 @@ func (r *ClientRequests) class() clientClass {
 	if r.Elicitation != nil {
 		c |= classElicitation
 	}
+	if r.Roots != nil {
+		c |= classRoots
+	}
 	return c
 }
 
 // clientFor returns the MCP client of class's connections, made on first use: it
-// declares sampling and elicitation only when class has them, and no roots.
+// declares sampling, elicitation and roots only when class has them (roots without
+// listChanged: the gateway has no list of its own to announce changes of). Every
+// roots/list the upstream sends, and every roots/list input request of a round it
+// answers input_required (fulfilRounds, in place of the SDK's own fulfilment, which
+// would answer roots from the client's static list), goes to the call in flight's
+// ClientRequests.Roots, and is refused when there is none.
 func (u *Server) clientFor(class clientClass) *mcp.Client {
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -70,9 +83,13 @@ func (u *Server) clientFor(class clientClass) *mcp.Client {
 	}
 	opts := &mcp.ClientOptions{
 		Logger: u.log,
-		// Only what the class can route; never roots (the SDK answers roots/list from
-		// a fixed list, which cannot be the calling client's).
+		// Only what the class can route (an empty value: the SDK's default declares
+		// roots).
 		Capabilities: &mcp.ClientCapabilities{},
+		// The Server fulfils input_required rounds itself (fulfilRounds) or passes
+		// them to the caller (classRelay); the SDK's fulfilment would answer a
+		// roots/list input request from the client's static root list.
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
 		ToolListChangedHandler: func(_ context.Context, req *mcp.ToolListChangedRequest) {
 			if req != nil {
 				u.unverify(req.Session)
@@ -104,14 +121,24 @@ func (u *Server) clientFor(class clientClass) *mcp.Client {
 		opts.Capabilities.Elicitation = &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}}
 		opts.ElicitationHandler = u.onElicit
 	}
-	if class&classRelay != 0 {
-		// The caller answers the rounds (on its retry), never this client.
-		opts.MultiRoundTrip = &mcp.MultiRoundTripOptions{Disabled: true}
+	if class&classRoots != 0 {
+		opts.Capabilities.RootsV2 = &mcp.RootCapabilities{}
 	}
 	u.routeLogs(opts)
 	c := mcp.NewClient(&mcp.Implementation{Name: gatewayClientName, Version: gatewayClientVersion}, opts)
-	c.AddSendingMiddleware(uncached, declareTasks)
-	c.AddReceivingMiddleware(u.watchAcks)
+	// answer is the client's handling of a request the upstream sends it, roots/list
+	// answered by answerRoots: what fulfilRounds answers an input request with.
+	var answer mcp.MethodHandler
+	c.AddReceivingMiddleware(u.watchAcks, func(next mcp.MethodHandler) mcp.MethodHandler {
+		answer = u.answerRoots(next)
+		return answer
+	})
+	if class&classRelay != 0 {
+		// The caller answers the rounds (on its retry), never this client.
+		c.AddSendingMiddleware(uncached, declareTasks)
+	} else {
+		c.AddSendingMiddleware(uncached, declareTasks, fulfilRounds(answer))
+	}
 	u.clients[class] = c
 	return c
 }
@@ -208,6 +235,45 @@ func (u *Server) onElicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.Eli
 	return guardAnswer("elicitation", u.log, func() (*mcp.ElicitResult, error) { return asks.Elicitation(ctx, req.Params) })
 }
 
+// answerRoots is a receiving middleware of the Server's MCP clients: it answers
+// roots/list through the call in flight's ClientRequests.Roots, never passing it to
+// the SDK (whose answer is the client's static root list, which cannot be the
+// calling client's).
+func (u *Server) answerRoots(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method != "roots/list" {
+			return next(ctx, method, req)
+		}
+		cs, _ := req.GetSession().(*mcp.ClientSession)
+		return u.onListRoots(ctx, cs)
+	}
+}
+
+func (u *Server) onListRoots(ctx context.Context, cs *mcp.ClientSession) (*mcp.ListRootsResult, error) {
+	var asks *ClientRequests
+	var callCtx context.Context
+	if cs != nil {
+		asks, callCtx = u.asksOf(cs)
+	}
+	if asks == nil || asks.Roots == nil {
+		u.log.Warn("upstream asked for roots with no call in flight that can answer it; refused")
+		return nil, noCallToAsk("roots")
+	}
+	ctx, done := answerContext(ctx, callCtx)
+	defer done()
+	res, err := guardAnswer("roots", u.log, func() (*mcp.ListRootsResult, error) { return asks.Roots(ctx) })
+	if err != nil {
+		return nil, err
+	}
+	if res == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "roots failed in the gateway: no answer"}
+	}
+	if res.Roots == nil {
+		res.Roots = []*mcp.Root{} // a list, never null
+	}
+	return res, nil
+}
+
 // guardAnswer runs an answer function, turning a panic into an error for the
 // upstream (logged).
 func guardAnswer[T any](kind string, log *slog.Logger, f func() (*T, error)) (res *T, err error) {
@@ -221,10 +287,12 @@ func guardAnswer[T any](kind string, log *slog.Logger, f func() (*T, error)) (re
 }
 
 // Target prefixes of the upstream's own requests as the pipeline judges them:
-// "sampling:<server>" and "elicitation:<server>", the server being the one that asks.
+// "sampling:<server>", "elicitation:<server>" and "roots:<server>", the server being
+// the one that asks.
 const (
 	SamplingTargetPrefix    = "sampling:"
 	ElicitationTargetPrefix = "elicitation:"
+	RootsTargetPrefix       = "roots:"
 )
 
 // SamplingTarget returns the call target of a sampling request of server.
@@ -232,6 +300,9 @@ func SamplingTarget(server string) string { return SamplingTargetPrefix + server
 
 // ElicitationTarget returns the call target of an elicitation request of server.
 func ElicitationTarget(server string) string { return ElicitationTargetPrefix + server }
+
+// RootsTarget returns the call target of a roots/list request of server.
+func RootsTarget(server string) string { return RootsTargetPrefix + server }
 
 // relayCapabilities is the per-request client capabilities value (the _meta
 // io.modelcontextprotocol/clientCapabilities) of caps: sampling, elicitation and

@@ -99,6 +99,7 @@ func (u *Server) take(ctx context.Context, unverifiedFirst bool, class clientCla
 		return nil, fmt.Errorf("server %q: %w after a failure (%s); the next start is in %s (at %s)", u.cfg.Name, ErrServerRestarting, why, wait.Round(time.Millisecond), at.Format(time.RFC3339Nano))
 	}
 	victim := u.makeRoomLocked()
+	u.starting++
 	u.wg.Add(1) // Close waits for a start in progress
 	u.mu.Unlock()
 	defer u.wg.Done()
@@ -110,6 +111,9 @@ func (u *Server) take(ctx context.Context, unverifiedFirst bool, class clientCla
 
 	c, err := u.start(ctx, class)
 	if err != nil {
+		u.mu.Lock()
+		u.starting--
+		u.mu.Unlock()
 		if ctx.Err() == nil {
 			u.mu.Lock()
 			u.noteFailureLocked("start failed: " + err.Error())
@@ -124,6 +128,7 @@ func (u *Server) take(ctx context.Context, unverifiedFirst bool, class clientCla
 		return nil, fmt.Errorf("server %q: starting: %w", u.cfg.Name, err)
 	}
 	u.mu.Lock()
+	u.starting--
 	if u.closed {
 		u.mu.Unlock()
 		u.shutdown(c, false)
@@ -142,11 +147,13 @@ func (u *Server) take(ctx context.Context, unverifiedFirst bool, class clientCla
 }
 
 // makeRoomLocked takes out of the pool an idle connection (of another client
-// class: take found none of its own) when MaxConns connections are live, and
-// returns it, marked discarded, for the caller to close before it starts one more,
-// so that the bound holds. It returns nil when there is room. u.mu is held.
+// class: take found none of its own) when MaxConns connections are live or being
+// started, and returns it, marked discarded, for the caller to close before it
+// starts one more, so that the bound holds (two calls that start connections of
+// new classes at once, an idle one of a third class live, must not have three
+// processes). It returns nil when there is room. u.mu is held.
 func (u *Server) makeRoomLocked() *upstreamConn {
-	live := 0
+	live := u.starting
 	for c := range u.live {
 		if !c.dead && !c.discarded {
 			live++

@@ -31,7 +31,7 @@ type ServerConfig struct {
 	// (one of [ProtocolVersions]). Empty means the newest the gateway speaks
 	// (2026-07-28, stateless); a server that does not offer it is spoken to in the
 	// newest session-based version it answers initialize with. Pin a session-based
-	// version for a server whose requests during a call (sampling, elicitation) come
+	// version for a server whose requests during a call (sampling, elicitation, roots) come
 	// as server-to-client requests and that refuses them at 2026-07-28.
 	Protocol string
 

@@ -211,7 +211,7 @@ type Server struct {
 	log    *slog.Logger
 	sink   fanout.Sinks // opts.Sink, its panics recovered and logged to log
 	// clients are the MCP clients of the server's connections, one per client class
-	// (what the connection declares it can route: sampling, elicitation), made on
+	// (what the connection declares it can route: sampling, elicitation, roots), made on
 	// first use under mu. See clientFor.
 	clients    [classCount]*mcp.Client
 	httpClient *http.Client
@@ -222,6 +222,7 @@ type Server struct {
 
 	mu          sync.Mutex
 	closed      bool
+	starting    int // connections being started, not yet live (see makeRoomLocked)
 	admitted    bool
 	idle        []*upstreamConn
 	live        map[*upstreamConn]struct{}

@@ -35,7 +35,14 @@
 // FILE exists, -ask-after-cancel adds the tool askafter (logs "askafter: waiting for
 // the cancel", and once its call is cancelled sends elicitation/create on the same
 // session and logs "askafter: elicitation after the cancel: " and the answer or the
-// error). slow logs "slow: cancelled" when its call is cancelled. -wire-dump DIR
+// error), -roots adds the tool roots {mark, wait_for} (creates the file mark when
+// set, waits up to a minute for the file wait_for when set, then asks its client for
+// its roots: by roots/list on the session-based protocol line, by an input_required
+// round with the input request "roots" from 2026-07-28 on; answers "protocol=<v>
+// declared=<whether the client declared roots> roots=<uri> (<name>), ...", or an
+// error result "protocol=<v> declared=<d> roots/list failed: <error>"; with forever,
+// from 2026-07-28 on, it asks again in every round, however answered). slow logs
+// "slow: cancelled" when its call is cancelled. -wire-dump DIR
 // remembers the ids and methods of the last 4096 messages received and sent and, on
 // every SIGUSR1, writes them to DIR/faultserver-<pid>.wire.txt, marking each call
 // received that no response was sent to. Stdin is read non-blocking, through the
@@ -59,6 +66,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
+//lint:file-ignore SA1019 the roots tool asks for roots, deprecated from protocol 2026-07-28 on, which the gateway routes for the session-based versions
+
 func main() {
 	mode := flag.String("mode", "ok", "behaviour: ok, badschemas, changing, die-on-start")
 	marker := flag.String("marker", "", "file to which the pid is appended at start")
@@ -68,6 +77,7 @@ func main() {
 	failIfExists := flag.String("fail-if-exists", "", "exit with code 2 at start while this file exists")
 	refuseListings := flag.Bool("refuse-listings", false, "serve one prompt and one resource but answer prompts/list and resources/templates/list with a JSON-RPC error")
 	askAfterCancel := flag.Bool("ask-after-cancel", false, "add the tool askafter, which elicits once its call is cancelled")
+	roots := flag.Bool("roots", false, "add the tool roots, which asks its client for its roots and lists them")
 	wireDump := flag.String("wire-dump", "", "remember the ids of the last messages received and sent, and write them to faultserver-<pid>.wire.txt in this directory on SIGUSR1")
 	blockingStdin := flag.Bool("blocking-stdin", false, "read stdin with blocking reads, as mcp.StdioTransport does (exposes the Go 1.26 stop-the-world stall, see internal/repro/stwsyscall)")
 	flag.Parse()
@@ -113,6 +123,9 @@ func main() {
 	}
 	if *askAfterCancel {
 		addAskAfter(srv)
+	}
+	if *roots {
+		addRoots(srv)
 	}
 	if *noPong {
 		srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
@@ -560,4 +573,80 @@ func addAskAfter(srv *mcp.Server) {
 			}
 			return nil, nil, ctx.Err()
 		})
+}
+
+// addRoots adds roots (see the package comment).
+func addRoots(srv *mcp.Server) {
+	srv.AddTool(&mcp.Tool{
+		Name:        "roots",
+		Description: "Asks the client for its roots and lists them.",
+		InputSchema: map[string]any{"type": "object", "properties": map[string]any{
+			"mark":     map[string]any{"type": "string"},
+			"wait_for": map[string]any{"type": "string"},
+			"forever":  map[string]any{"type": "boolean"},
+		}},
+	}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var in struct {
+			Mark    string `json:"mark"`
+			WaitFor string `json:"wait_for"`
+			Forever bool   `json:"forever"`
+		}
+		if len(req.Params.Arguments) > 0 {
+			if err := json.Unmarshal(req.Params.Arguments, &in); err != nil {
+				return nil, err
+			}
+		}
+		proto := req.ProtocolVersion()
+		caps := req.ClientCapabilities()
+		head := fmt.Sprintf("protocol=%s declared=%t", proto, caps != nil && caps.RootsV2 != nil)
+		if r, ok := req.Params.InputResponses["roots"].(*mcp.ListRootsResult); ok && !in.Forever {
+			return text(head + " roots=" + rootsList(r)), nil
+		}
+		if in.Mark != "" {
+			if err := os.WriteFile(in.Mark, nil, 0o600); err != nil {
+				return nil, err
+			}
+		}
+		if in.WaitFor != "" {
+			deadline := time.Now().Add(time.Minute)
+			for {
+				if _, err := os.Stat(in.WaitFor); err == nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					return toolErr(head + " the file " + in.WaitFor + " did not appear within a minute"), nil
+				}
+				select {
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				case <-time.After(5 * time.Millisecond):
+				}
+			}
+		}
+		if proto >= "2026-07-28" {
+			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"roots": &mcp.ListRootsParams{}}}, nil
+		}
+		r, err := req.Session.ListRoots(ctx, nil)
+		if err != nil {
+			return toolErr(fmt.Sprintf("%s roots/list failed: %v", head, err)), nil
+		}
+		return text(head + " roots=" + rootsList(r)), nil
+	})
+}
+
+func toolErr(s string) *mcp.CallToolResult {
+	r := text(s)
+	r.IsError = true
+	return r
+}
+
+// rootsList is the roots of r as "<uri> (<name>)", comma-separated.
+func rootsList(r *mcp.ListRootsResult) string {
+	var parts []string
+	for _, root := range r.Roots {
+		if root != nil {
+			parts = append(parts, fmt.Sprintf("%s (%s)", root.URI, root.Name))
+		}
+	}
+	return strings.Join(parts, ", ")
 }
