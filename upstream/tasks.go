@@ -2,7 +2,7 @@
 // tools/call the upstream answers with a task is followed inside [Server.Call]
 // until the task ends, as if the call had answered at once.
 
-//lint:file-ignore SA1019 an upstream task's input requests may still ask for sampling, deprecated from 2026-07-28 on; it is answered like any other sampling request
+//lint:file-ignore SA1019 an upstream task's input requests may still ask for sampling or roots, deprecated from 2026-07-28 on; they are answered like any other such request
 
 package upstream
 
@@ -396,6 +396,7 @@ func (t *taskRun) answer(ctx context.Context, asks *ClientRequests, pending map[
 		switch {
 		case r.Method == "elicitation/create" && asks != nil && asks.Elicitation != nil:
 		case r.Method == "sampling/createMessage" && asks != nil && asks.Sampling != nil:
+		case r.Method == "roots/list" && asks != nil && asks.Roots != nil:
 		default:
 			unanswerable = append(unanswerable, fmt.Sprintf("%s (%s)", id, r.Method))
 			continue
@@ -422,6 +423,8 @@ func (t *taskRun) answer(ctx context.Context, asks *ClientRequests, pending map[
 			if err = json.Unmarshal(a.params, &p); err == nil {
 				res, err = t.u.onCreateMessage(ctx, &mcp.CreateMessageRequest{Session: t.c.cs, Params: &p})
 			}
+		case "roots/list":
+			res, err = t.u.onListRoots(ctx, t.c.cs)
 		}
 		if err == nil {
 			var raw []byte

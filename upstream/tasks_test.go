@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 an upstream task may ask for roots, deprecated from protocol 2026-07-28 on
+
 package upstream
 
 import (
@@ -107,6 +109,18 @@ func newTaskFixture(t *testing.T, o fixtureOpts) *taskFixture {
 			return nil, fmt.Errorf("answer %#v, want an elicitation result", req.Params.InputResponses["confirm"])
 		}
 		return text(fmt.Sprintf("answered %s %v", res.Action, res.Content["ok"])), nil
+	})
+	tool("roots", func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		mcptasks.Promote(ctx, "")
+		res, ok := req.Params.InputResponses["where"].(*mcp.ListRootsResult)
+		if !ok {
+			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"where": &mcp.ListRootsParams{}}}, nil
+		}
+		var uris []string
+		for _, r := range res.Roots {
+			uris = append(uris, r.URI)
+		}
+		return text("roots " + strings.Join(uris, ",")), nil
 	})
 	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true, PropagateRequestCancellation: true, JSONResponse: o.jsonResponse})
 	h := mcptasks.NewHandler(sdk, &mcptasks.Options{
@@ -437,6 +451,20 @@ func TestUpstreamTaskInputAnswered(t *testing.T) {
 	}
 	if s := f.taskStatus(t, taskID(t, cancels[0])); s != mcptasks.StatusCancelled {
 		t.Errorf("task status = %s, want cancelled", s)
+	}
+}
+
+// A task that asks for roots gets the calling client's, through CallOptions.Client.
+func TestUpstreamTaskRootsAnswered(t *testing.T) {
+	t.Parallel()
+	f := newTaskFixture(t, fixtureOpts{extension: true})
+	u := taskUpstream(t, "tasks", f)
+	client := &ClientRequests{Roots: func(context.Context) (*mcp.ListRootsResult, error) {
+		return &mcp.ListRootsResult{Roots: []*mcp.Root{{URI: "file:///work/a"}, {URI: "file:///work/b"}}}, nil
+	}}
+	res, err := u.Call(callCtx(t), "roots", nil, &CallOptions{Client: client})
+	if err != nil || ResultText(res) != "roots file:///work/a,file:///work/b" {
+		t.Fatalf("a task asking for roots: %v %+v, want the client's roots", err, res)
 	}
 }
 
