@@ -462,28 +462,46 @@ func TestServeExampleConfig(t *testing.T) {
 	}
 }
 
+// readmeBlock returns the first ```lang block of README.md whose text starts with
+// prefix, failing t when there is none.
+func readmeBlock(t *testing.T, lang, prefix string) string {
+	t.Helper()
+	readme := readFile(t, filepath.Join(mcptest.RepoRoot(t), "README.md"))
+	for _, block := range strings.Split(readme, "```"+lang+"\n")[1:] {
+		block = block[:strings.Index(block, "```")]
+		if strings.HasPrefix(block, prefix) {
+			return block
+		}
+	}
+	t.Fatalf("README.md has no ```%s block starting with %q", lang, prefix)
+	return ""
+}
+
+// readmeCommand returns the words of the README's ```sh command starting with
+// prefix, split as a shell would (line continuations joined).
+func readmeCommand(t *testing.T, prefix string) []string {
+	t.Helper()
+	block := readmeBlock(t, "sh", prefix)
+	words, err := shfields.Fields(strings.ReplaceAll(block, "\\\n", " "), nil)
+	if err != nil {
+		t.Fatalf("the README's command does not parse: %v\n%s", err, block)
+	}
+	return words
+}
+
+// readmeURL is the example gateway's MCP endpoint, as the README's client
+// instructions name it; the tests' gateways listen on a free port instead.
+const readmeURL = "http://127.0.0.1:8080/mcp"
+
 // The README's MCP Inspector command, run as written (the pinned Inspector, its
 // arguments, the demo token) against the example gateway, lists the reader's tools:
 // the README cannot name an Inspector or flags that do not work.
 func TestServeREADMEInspectorCommand(t *testing.T) {
 	t.Parallel()
 	inspector, inspectorArgs := mcptest.InspectorCLI(t)
-	readme := readFile(t, filepath.Join(mcptest.RepoRoot(t), "README.md"))
-	const readmeURL = "http://127.0.0.1:8080/mcp"
-	var words []string
-	for _, block := range strings.Split(readme, "```sh\n")[1:] {
-		block = block[:strings.Index(block, "```")]
-		if !strings.HasPrefix(block, "npx @modelcontextprotocol/inspector") {
-			continue
-		}
-		var err error
-		if words, err = shfields.Fields(strings.ReplaceAll(block, "\\\n", " "), nil); err != nil {
-			t.Fatalf("the README's Inspector command does not parse: %v\n%s", err, block)
-		}
-		break
-	}
-	if len(words) < 3 || words[0] != "npx" {
-		t.Fatalf("README.md has no ```sh block starting with `npx @modelcontextprotocol/inspector`: %q", words)
+	words := readmeCommand(t, "npx -y @modelcontextprotocol/inspector")
+	if len(words) < 4 || words[0] != "npx" || words[1] != "-y" {
+		t.Fatalf("the README's Inspector command is not `npx -y @modelcontextprotocol/inspector@VERSION ...`: %q", words)
 	}
 	var pinned struct {
 		Dependencies map[string]string `json:"dependencies"`
@@ -491,15 +509,15 @@ func TestServeREADMEInspectorCommand(t *testing.T) {
 	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(mcptest.RepoRoot(t), "internal", "mcptest", "testdata", "npm", "package.json"))), &pinned); err != nil {
 		t.Fatal(err)
 	}
-	if want := "@modelcontextprotocol/inspector@" + pinned.Dependencies["@modelcontextprotocol/inspector"]; words[1] != want {
-		t.Fatalf("the README runs %s; the Inspector CI tests is %s: pin the README to it", words[1], want)
+	if want := "@modelcontextprotocol/inspector@" + pinned.Dependencies["@modelcontextprotocol/inspector"]; words[2] != want {
+		t.Fatalf("the README runs %s; the Inspector CI tests is %s: pin the README to it", words[2], want)
 	}
-	if words[2] != "--cli" || !slices.Contains(words, readmeURL) {
+	if words[3] != "--cli" || !slices.Contains(words, readmeURL) {
 		t.Fatalf("the README's Inspector command is not `--cli %s ...`: %q", readmeURL, words)
 	}
 	g := startExampleGateway(t)
 	args := slices.Clone(inspectorArgs) // the installed pinned Inspector, with --cli
-	for _, w := range words[3:] {
+	for _, w := range words[4:] {
 		if w == readmeURL {
 			w = g.url
 		}
@@ -526,6 +544,168 @@ func TestServeREADMEInspectorCommand(t *testing.T) {
 	slices.Sort(names)
 	if want := []string{toolListNotes, toolReadNote, toolSearchNote}; !slices.Equal(names, want) {
 		t.Errorf("the README's Inspector command lists %v, want the reader's %v", names, want)
+	}
+}
+
+// The README's `claude mcp add` command, run as written by the pinned Claude Code
+// (only the binary's path and the gateway's port changed), registers the example
+// gateway, and `claude mcp get warden` health-checks it as connected: the README's
+// transport, URL and header are ones Claude Code accepts and the gateway answers.
+func TestServeREADMEClaudeCodeCommand(t *testing.T) {
+	t.Parallel()
+	claude := mcptest.ClaudeCode(t)
+	words := readmeCommand(t, "claude mcp add ")
+	if len(words) < 4 || words[0] != "claude" || !slices.Contains(words, readmeURL) {
+		t.Fatalf("the README's Claude Code command is not `claude mcp add ... %s ...`: %q", readmeURL, words)
+	}
+	g := startExampleGateway(t)
+	args := make([]string, 0, len(words)-1)
+	for _, w := range words[1:] {
+		if w == readmeURL {
+			w = g.url
+		}
+		args = append(args, w)
+	}
+
+	// Claude Code keeps a local-scope server in ~/.claude.json under the working
+	// directory's project: both are temporary, so nothing of the user's is read or
+	// changed. Nonessential traffic (update checks, telemetry) is off: CI may be
+	// offline, and the health check needs none of it.
+	home, work := t.TempDir(), t.TempDir()
+	env := []string{"HOME=" + home, "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "HOME=") && !strings.HasPrefix(kv, "CLAUDE_") && !strings.HasPrefix(kv, "ANTHROPIC_") && !strings.HasPrefix(kv, "XDG_CONFIG_HOME=") {
+			env = append(env, kv)
+		}
+	}
+	run := func(args ...string) string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, claude, args...)
+		cmd.Env, cmd.Dir = env, work
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("claude %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+
+	if out := run(args...); !strings.Contains(out, "Added HTTP MCP server warden with URL: "+g.url) {
+		t.Errorf("claude %s printed:\n%s\nwant it to say it added the HTTP server warden at %s", strings.Join(args, " "), out, g.url)
+	}
+	var state struct {
+		Projects map[string]struct {
+			MCPServers map[string]struct {
+				Type    string            `json:"type"`
+				URL     string            `json:"url"`
+				Headers map[string]string `json:"headers"`
+			} `json:"mcpServers"`
+		} `json:"projects"`
+	}
+	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(home, ".claude.json"))), &state); err != nil {
+		t.Fatalf("~/.claude.json: %v", err)
+	}
+	server, ok := state.Projects[work].MCPServers["warden"]
+	if !ok {
+		t.Fatalf("~/.claude.json has no server warden in project %s: %+v", work, state.Projects)
+	}
+	if server.Type != "http" || server.URL != g.url || server.Headers["Authorization"] != "Bearer "+demoWriterToken {
+		t.Errorf("~/.claude.json holds warden as %+v, want type http, url %s and the writer's bearer token", server, g.url)
+	}
+
+	out := run("mcp", "get", "warden")
+	if !strings.Contains(out, "Status: ✔ Connected") {
+		t.Fatalf("claude mcp get warden does not report the gateway connected:\n%s", out)
+	}
+	t.Logf("claude mcp get warden:\n%s", out)
+}
+
+// The README's Claude Desktop entry (claude_desktop_config.json), with the built
+// binary for /path/to/warden and this checkout for the repository path, starts the
+// example gateway on stdio as Claude Desktop would (its own environment, no token
+// variables, any working directory): the stdio identity, a writer, lists the
+// writer's tools and a call runs.
+//
+// It serves the example config itself, so its store and notes are the example's
+// (examples/gateway/warden-gateway.db and .notes, both ignored by git); the call
+// made only reads.
+func TestServeREADMEClaudeDesktopConfig(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("the example starts its upstream with `go run`; go is not on PATH")
+	}
+	block := readmeBlock(t, "json", "{\n  \"mcpServers\"")
+	var desktop struct {
+		MCPServers map[string]struct {
+			Command string            `json:"command"`
+			Args    []string          `json:"args"`
+			Env     map[string]string `json:"env"`
+		} `json:"mcpServers"`
+	}
+	if err := json.Unmarshal([]byte(block), &desktop); err != nil {
+		t.Fatalf("the README's claude_desktop_config.json is not JSON: %v\n%s", err, block)
+	}
+	server, ok := desktop.MCPServers["warden"]
+	if !ok || server.Command != "/path/to/warden" {
+		t.Fatalf("the README's claude_desktop_config.json has no server warden with command /path/to/warden:\n%s", block)
+	}
+	const repoPlaceholder = "/path/to/warden/"
+	args := slices.Clone(server.Args)
+	replaced := 0
+	for i, a := range args {
+		if strings.HasPrefix(a, repoPlaceholder) {
+			args[i] = filepath.Join(mcptest.RepoRoot(t), filepath.FromSlash(strings.TrimPrefix(a, repoPlaceholder)))
+			replaced++
+		}
+	}
+	if replaced != 1 || !slices.Contains(args, "--stdio") {
+		t.Fatalf("the README's Claude Desktop args %q are not `serve --stdio` with one config under %s", server.Args, repoPlaceholder)
+	}
+
+	cmd := exec.Command(wardenBinary(t), args...)
+	cmd.Dir = t.TempDir()
+	// Claude Desktop starts the server with its own environment and the entry's env
+	// (the README gives none): no WARDEN_* variable, so no token or store from here.
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "WARDEN_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	for k, v := range server.Env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	stderr := &mcptest.LogBuffer{}
+	cmd.Stderr = stderr
+	stderr.LogOnFailure(t, "gateway stderr") // runs after the cleanup below closes the session
+	client := sdk.NewClient(&sdk.Implementation{Name: "claude-desktop-readme-test", Version: "1"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	cs, err := client.Connect(ctx, &sdk.CommandTransport{Command: cmd, TerminateDuration: 30 * time.Second}, nil)
+	if err != nil {
+		t.Fatalf("starting the README's Claude Desktop command %q: %v", args, err)
+	}
+	closed := false
+	t.Cleanup(func() {
+		if !closed {
+			cs.Close()
+		}
+	})
+
+	want := []string{toolDeleteNote, toolListNotes, toolReadNote, toolSearchNote, toolWriteNote}
+	if got := listToolNames(t, cs); !slices.Equal(got, want) {
+		t.Errorf("the stdio identity (role writer) sees tools %v, want %v", got, want)
+	}
+	if res := callTool(t, cs, toolListNotes, map[string]any{}); res.IsError {
+		t.Errorf("%s over the README's Claude Desktop entry: tool error %q", toolListNotes, mcptest.ResultText(res))
+	}
+
+	closed = true
+	if err := cs.Close(); err != nil {
+		t.Errorf("closing the stdio session (the gateway's exit): %v", err)
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("warden %s exited %d after the client closed stdin, want 0", strings.Join(args, " "), code)
 	}
 }
 

@@ -10,7 +10,9 @@
 //	npm install --ignore-scripts --no-audit --no-fund --no-save --prefix internal/mcptest/testdata/npm
 //
 // Tests that need a missing peer are skipped, except under CI=true, where .ci/run
-// installs the peers and a missing one fails the test.
+// installs the peers and a missing one fails the test. Claude Code ([ClaudeCode]) and
+// the conformance suite ([Conformance]) are pinned and installed the same way from
+// internal/mcptest/testdata/claude and internal/mcptest/testdata/conformance.
 package mcptest
 
 import (
