@@ -31,18 +31,17 @@ func (e *gwEnv) attackReload(t *testing.T, c *gateway.File) {
 // attackDeleteRecord waits (bounded) for the record of bob's delete_note(name).
 func (e *gwEnv) attackDeleteRecord(t *testing.T, name string) store.CallRecord {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	var rec store.CallRecord
+	mcptest.WaitFor(t, 30*time.Second, fmt.Sprintf("bob's delete_note(%s) is recorded as decided", name), func() bool {
 		for _, r := range e.calls(t, "mcp__notes__delete_note", "bob") {
 			if strings.Contains(string(r.Args), `"`+name+`"`) && r.Status != warden.StatusPending {
-				return r
+				rec = r
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("bob's delete_note(%s) was never recorded as decided", name)
-		}
-		time.Sleep(20 * time.Millisecond) // polling the audit log of a real gateway
-	}
+		return false
+	})
+	return rec
 }
 
 // A policy reload that forbids a call while it waits for an operator as a task:
@@ -144,20 +143,15 @@ func TestAttackTaskHaltedWhileWaiting(t *testing.T) {
 // taskUntilTerminal polls the task until it is terminal (bounded).
 func (e *gwEnv) taskUntilTerminal(t *testing.T, token, id string) mcptasks.Task {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		task, err := e.taskGet(t, token, id)
-		if err != nil {
+	var task mcptasks.Task
+	mcptest.WaitFor(t, 30*time.Second, fmt.Sprintf("task %s ends", id), func() bool {
+		var err *mcptasks.WireError
+		if task, err = e.taskGet(t, token, id); err != nil {
 			t.Fatalf("tasks/get %s: %+v", id, err)
 		}
-		if task.Status.Terminal() {
-			return task
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("task %s never ended: %+v", id, task)
-		}
-		time.Sleep(20 * time.Millisecond) // a client's polling of a real gateway
-	}
+		return task.Status.Terminal()
+	})
+	return task
 }
 
 // Tasks belong to the gateway identity that made them. One subject of an issuer
@@ -273,18 +267,16 @@ func TestAttackTaskRunsAfterItsJWTMappingIsRemoved(t *testing.T) {
 	if _, err := o.st.Decide(context.Background(), ps[0].ID, store.Verdict{Approve: true, By: "ops"}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	var rec store.CallRecord
+	mcptest.WaitFor(t, 30*time.Second, "carol's delete is recorded as decided", func() bool {
 		recs := o.calls(t, "mcp__notes__delete_note", "carol")
-		if len(recs) > 0 && recs[len(recs)-1].Status != warden.StatusPending {
-			if rec := recs[len(recs)-1]; rec.Executed || rec.Status != warden.StatusRefused {
-				t.Errorf("carol's task after its mapping was removed and the approval: %+v, want refused, not executed", rec)
-			}
-			break
+		if len(recs) == 0 || recs[len(recs)-1].Status == warden.StatusPending {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("carol's delete was never recorded as decided")
-		}
-		time.Sleep(20 * time.Millisecond) // polling the audit log of a real gateway
+		rec = recs[len(recs)-1]
+		return true
+	})
+	if rec.Executed || rec.Status != warden.StatusRefused {
+		t.Errorf("carol's task after its mapping was removed and the approval: %+v, want refused, not executed", rec)
 	}
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/wardenhq/warden"
 	"github.com/wardenhq/warden/internal/mcptasks"
+	"github.com/wardenhq/warden/internal/mcptest"
 	"github.com/wardenhq/warden/store"
 )
 
@@ -98,20 +99,18 @@ func (e *gwEnv) taskGet(t *testing.T, token, id string) (mcptasks.Task, *mcptask
 // taskUntil polls the task until its status is not working (bounded).
 func (e *gwEnv) taskUntil(t *testing.T, token, id string, want mcptasks.Status) mcptasks.Task {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		task, err := e.taskGet(t, token, id)
-		if err != nil {
+	var task mcptasks.Task
+	mcptest.WaitFor(t, 30*time.Second, fmt.Sprintf("task %s is %s", id, want), func() bool {
+		var err *mcptasks.WireError
+		if task, err = e.taskGet(t, token, id); err != nil {
 			t.Fatalf("tasks/get %s: %+v", id, err)
 		}
-		if task.Status == want {
-			return task
-		}
-		if task.Status.Terminal() || time.Now().After(deadline) {
-			t.Fatalf("task %s: %+v, want %s", id, task, want)
-		}
-		time.Sleep(20 * time.Millisecond) // a client's polling of a real gateway
+		return task.Status == want || task.Status.Terminal()
+	})
+	if task.Status != want {
+		t.Fatalf("task %s: %+v, want %s", id, task, want)
 	}
+	return task
 }
 
 // deleteAsTask calls delete_note(name) as bob, whose asks go to an operator, from a
@@ -216,25 +215,18 @@ func TestTaskDeclinedAndCancelled(t *testing.T) {
 		t.Errorf("after tasks/cancel: %+v", got)
 	}
 	// The call's own record says it did not run.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		var rec *store.CallRecord
+	var rec *store.CallRecord
+	mcptest.WaitFor(t, 30*time.Second, "the cancelled call is recorded", func() bool {
 		for _, r := range e.calls(t, "mcp__notes__delete_note", "bob") {
 			if strings.Contains(string(r.Args), `"b"`) {
 				rec = &r
 			}
 		}
-		if rec != nil {
-			// Recorded like any call whose wait ended undecided: pending, not run.
-			if rec.Executed || rec.Status != warden.StatusPending || rec.Stage != warden.StageHuman {
-				t.Errorf("the cancelled call's record: %+v, want pending at the human stage, not executed", rec)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the cancelled call was never recorded")
-		}
-		time.Sleep(20 * time.Millisecond)
+		return rec != nil
+	})
+	// Recorded like any call whose wait ended undecided: pending, not run.
+	if rec.Executed || rec.Status != warden.StatusPending || rec.Stage != warden.StageHuman {
+		t.Errorf("the cancelled call's record: %+v, want pending at the human stage, not executed", rec)
 	}
 	if _, err := e.st.Decide(context.Background(), pb[0].ID, store.Verdict{Approve: true, By: "ops"}); err != nil {
 		t.Fatal(err)
@@ -459,19 +451,14 @@ func TestTaskOfTheUpstreamAsks(t *testing.T) {
 	if r.Error != nil || json.Unmarshal(r.Result, &task) != nil || task.ResultType != "task" {
 		t.Fatalf("ask_job: %s %+v, want a task", r.Result, r.Error)
 	}
-	deadline := time.Now().Add(30 * time.Second)
 	var waiting mcptasks.Task
-	for {
-		got, err := e.taskGet(t, gwBobToken, task.TaskID)
-		if err != nil {
+	mcptest.WaitFor(t, 30*time.Second, "the task stops working", func() bool {
+		var err *mcptasks.WireError
+		if waiting, err = e.taskGet(t, gwBobToken, task.TaskID); err != nil {
 			t.Fatal(err)
 		}
-		if got.Status != mcptasks.StatusWorking || time.Now().After(deadline) {
-			waiting = got
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return waiting.Status != mcptasks.StatusWorking
+	})
 	if waiting.Status != mcptasks.StatusInputRequired || !strings.Contains(string(waiting.InputRequests["who"]), "Who runs the job?") {
 		t.Fatalf("the task of an asking upstream: %+v (error %+v), want input_required with the upstream's question", waiting, waiting.Error)
 	}

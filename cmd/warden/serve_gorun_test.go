@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -56,38 +57,31 @@ func TestServeGoRunStoppedByPID(t *testing.T) {
 	t.Cleanup(func() { syscall.Kill(-pgid, syscall.SIGKILL) })
 	listening := regexp.MustCompile(`msg="warden gateway listening" mcp=(http://\S+)`)
 	var url string
-	for end := time.Now().Add(10 * time.Minute); url == ""; { // a cold build on a loaded machine
+	// Up to 10 minutes: a cold build on a loaded machine.
+	mcptest.WaitFor(t, 10*time.Minute, "the gateway listens", func() bool {
 		data, _ := os.ReadFile(logFile)
 		if m := listening.FindSubmatch(data); m != nil {
 			url = string(m[1])
-		} else if time.Now().After(end) {
-			t.Fatalf("the gateway did not listen within 10 minutes:\n%s", data)
-		} else {
-			time.Sleep(100 * time.Millisecond) // bounded polling of another process's log
 		}
-	}
+		return url != ""
+	})
 
 	// SIGTERM to the go command's PID only, as `kill PID` sends it.
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	cmd.Wait()
-	stopped := false
-	for range 200 { // up to 20 s: warden polls its parent every 250 ms, then shuts down
-		if resp, err := http.Get(url); err != nil && errors.Is(err, syscall.ECONNREFUSED) && groupEmpty(pgid) {
-			stopped = true
-			break
-		} else if err == nil {
+	// Up to 20 s: warden polls its parent every 250 ms, then shuts down.
+	mcptest.WaitFor(t, 20*time.Second, fmt.Sprintf("after SIGTERM to go run's PID, the gateway at %s refuses connections and its process group %d is empty", url, pgid), func() bool {
+		resp, err := http.Get(url)
+		if err == nil {
 			resp.Body.Close()
 		}
-		time.Sleep(100 * time.Millisecond) // bounded polling of another process's exit
-	}
+		return err != nil && errors.Is(err, syscall.ECONNREFUSED) && groupEmpty(pgid)
+	})
 	data, _ := os.ReadFile(logFile)
 	if !strings.Contains(string(data), "the go run that started warden has ended") {
 		t.Errorf("warden did not log that its go run ended:\n%s", data)
-	}
-	if !stopped {
-		t.Fatalf("20s after SIGTERM to go run's PID, the gateway still answers at %s or processes of its group %d are left", url, pgid)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/wardenhq/warden/internal/mcptasks"
+	"github.com/wardenhq/warden/internal/mcptest"
 )
 
 // tasksFixture serves the fixture's HTTP handler (as -listen does) and posts
@@ -125,17 +127,12 @@ func (f *tasksFixture) created(t *testing.T, tool string, args map[string]any) m
 // until polls the task id (bounded) until its status is one of want or terminal.
 func (f *tasksFixture) until(t *testing.T, id string, want mcptasks.Status) mcptasks.Task {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		task := decodeAs[mcptasks.Task](t, f.post(t, mcptasks.MethodGet, id, map[string]any{"taskId": id}, true))
-		if task.Status == want || task.Status.Terminal() {
-			return task
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("task %s is still %s after 20s, want %s", id, task.Status, want)
-		}
-		time.Sleep(20 * time.Millisecond) // polling interval, not synchronisation
-	}
+	var task mcptasks.Task
+	mcptest.WaitFor(t, 20*time.Second, fmt.Sprintf("task %s is %s or over", id, want), func() bool {
+		task = decodeAs[mcptasks.Task](t, f.post(t, mcptasks.MethodGet, id, map[string]any{"taskId": id}, true))
+		return task.Status == want || task.Status.Terminal()
+	})
+	return task
 }
 
 type toolResult struct {

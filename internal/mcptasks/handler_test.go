@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wardenhq/warden/internal/mcptasks"
+	"github.com/wardenhq/warden/internal/mcptest"
 )
 
 // fixture is a real SDK stateless server behind a Handler, served over HTTP.
@@ -218,19 +220,12 @@ func (f *fixture) get(t *testing.T, owner, id string) mcptasks.Task {
 // settled polls the task until its status is one of want (bounded).
 func (f *fixture) settled(t *testing.T, owner, id string, want ...mcptasks.Status) mcptasks.Task {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		task := f.get(t, owner, id)
-		for _, s := range want {
-			if task.Status == s {
-				return task
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("task %s is %s (error %+v) after 10 s, want one of %v", id, task.Status, task.Error, want)
-		}
-		time.Sleep(10 * time.Millisecond) // polling a real server, as a client does
-	}
+	var task mcptasks.Task
+	mcptest.WaitFor(t, 10*time.Second, fmt.Sprintf("task %s is one of %v", id, want), func() bool {
+		task = f.get(t, owner, id)
+		return slices.Contains(want, task.Status)
+	})
+	return task
 }
 
 func TestTaskCompletes(t *testing.T) {
@@ -303,13 +298,7 @@ func TestCancelEndsTheCall(t *testing.T) {
 	if got := f.get(t, "alice", task.TaskID); got.Status != mcptasks.StatusCancelled {
 		t.Errorf("after cancel: %s", got.Status)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for f.calls.Load() != 1 {
-		if time.Now().After(deadline) {
-			t.Fatal("the cancelled task's handler never saw its context end")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	mcptest.WaitFor(t, 10*time.Second, "the cancelled task's handler sees its context end", func() bool { return f.calls.Load() == 1 })
 	// Cancelling a terminal task acks the same way.
 	r = f.post(t, "alice", "tasks/cancel", map[string]any{"taskId": task.TaskID}, true, nil)
 	if r.Error != nil || string(r.Result) != `{"resultType":"complete"}` {
