@@ -1,12 +1,10 @@
 package gateway_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -44,44 +42,12 @@ func (e *gwEnv) post2026(t *testing.T, token, method string, params map[string]a
 // post2026Caps is post2026 with the client capabilities caps.
 func (e *gwEnv) post2026Caps(t *testing.T, token, method string, params map[string]any, caps map[string]any) taskReply {
 	t.Helper()
-	params["_meta"] = map[string]any{
-		"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
-		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "tasks-test", "version": "1"},
-		"io.modelcontextprotocol/clientCapabilities": caps,
-	}
-	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
-	req, _ := http.NewRequest(http.MethodPost, e.url, bytes.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
-	req.Header.Set("Mcp-Method", method)
-	for _, k := range []string{"name", "taskId"} {
-		if v, ok := params[k].(string); ok {
-			req.Header.Set("Mcp-Name", v)
-		}
-	}
-	resp, err := (&http.Client{Transport: e.tr, Timeout: time.Minute}).Do(req)
-	if err != nil {
-		t.Fatalf("%s: %v", method, err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
-		for i := len(lines) - 1; i >= 0; i-- {
-			if d, ok := strings.CutPrefix(lines[i], "data: "); ok {
-				raw = []byte(d)
-				break
-			}
-		}
-	}
-	var r taskReply
-	if err := json.Unmarshal(raw, &r); err != nil {
-		t.Fatalf("%s: HTTP %d %q is not a JSON-RPC answer: %v", method, resp.StatusCode, raw, err)
-	}
-	r.status = resp.StatusCode
-	return r
+	r := mcptest.Post2026(t, mcptest.Request2026{
+		URL: e.url, Client: &http.Client{Transport: e.tr, Timeout: time.Minute},
+		Method: method, Params: params, Capabilities: caps,
+		Header: map[string]string{"Authorization": "Bearer " + token},
+	})
+	return taskReply{status: r.Status, Result: r.Result, Error: (*mcptasks.WireError)(r.Error)}
 }
 
 func (e *gwEnv) taskGet(t *testing.T, token, id string) (mcptasks.Task, *mcptasks.WireError) {

@@ -1,12 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -45,56 +42,13 @@ func (f *tasksFixture) post(t *testing.T, method, name string, params map[string
 	if declare {
 		caps["extensions"] = map[string]any{mcptasks.Extension: map[string]any{}}
 	}
-	p := map[string]any{"_meta": map[string]any{
-		"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-		"io.modelcontextprotocol/clientInfo":      map[string]any{"name": "fixture-tasks-test", "version": "1"},
-		mcptasks.MetaClientCapabilities:           caps,
-	}}
-	for k, v := range params {
-		p[k] = v
-	}
 	f.id++
-	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": f.id, "method": method, "params": p})
-	req, _ := http.NewRequest(http.MethodPost, f.url, bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
-	req.Header.Set("Mcp-Method", method)
+	header := map[string]string{}
 	if name != "" {
-		req.Header.Set("Mcp-Name", name)
+		header["Mcp-Name"] = name
 	}
-	client := &http.Client{Timeout: 30 * time.Second}
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatalf("%s: %v", method, err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("%s: reading the answer: %v", method, err)
-	}
-	msgs := [][]byte{data}
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		msgs = nil
-		sc := bufio.NewScanner(bytes.NewReader(data))
-		sc.Buffer(nil, len(data)+1)
-		for sc.Scan() {
-			if d, ok := strings.CutPrefix(sc.Text(), "data:"); ok {
-				msgs = append(msgs, []byte(strings.TrimSpace(d)))
-			}
-		}
-	}
-	for _, m := range msgs {
-		var r struct {
-			ID int `json:"id"`
-			rpcReply
-		}
-		if json.Unmarshal(m, &r) == nil && r.ID == f.id && (r.Result != nil || r.Error != nil) {
-			return r.rpcReply
-		}
-	}
-	t.Fatalf("%s: no answer in HTTP %d %s", method, resp.StatusCode, data)
-	return rpcReply{}
+	r := mcptest.Post2026(t, mcptest.Request2026{URL: f.url, ID: f.id, Method: method, Params: params, Capabilities: caps, Header: header})
+	return rpcReply{Result: r.Result, Error: (*mcptasks.WireError)(r.Error)}
 }
 
 func (f *tasksFixture) call(t *testing.T, tool string, args map[string]any, declare bool) rpcReply {

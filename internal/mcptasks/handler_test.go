@@ -1,12 +1,10 @@
 package mcptasks_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -126,52 +124,12 @@ func (f *fixture) post(t *testing.T, owner, method string, params map[string]any
 	if declare {
 		caps["extensions"] = map[string]any{mcptasks.Extension: map[string]any{}}
 	}
-	if params == nil {
-		params = map[string]any{}
-	}
-	params["_meta"] = map[string]any{
-		"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
-		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "test", "version": "1"},
-		"io.modelcontextprotocol/clientCapabilities": caps,
-	}
-	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 7, "method": method, "params": params})
-	req, _ := http.NewRequest(http.MethodPost, f.url, bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
-	req.Header.Set("Mcp-Method", method)
-	if n, ok := params["name"].(string); ok {
-		req.Header.Set("Mcp-Name", n)
-	}
-	if n, ok := params["taskId"].(string); ok {
-		req.Header.Set("Mcp-Name", n)
-	}
-	req.Header.Set("X-Owner", owner)
+	h := map[string]string{"X-Owner": owner}
 	for k, v := range header {
-		req.Header.Set(k, v)
+		h[k] = v
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s: %v", method, err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		// The last data line of the stream is the response.
-		lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
-		for i := len(lines) - 1; i >= 0; i-- {
-			if d, ok := strings.CutPrefix(lines[i], "data: "); ok {
-				raw = []byte(d)
-				break
-			}
-		}
-	}
-	var r reply
-	if err := json.Unmarshal(raw, &r); err != nil {
-		t.Fatalf("%s: answer %q is not JSON-RPC: %v", method, raw, err)
-	}
-	r.status = resp.StatusCode
-	return r
+	r := mcptest.Post2026(t, mcptest.Request2026{URL: f.url, ID: 7, Method: method, Params: params, Capabilities: caps, Header: h})
+	return reply{status: r.Status, Result: r.Result, Error: (*mcptasks.WireError)(r.Error)}
 }
 
 func call(name string, args map[string]any) map[string]any {
